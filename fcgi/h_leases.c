@@ -1,0 +1,269 @@
+/* h_leases: the lease API (docs/API.md): acquire, poll, heartbeat, release.
+ * Handlers validate everything before the first Redis call, so bad input
+ * changes nothing; each state change is logged once with its ids. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_input.h"
+#include "lease.h"
+#include "log.h"
+#include "routes.h"
+
+static int hex_id_valid(const char *s)
+{
+        if (strlen(s) != 32)
+                return 0;
+        for (; *s; s++)
+                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+                        return 0;
+        return 1;
+}
+
+/* Read a required or optional id field; replies 400 and returns -1 on error. */
+static int body_id(struct request *req, struct json_object *body, const char *name, int required,
+                   const char **ret)
+{
+        char err[256];
+
+        if (json_input_get_id(body, name, required, ret, err, sizeof(err)) < 0) {
+                reply_error(req, API_INVALID_REQUEST, "%s", err);
+                return -1;
+        }
+        return 0;
+}
+
+static void reply_lease(struct request *req, int status, const char *state, struct json_object *lease)
+{
+        struct json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "status", json_object_new_string(state));
+        json_object_object_add(o, "lease", json_object_get(lease));
+        reply_json(req, status, o);
+        json_put(o);
+}
+
+static void reply_queued(struct request *req, const struct lease_outcome *out)
+{
+        struct json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "status", json_object_new_string("queued"));
+        json_object_object_add(o, "ticketId", json_object_new_string(out->ticket_id));
+        json_object_object_add(o, "position", json_object_new_int64(out->position));
+        reply_json(req, 202, o);
+        json_put(o);
+}
+
+static const char *lease_field(struct json_object *lease, const char *name)
+{
+        struct json_object *v;
+        return json_object_object_get_ex(lease, name, &v) ? json_object_get_string(v) : NULL;
+}
+
+/* Produce a new ticket to Kafka; on failure take it back out of Redis.
+ * Returns 0 when the ticket is queued (or already served), else replies. */
+static int queue_ticket(struct request *req, const struct lease_request *lr,
+                        const struct lease_outcome *out)
+{
+        char *msg = NULL;
+        int r = lease_ticket_message(lr, out->ticket_id, &msg);
+
+        if (r == 0)
+                r = kafka_produce_sync(req->w->kafka, out->ticket_id, msg, strlen(msg));
+        free(msg);
+        if (r == 0)
+                return 0;
+        log_warn(LOG_KV({ "TICKET_ID", out->ticket_id }, { "USER_ID", lr->user_id },
+                        { "SESSION_ID", lr->session_id }, { "REQUEST_ID", req->request_id }),
+                 "ticket not queued: Kafka did not confirm it (%s)", strerror(-r));
+        if (lease_ticket_cancel(req->w->redis, out->ticket_id) == 1)
+                return 0; /* a supervisor already served it: the client can poll it */
+        reply_error(req, API_UNAVAILABLE, "the queue is unavailable (Kafka did not confirm the ticket); retry later");
+        return -1;
+}
+
+void h_leases_acquire(struct request *req)
+{
+        struct json_object *body = NULL;
+        struct lease_request lr = { 0 };
+        struct lease_outcome out = { 0 };
+        char err[256];
+        int r;
+
+        if (request_json_body(req, &body) < 0)
+                return;
+        if (body_id(req, body, "userId", 1, &lr.user_id) < 0 ||
+            body_id(req, body, "sessionId", 1, &lr.session_id) < 0 ||
+            body_id(req, body, "poolId", 0, &lr.pool_id) < 0)
+                goto out;
+        if (json_input_get_enum(body, "mode", lease_modes, &lr.mode, err, sizeof(err)) < 0) {
+                reply_error(req, API_INVALID_REQUEST, "%s", err);
+                goto out;
+        }
+        if (!lr.mode)
+                lr.mode = lease_modes[0];
+        if (strcmp(lr.mode, "multi_user_shared") == 0) {
+                if (!lr.pool_id)
+                        lr.pool_id = "default";
+        } else if (lr.pool_id) {
+                reply_error(req, API_INVALID_REQUEST, "poolId is only valid with mode multi_user_shared");
+                goto out;
+        } else {
+                lr.pool_id = "";
+        }
+
+        r = lease_acquire(req->w->redis, req->w->cfg, &lr, &out);
+        if (r < 0) {
+                reply_errno(req, r, "acquire");
+                goto out;
+        }
+        switch (out.kind) {
+        case LEASE_GRANTED:
+                log_info(LOG_KV({ "LEASE_ID", lease_field(out.lease, "leaseId") },
+                                { "USER_ID", lr.user_id }, { "SESSION_ID", lr.session_id },
+                                { "REQUEST_ID", req->request_id }),
+                         "lease granted on acquire (mode %s)", lr.mode);
+                reply_lease(req, 200, "granted", out.lease);
+                break;
+        case LEASE_QUEUED:
+                if (out.new_ticket && queue_ticket(req, &lr, &out) < 0)
+                        break;
+                if (out.new_ticket)
+                        log_info(LOG_KV({ "TICKET_ID", out.ticket_id }, { "USER_ID", lr.user_id },
+                                        { "SESSION_ID", lr.session_id },
+                                        { "REQUEST_ID", req->request_id }),
+                                 "no free slot: ticket queued at position %lld", out.position);
+                reply_queued(req, &out);
+                break;
+        case LEASE_CONFLICT:
+                reply_error(req, API_MODE_CONFLICT,
+                            "session %s of user %s already has a %s lease or ticket; release it first",
+                            lr.session_id, lr.user_id, out.conflict_mode);
+                break;
+        default:
+                reply_errno(req, -EPROTO, "acquire");
+        }
+out:
+        lease_outcome_clear(&out);
+        json_put(body);
+}
+
+void h_leases_poll(struct request *req)
+{
+        struct lease_outcome out = { 0 };
+        struct json_object *o;
+        char id[64];
+        int r = request_query_param(req, "ticketId", id, sizeof(id));
+
+        if (r == -ENOENT) {
+                reply_error(req, API_INVALID_REQUEST, "query parameter ticketId is required");
+                return;
+        }
+        if (r < 0 || !hex_id_valid(id)) {
+                reply_error(req, API_INVALID_REQUEST, "ticketId must be 32 lowercase hex characters");
+                return;
+        }
+        r = lease_poll(req->w->redis, req->w->cfg, id, &out);
+        if (r < 0) {
+                reply_errno(req, r, "poll");
+                return;
+        }
+        if (out.kind == LEASE_NOT_FOUND) {
+                reply_error(req, API_TICKET_NOT_FOUND, "no ticket %s", id);
+                goto out;
+        }
+        o = json_object_new_object();
+        json_object_object_add(o, "ticketId", json_object_new_string(id));
+        if (out.kind == LEASE_QUEUED) {
+                json_object_object_add(o, "status", json_object_new_string("queued"));
+                json_object_object_add(o, "position", json_object_new_int64(out.position));
+        } else if (out.kind == LEASE_GRANTED) {
+                json_object_object_add(o, "status", json_object_new_string("granted"));
+                json_object_object_add(o, "lease", json_object_get(out.lease));
+        } else {
+                json_object_object_add(o, "status", json_object_new_string("expired"));
+        }
+        reply_json(req, 200, o);
+        json_put(o);
+out:
+        lease_outcome_clear(&out);
+}
+
+void h_leases_heartbeat(struct request *req)
+{
+        struct json_object *body = NULL, *v;
+        struct lease_outcome out = { 0 };
+        const char *lease_id = NULL, *user = NULL, *session = NULL;
+        int r;
+
+        if (request_json_body(req, &body) < 0)
+                return;
+        if (json_object_object_get_ex(body, "leaseId", &v)) {
+                lease_id = json_object_get_string(v);
+                if (!json_object_is_type(v, json_type_string) || !hex_id_valid(lease_id)) {
+                        reply_error(req, API_INVALID_REQUEST, "leaseId must be 32 lowercase hex characters");
+                        goto out;
+                }
+        } else if (body_id(req, body, "userId", 1, &user) < 0 ||
+                   body_id(req, body, "sessionId", 1, &session) < 0) {
+                goto out;
+        }
+        r = lease_heartbeat(req->w->redis, req->w->cfg, lease_id, user, session, &out);
+        if (r < 0) {
+                reply_errno(req, r, "heartbeat");
+                goto out;
+        }
+        if (out.kind != LEASE_GRANTED) {
+                reply_error(req, API_LEASE_NOT_FOUND, "no such lease (released or expired)");
+                goto out;
+        }
+        log_debug(LOG_KV({ "LEASE_ID", lease_field(out.lease, "leaseId") },
+                         { "REQUEST_ID", req->request_id }), "lease renewed");
+        reply_lease(req, 200, "active", out.lease);
+out:
+        lease_outcome_clear(&out);
+        json_put(body);
+}
+
+void h_leases_release(struct request *req)
+{
+        struct json_object *body = NULL, *o;
+        struct lease_outcome out = { 0 };
+        const char *user, *session, *reason;
+        char err[256];
+        int r;
+
+        if (request_json_body(req, &body) < 0)
+                return;
+        if (body_id(req, body, "userId", 1, &user) < 0 ||
+            body_id(req, body, "sessionId", 1, &session) < 0)
+                goto out;
+        if (json_input_get_enum(body, "reason", lease_release_reasons, &reason, err, sizeof(err)) < 0) {
+                reply_error(req, API_INVALID_REQUEST, "%s", err);
+                goto out;
+        }
+        if (!reason)
+                reason = lease_release_reasons[0];
+        r = lease_release(req->w->redis, req->w->cfg, user, session, &out);
+        if (r < 0) {
+                reply_errno(req, r, "release");
+                goto out;
+        }
+        if (out.kind != LEASE_RELEASED) {
+                reply_error(req, API_LEASE_NOT_FOUND, "user %s holds no lease for session %s", user, session);
+                goto out;
+        }
+        log_info(LOG_KV({ "LEASE_ID", out.lease_id }, { "USER_ID", user }, { "SESSION_ID", session },
+                        { "REQUEST_ID", req->request_id }),
+                 "lease released (reason %s%s)", reason, out.slot_freed ? ", slot freed" : "");
+        o = json_object_new_object();
+        json_object_object_add(o, "status", json_object_new_string("released"));
+        json_object_object_add(o, "leaseId", json_object_new_string(out.lease_id));
+        json_object_object_add(o, "reason", json_object_new_string(reason));
+        reply_json(req, 200, o);
+        json_put(o);
+out:
+        lease_outcome_clear(&out);
+        json_put(body);
+}

@@ -1,0 +1,57 @@
+/* h_status: GET /health and GET /v1/status. */
+#include <stdio.h>
+
+#include "json_input.h"
+#include "lease.h"
+#include "log.h"
+#include "routes.h"
+
+#define HEALTH_KAFKA_TIMEOUT_MS 1500
+
+void h_health(struct request *req)
+{
+        struct json_object *o = json_object_new_object(), *checks = json_object_new_object();
+        char err[256] = "";
+        int healthy = 1;
+
+        if (!o || !checks) {
+                json_put(o);
+                json_put(checks);
+                reply_error(req, API_INTERNAL, "out of memory");
+                return;
+        }
+        if (redis_conn_ping(req->w->redis) == 0) {
+                json_object_object_add(checks, "redis", json_object_new_string("ok"));
+        } else {
+                healthy = 0;
+                json_object_object_add(checks, "redis", json_object_new_string("error: unreachable"));
+        }
+        if (kafka_producer_check(req->w->kafka, HEALTH_KAFKA_TIMEOUT_MS, err, sizeof(err)) == 0) {
+                json_object_object_add(checks, "kafka", json_object_new_string("ok"));
+        } else {
+                char msg[300];
+                healthy = 0;
+                snprintf(msg, sizeof(msg), "error: %s", err);
+                json_object_object_add(checks, "kafka", json_object_new_string(msg));
+        }
+        json_object_object_add(o, "status", json_object_new_string(healthy ? "healthy" : "unhealthy"));
+        json_object_object_add(o, "checks", checks);
+        if (!healthy)
+                log_warn(LOG_KV({ "REQUEST_ID", req->request_id }), "health check failed: %s",
+                         json_object_to_json_string_ext(checks, JSON_C_TO_STRING_PLAIN));
+        reply_json(req, healthy ? 200 : 503, o);
+        json_put(o);
+}
+
+void h_status(struct request *req)
+{
+        struct json_object *o = NULL;
+        int r = lease_status(req->w->redis, req->w->cfg, &o);
+
+        if (r < 0) {
+                reply_errno(req, r, "status");
+                return;
+        }
+        reply_json(req, 200, o);
+        json_put(o);
+}

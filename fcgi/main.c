@@ -1,0 +1,190 @@
+/* broker-fcgi: the FastCGI handler program, one process per route group.
+ *
+ *   broker-fcgi --group leases|status [--socket PATH]
+ *
+ * Without --socket it serves the listening socket systemd passed
+ * (LISTEN_FDS) or, per the FastCGI spec, fd 0. FCGI_THREADS threads each
+ * serve one connection at a time (libfcgi's model), so nginx must not keep
+ * more upstream connections open than there are threads (DESIGN §8). */
+#include <errno.h>
+#include <fcgiapp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "kafka.h"
+#include "log.h"
+#include "redis_conn.h"
+#include "request.h"
+#include "routes.h"
+#include "timeutil.h"
+
+#define LISTEN_BACKLOG 512
+#define DRAIN_TIMEOUT_MS 10000
+
+static struct {
+        struct broker_config cfg;
+        const char *group;
+        int listen_fd;
+        struct kafka_producer *kafka;
+        pthread_mutex_t accept_lock;
+        atomic_int busy;
+        atomic_bool stopping;
+} app = { .accept_lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void serve_one(struct worker *w, FCGX_Request *fcgx)
+{
+        struct request req;
+
+        if (request_init(&req, fcgx, w) == 0)
+                routes_dispatch(app.group, &req);
+        if (!req.status)
+                reply_error(&req, API_INTERNAL, "handler sent no response");
+        request_done(&req);
+}
+
+static void *worker_main(void *arg)
+{
+        struct worker *w = arg;
+        FCGX_Request fcgx;
+
+        if (FCGX_InitRequest(&fcgx, app.listen_fd, 0) != 0) {
+                log_err(NULL, "worker %d: cannot initialise its FastCGI request", w->id);
+                return NULL;
+        }
+        while (!app.stopping) {
+                int r;
+
+                /* libfcgi's threaded example serialises accept(); do the same. */
+                pthread_mutex_lock(&app.accept_lock);
+                r = FCGX_Accept_r(&fcgx);
+                pthread_mutex_unlock(&app.accept_lock);
+                if (r < 0)
+                        break;
+                atomic_fetch_add(&app.busy, 1);
+                serve_one(w, &fcgx);
+                FCGX_Finish_r(&fcgx);
+                atomic_fetch_sub(&app.busy, 1);
+        }
+        return NULL;
+}
+
+static int open_listener(const char *path)
+{
+        int fd;
+
+        if (!path) {
+                if (sd_listen_fds(1) == 1)
+                        return SD_LISTEN_FDS_START;
+                return 0; /* FCGI_LISTENSOCK_FILENO */
+        }
+        if (unlink(path) < 0 && errno != ENOENT) {
+                log_err(NULL, "cannot remove stale socket %s: %m", path);
+                return -1;
+        }
+        fd = FCGX_OpenSocket(path, LISTEN_BACKLOG);
+        if (fd < 0) {
+                log_err(NULL, "cannot listen on %s", path);
+                return -1;
+        }
+        /* Only the owner and its group (nginx's) may connect. */
+        if (chmod(path, 0660) < 0)
+                log_warn(NULL, "cannot chmod %s: %m", path);
+        return fd;
+}
+
+static void usage(void)
+{
+        fprintf(stderr, "usage: broker-fcgi --group leases|status [--socket PATH]\n");
+}
+
+int main(int argc, char **argv)
+{
+        const char *socket_path = NULL;
+        struct worker *workers = NULL;
+        pthread_t *threads = NULL;
+        sigset_t sigs;
+        char err[256];
+        int sig = 0, rc = 1, started = 0;
+
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--group") == 0 && i + 1 < argc)
+                        app.group = argv[++i];
+                else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
+                        socket_path = argv[++i];
+                else {
+                        usage();
+                        return 2;
+                }
+        }
+        if (!app.group || !routes_group_known(app.group)) {
+                usage();
+                return 2;
+        }
+        log_init("broker-fcgi", LOG_INFO);
+        if (config_load(&app.cfg, err, sizeof(err)) < 0) {
+                log_err(NULL, "configuration: %s", err);
+                return 2;
+        }
+        log_init("broker-fcgi", app.cfg.log_priority);
+        signal(SIGPIPE, SIG_IGN);
+        sigemptyset(&sigs);
+        sigaddset(&sigs, SIGTERM);
+        sigaddset(&sigs, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &sigs, NULL); /* inherited by the workers */
+
+        if (kafka_producer_new(&app.cfg, "broker-fcgi", &app.kafka, err, sizeof(err)) < 0) {
+                log_err(NULL, "kafka producer: %s", err);
+                goto out;
+        }
+        if (FCGX_Init() != 0) {
+                log_err(NULL, "FCGX_Init failed");
+                goto out;
+        }
+        app.listen_fd = open_listener(socket_path);
+        if (app.listen_fd < 0)
+                goto out;
+        workers = calloc((size_t)app.cfg.fcgi_threads, sizeof(*workers));
+        threads = calloc((size_t)app.cfg.fcgi_threads, sizeof(*threads));
+        if (!workers || !threads)
+                goto out;
+        for (int i = 0; i < app.cfg.fcgi_threads; i++) {
+                workers[i] = (struct worker){ .id = i, .cfg = &app.cfg, .kafka = app.kafka };
+                if (redis_conn_new(&app.cfg, &workers[i].redis) < 0 ||
+                    pthread_create(&threads[i], NULL, worker_main, &workers[i]) != 0) {
+                        log_err(NULL, "cannot start worker %d", i);
+                        goto out;
+                }
+                started++;
+        }
+        log_info(NULL, "serving group %s on %s with %d threads", app.group,
+                 socket_path ? socket_path : "the inherited socket", app.cfg.fcgi_threads);
+        sigwait(&sigs, &sig);
+        log_info(NULL, "signal %d: draining", sig);
+        rc = 0;
+out:
+        app.stopping = true;
+        /* Workers blocked in accept() are not interrupted; wait only for the
+         * ones serving a request, then exit with them still parked. */
+        for (int64_t t0 = timeutil_mono_ms(); started && atomic_load(&app.busy) > 0 &&
+                                              timeutil_mono_ms() - t0 < DRAIN_TIMEOUT_MS;)
+                usleep(10000);
+        if (socket_path && app.listen_fd > 0)
+                unlink(socket_path);
+        if (!started) {
+                kafka_producer_free(app.kafka);
+                free(workers);
+                free(threads);
+        }
+        fflush(stderr);
+        _exit(rc);
+}

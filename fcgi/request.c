@@ -1,0 +1,179 @@
+/* request: see request.h. */
+#include "request.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "json_input.h"
+#include "log.h"
+
+static const char *param(struct request *req, const char *name)
+{
+        const char *v = FCGX_GetParam(name, req->fcgx->envp);
+        return v ? v : "";
+}
+
+int request_init(struct request *req, FCGX_Request *fcgx, struct worker *w)
+{
+        const char *uri;
+        size_t n;
+
+        memset(req, 0, sizeof(*req));
+        req->fcgx = fcgx;
+        req->w = w;
+        req->method = param(req, "REQUEST_METHOD");
+        req->query = param(req, "QUERY_STRING");
+        req->request_id = param(req, "REQUEST_ID");
+        /* DOCUMENT_URI is nginx's normalised path without the query. */
+        uri = param(req, "DOCUMENT_URI");
+        if (!*uri)
+                uri = param(req, "REQUEST_URI");
+        n = strcspn(uri, "?");
+        if (n >= sizeof(req->path) || n == 0) {
+                reply_error(req, API_INVALID_REQUEST, "request path is empty or too long");
+                return -EINVAL;
+        }
+        memcpy(req->path, uri, n);
+        req->path[n] = '\0';
+        return 0;
+}
+
+void request_done(struct request *req)
+{
+        free(req->body);
+        req->body = NULL;
+}
+
+static int content_type_is_json(const char *ct)
+{
+        static const char json[] = "application/json";
+        size_t n = sizeof(json) - 1;
+
+        while (*ct == ' ')
+                ct++;
+        return strncasecmp(ct, json, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+int request_json_body(struct request *req, struct json_object **ret)
+{
+        const char *cl = param(req, "CONTENT_LENGTH");
+        size_t max = (size_t)req->w->cfg->max_body_bytes, got = 0;
+        char err[256], *end;
+        unsigned long long len;
+
+        *ret = NULL;
+        if (!content_type_is_json(param(req, "CONTENT_TYPE"))) {
+                reply_error(req, API_UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json");
+                return -1;
+        }
+        errno = 0;
+        len = strtoull(cl, &end, 10);
+        if (!*cl || *end || errno) {
+                reply_error(req, API_INVALID_JSON, "a JSON body with a Content-Length is required");
+                return -1;
+        }
+        if (len > max) {
+                reply_error(req, API_PAYLOAD_TOO_LARGE, "request body exceeds %zu bytes", max);
+                return -1;
+        }
+        req->body = malloc(len + 1);
+        if (!req->body) {
+                reply_error(req, API_INTERNAL, "out of memory");
+                return -1;
+        }
+        while (got < len) {
+                int n = FCGX_GetStr(req->body + got, (int)(len - got), req->fcgx->in);
+                if (n <= 0)
+                        break;
+                got += (size_t)n;
+        }
+        req->body[got] = '\0';
+        req->body_len = got;
+        if (got != len) {
+                reply_error(req, API_INVALID_JSON, "request body is shorter than its Content-Length");
+                return -1;
+        }
+        if (json_input_parse_object(req->body, got, JSON_INPUT_MAX_DEPTH, ret, err, sizeof(err)) < 0) {
+                reply_error(req, API_INVALID_JSON, "%s", err);
+                return -1;
+        }
+        return 0;
+}
+
+int request_query_param(const struct request *req, const char *name, char *buf, size_t size)
+{
+        size_t nlen = strlen(name);
+        const char *p = req->query;
+
+        while (p && *p) {
+                size_t seg = strcspn(p, "&");
+                if (seg > nlen && strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
+                        size_t vlen = seg - nlen - 1;
+                        if (vlen >= size)
+                                return -E2BIG;
+                        memcpy(buf, p + nlen + 1, vlen);
+                        buf[vlen] = '\0';
+                        return 0;
+                }
+                p += seg;
+                if (*p == '&')
+                        p++;
+        }
+        return -ENOENT;
+}
+
+static void reply_raw(struct request *req, int status, const char *extra_header, const char *body)
+{
+        if (req->status) /* already answered: a bug, but never send twice */
+                return;
+        req->status = status;
+        FCGX_FPrintF(req->fcgx->out, "Status: %d %s\r\nContent-Type: application/json\r\n", status,
+                     api_status_reason(status));
+        if (extra_header)
+                FCGX_FPrintF(req->fcgx->out, "%s\r\n", extra_header);
+        FCGX_FPrintF(req->fcgx->out, "Cache-Control: no-store\r\n\r\n");
+        FCGX_PutS(body, req->fcgx->out);
+}
+
+void reply_json(struct request *req, int status, struct json_object *obj)
+{
+        reply_raw(req, status, NULL, json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN));
+}
+
+void reply_error_hdr(struct request *req, enum api_error e, const char *extra_header,
+                     const char *fmt, ...)
+{
+        struct json_object *o = json_object_new_object();
+        char msg[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (!o) {
+                reply_raw(req, 500, NULL, "{\"code\":\"INTERNAL_ERROR\",\"message\":\"out of memory\"}");
+                return;
+        }
+        json_object_object_add(o, "code", json_object_new_string(api_error_code(e)));
+        json_object_object_add(o, "message", json_object_new_string(msg));
+        reply_raw(req, api_error_status(e), extra_header,
+                  json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        json_put(o);
+}
+
+void reply_errno(struct request *req, int err, const char *what)
+{
+        const struct log_kv *kv = LOG_KV({ "REQUEST_ID", req->request_id });
+
+        if (err == -EIO || err == -ETIMEDOUT) {
+                log_warn(kv, "%s %s: %s: Redis unavailable", req->method, req->path, what);
+                reply_error(req, API_UNAVAILABLE, "%s: Redis is unavailable, retry later", what);
+                return;
+        }
+        log_err(kv, "%s %s: %s: %s", req->method, req->path, what, strerror(-err));
+        reply_error(req, API_INTERNAL, "%s failed (request id %s)", what, req->request_id);
+}

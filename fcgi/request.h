@@ -1,0 +1,58 @@
+/* request: one FastCGI request, everything it owns, and the only place that
+ * writes responses (reply_json, reply_error). */
+#pragma once
+#include <stddef.h>
+#include <fcgiapp.h>
+#include <json-c/json.h>
+
+#include "api_error.h"
+#include "config.h"
+#include "kafka.h"
+#include "redis_conn.h"
+
+/* Per-thread state: connections are reused across requests, nothing else is. */
+struct worker {
+        int id;
+        const struct broker_config *cfg;
+        struct redis_conn *redis;       /* owned by this thread */
+        struct kafka_producer *kafka;   /* shared, thread-safe */
+};
+
+struct request {
+        FCGX_Request *fcgx;
+        struct worker *w;
+        const char *method;
+        char path[512];
+        const char *query;
+        const char *request_id;
+        char *body; /* owned */
+        size_t body_len;
+        int status; /* 0 until a response was written */
+};
+
+/* Fill req from the FastCGI parameters. Returns 0, or -EINVAL when the
+ * request line is unusable (a 400 has then been sent). */
+int request_init(struct request *req, FCGX_Request *fcgx, struct worker *w);
+
+/* Free what req owns; tolerates a half-initialised request. */
+void request_done(struct request *req);
+
+/* Read the body as a JSON object (Content-Type, size and depth checked).
+ * Returns 0 with *ret owned by the caller, or -1 after replying 4xx. */
+int request_json_body(struct request *req, struct json_object **ret);
+
+/* Copy the value of query parameter `name` into buf (no percent-decoding:
+ * the broker's query values are plain ids). Returns 0, -ENOENT, or -E2BIG. */
+int request_query_param(const struct request *req, const char *name, char *buf, size_t size);
+
+/* Send status with body obj (borrowed). */
+void reply_json(struct request *req, int status, struct json_object *obj);
+
+/* Send {"code","message"} for e; extra_header (may be NULL) is one complete
+ * header line without CRLF, e.g. "Allow: POST". */
+void reply_error_hdr(struct request *req, enum api_error e, const char *extra_header,
+                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+#define reply_error(req, e, ...) reply_error_hdr(req, e, NULL, __VA_ARGS__)
+
+/* Map a library errno to the fitting error reply (-EIO -> 503, else 500). */
+void reply_errno(struct request *req, int err, const char *what);

@@ -1,0 +1,20 @@
+/* routes: the one route table of every FastCGI handler program. */
+#pragma once
+#include "request.h"
+
+typedef void (*route_handler)(struct request *req);
+
+/* True if some route belongs to group (e.g. "leases", "status"). */
+int routes_group_known(const char *group);
+
+/* Route req among the routes of group: the handler, or 404 / 405 (with an
+ * Allow header) answered here. */
+void routes_dispatch(const char *group, struct request *req);
+
+/* Handlers (h_*.c). */
+void h_health(struct request *req);
+void h_status(struct request *req);
+void h_leases_acquire(struct request *req);
+void h_leases_poll(struct request *req);
+void h_leases_heartbeat(struct request *req);
+void h_leases_release(struct request *req);

@@ -1,0 +1,53 @@
+/* api_error: see api_error.h. */
+#include "api_error.h"
+
+static const struct {
+        int status;
+        const char *code;
+} api_errors[API_ERROR_COUNT] = {
+        [API_OK] = { 200, "OK" },
+        [API_INVALID_JSON] = { 400, "INVALID_JSON" },
+        [API_INVALID_REQUEST] = { 400, "INVALID_REQUEST" },
+        [API_NOT_FOUND] = { 404, "NOT_FOUND" },
+        [API_LEASE_NOT_FOUND] = { 404, "LEASE_NOT_FOUND" },
+        [API_TICKET_NOT_FOUND] = { 404, "TICKET_NOT_FOUND" },
+        [API_METHOD_NOT_ALLOWED] = { 405, "METHOD_NOT_ALLOWED" },
+        [API_MODE_CONFLICT] = { 409, "MODE_CONFLICT" },
+        [API_PAYLOAD_TOO_LARGE] = { 413, "PAYLOAD_TOO_LARGE" },
+        [API_UNSUPPORTED_MEDIA_TYPE] = { 415, "UNSUPPORTED_MEDIA_TYPE" },
+        [API_UNAVAILABLE] = { 503, "SERVICE_UNAVAILABLE" },
+        [API_INTERNAL] = { 500, "INTERNAL_ERROR" },
+};
+
+int api_error_status(enum api_error e)
+{
+        if ((unsigned)e >= API_ERROR_COUNT)
+                return 500;
+        return api_errors[e].status;
+}
+
+const char *api_error_code(enum api_error e)
+{
+        if ((unsigned)e >= API_ERROR_COUNT)
+                return "INTERNAL_ERROR";
+        return api_errors[e].code;
+}
+
+const char *api_status_reason(int status)
+{
+        switch (status) {
+        case 200: return "OK";
+        case 201: return "Created";
+        case 202: return "Accepted";
+        case 204: return "No Content";
+        case 400: return "Bad Request";
+        case 404: return "Not Found";
+        case 405: return "Method Not Allowed";
+        case 409: return "Conflict";
+        case 413: return "Payload Too Large";
+        case 415: return "Unsupported Media Type";
+        case 500: return "Internal Server Error";
+        case 503: return "Service Unavailable";
+        default: return "Unknown";
+        }
+}

@@ -1,0 +1,28 @@
+/* api_error: the broker's error vocabulary and its HTTP mapping.
+ * Error bodies are {"code": api_error_code(e), "message": ...}; see docs/API.md. */
+#pragma once
+
+enum api_error {
+        API_OK = 0,
+        API_INVALID_JSON,
+        API_INVALID_REQUEST,
+        API_NOT_FOUND,
+        API_LEASE_NOT_FOUND,
+        API_TICKET_NOT_FOUND,
+        API_METHOD_NOT_ALLOWED,
+        API_MODE_CONFLICT,
+        API_PAYLOAD_TOO_LARGE,
+        API_UNSUPPORTED_MEDIA_TYPE,
+        API_UNAVAILABLE,
+        API_INTERNAL,
+        API_ERROR_COUNT,
+};
+
+/* HTTP status for e (500 for unknown values). */
+int api_error_status(enum api_error e);
+
+/* Machine-readable code string, e.g. "LEASE_NOT_FOUND" (static storage). */
+const char *api_error_code(enum api_error e);
+
+/* Reason phrase for an HTTP status, e.g. "Not Found". */
+const char *api_status_reason(int status);

@@ -1,0 +1,114 @@
+/* config: see config.h. Every value is range-checked; nothing falls back
+ * silently when the operator wrote something wrong. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+struct int_opt {
+        const char *name;
+        size_t offset;
+        int def, min, max;
+};
+
+struct str_opt {
+        const char *name;
+        size_t offset, size;
+        const char *def;
+};
+
+#define INT_OPT(n, field, d, lo, hi) { n, offsetof(struct broker_config, field), d, lo, hi }
+#define STR_OPT(n, field, d) \
+        { n, offsetof(struct broker_config, field), sizeof(((struct broker_config *)0)->field), d }
+
+static const struct int_opt int_opts[] = {
+        INT_OPT("REDIS_PORT", redis_port, 6379, 1, 65535),
+        INT_OPT("REDIS_TIMEOUT_MS", redis_timeout_ms, 2000, 10, 60000),
+        INT_OPT("KAFKA_SESSION_TIMEOUT_MS", kafka_session_timeout_ms, 10000, 1000, 300000),
+        INT_OPT("KAFKA_TIMEOUT_MS", kafka_timeout_ms, 5000, 100, 120000),
+        INT_OPT("BROKER_CAPACITY", capacity, 10, 1, 1000000),
+        INT_OPT("LEASE_TTL_MS", lease_ttl_ms, 60000, 1000, 86400000),
+        INT_OPT("TICKET_TTL_MS", ticket_ttl_ms, 30000, 1000, 86400000),
+        INT_OPT("POOL_SEATS", pool_seats, 8, 1, 64),
+        INT_OPT("MAX_BODY_BYTES", max_body_bytes, 16384, 256, 64 * 1024 * 1024),
+        INT_OPT("FCGI_THREADS", fcgi_threads, 8, 1, 256),
+        INT_OPT("SUPERVISOR_TICK_MS", supervisor_tick_ms, 250, 10, 10000),
+};
+
+static const struct str_opt str_opts[] = {
+        STR_OPT("REDIS_HOST", redis_host, "127.0.0.1"),
+        STR_OPT("REDIS_KEY_PREFIX", key_prefix, "sb:"),
+        STR_OPT("KAFKA_BROKERS", kafka_brokers, "127.0.0.1:9092"),
+        STR_OPT("KAFKA_TOPIC", kafka_topic, "broker.tickets"),
+        STR_OPT("KAFKA_GROUP", kafka_group, "broker-supervisor"),
+        STR_OPT("SANDBOX_PROVIDER", provider, "none"),
+};
+
+static const char *env_lookup(const char *name)
+{
+        return getenv(name);
+}
+
+int config_load(struct broker_config *cfg, char *err, size_t errsz)
+{
+        return config_load_from(cfg, env_lookup, err, errsz);
+}
+
+int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char *name),
+                     char *err, size_t errsz)
+{
+        const char *v;
+
+        memset(cfg, 0, sizeof(*cfg));
+        for (size_t i = 0; i < sizeof(int_opts) / sizeof(int_opts[0]); i++) {
+                const struct int_opt *o = &int_opts[i];
+                int *dst = (int *)((char *)cfg + o->offset);
+                char *end;
+                long n;
+
+                v = lookup(o->name);
+                if (!v || !*v) {
+                        *dst = o->def;
+                        continue;
+                }
+                errno = 0;
+                n = strtol(v, &end, 10);
+                if (errno || *end || end == v || n < o->min || n > o->max) {
+                        snprintf(err, errsz, "%s=%s: expected an integer from %d to %d", o->name,
+                                 v, o->min, o->max);
+                        return -EINVAL;
+                }
+                *dst = (int)n;
+        }
+        for (size_t i = 0; i < sizeof(str_opts) / sizeof(str_opts[0]); i++) {
+                const struct str_opt *o = &str_opts[i];
+                char *dst = (char *)cfg + o->offset;
+
+                v = lookup(o->name);
+                if (!v || !*v)
+                        v = o->def;
+                if (strlen(v) >= o->size) {
+                        snprintf(err, errsz, "%s: longer than %zu characters", o->name, o->size - 1);
+                        return -EINVAL;
+                }
+                strcpy(dst, v);
+        }
+        /* The prefix is spliced into Redis keys and the Kafka topic into
+         * client ids: keep both to a plain character set. */
+        if (strcspn(cfg->key_prefix, " \t\r\n{}") != strlen(cfg->key_prefix)) {
+                snprintf(err, errsz, "REDIS_KEY_PREFIX: must not contain spaces or braces");
+                return -EINVAL;
+        }
+        v = lookup("LOG_LEVEL");
+        cfg->log_priority = v && *v ? log_level_parse(v) : LOG_INFO;
+        if (cfg->log_priority < 0) {
+                snprintf(err, errsz, "LOG_LEVEL=%s: expected err, warn, info or debug", v);
+                return -EINVAL;
+        }
+        return 0;
+}

@@ -1,0 +1,435 @@
+/* lease: see lease.h. */
+#include "lease.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_input.h"
+#include "timeutil.h"
+
+#define GRANT_BATCH 16 /* fresh lease ids handed to one grant step */
+
+const char *const lease_modes[] = { "exclusive", "user_shared", "multi_user_shared", NULL };
+const char *const lease_release_reasons[] = { "idle", "deleted", NULL };
+
+void lease_outcome_clear(struct lease_outcome *o)
+{
+        json_put(o->lease);
+        memset(o, 0, sizeof(*o));
+}
+
+static bool reply_is_str(const redisReply *r)
+{
+        return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+}
+
+static bool reply_str_eq(const redisReply *r, const char *s)
+{
+        return reply_is_str(r) && strcmp(r->str, s) == 0;
+}
+
+/* Integer reply or decimal string; -1 otherwise. */
+static long long reply_int(const redisReply *r)
+{
+        char *end;
+        long long v;
+
+        if (!r)
+                return -1;
+        if (r->type == REDIS_REPLY_INTEGER)
+                return r->integer;
+        if (!reply_is_str(r) || r->len == 0)
+                return -1;
+        v = strtoll(r->str, &end, 10);
+        return *end ? -1 : v;
+}
+
+static int copy_id(const redisReply *r, char *buf, size_t size)
+{
+        if (!reply_is_str(r) || r->len >= size)
+                return -EPROTO;
+        memcpy(buf, r->str, r->len + 1);
+        return 0;
+}
+
+static struct json_object *json_str_or_null(const char *s)
+{
+        return s && *s ? json_object_new_string(s) : NULL;
+}
+
+static struct json_object *json_iso_time(long long ms)
+{
+        char buf[32];
+
+        if (ms < 0 || timeutil_format_iso(ms, buf, sizeof(buf)) < 0)
+                return NULL;
+        return json_object_new_string(buf);
+}
+
+int lease_json_from_hash(const redisReply *arr, struct json_object **ret)
+{
+        static const char *const str_fields[] = { "leaseId", "userId", "sessionId", "mode",
+                                                  "poolId", "sandboxId", "provider", "workdir",
+                                                  "linuxUser" };
+        enum { N_STR = sizeof(str_fields) / sizeof(str_fields[0]) };
+        const char *vals[N_STR] = { 0 };
+        long long seat = -1, created = -1, expires = -1;
+        struct json_object *o;
+
+        *ret = NULL;
+        if (!arr || arr->type != REDIS_REPLY_ARRAY || arr->elements % 2 || arr->elements == 0)
+                return -EPROTO;
+        for (size_t i = 0; i + 1 < arr->elements; i += 2) {
+                const redisReply *k = arr->element[i], *v = arr->element[i + 1];
+                if (!reply_is_str(k) || !reply_is_str(v))
+                        return -EPROTO;
+                for (size_t f = 0; f < N_STR; f++)
+                        if (strcmp(k->str, str_fields[f]) == 0)
+                                vals[f] = v->str;
+                if (strcmp(k->str, "seat") == 0)
+                        seat = reply_int(v);
+                else if (strcmp(k->str, "createdAt") == 0)
+                        created = reply_int(v);
+                else if (strcmp(k->str, "expiresAt") == 0)
+                        expires = reply_int(v);
+        }
+        if (!vals[0] || !vals[1] || !vals[2] || !vals[3] || expires < 0)
+                return -EPROTO;
+        o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        for (size_t f = 0; f < N_STR; f++) {
+                json_object_object_add(o, str_fields[f], json_str_or_null(vals[f]));
+                if (f == 4)
+                        json_object_object_add(o, "seat",
+                                               seat > 0 ? json_object_new_int64(seat) : NULL);
+        }
+        json_object_object_add(o, "createdAt", json_iso_time(created));
+        json_object_object_add(o, "expiresAt", json_iso_time(expires));
+        json_object_object_add(o, "expiresAtMs", json_object_new_int64(expires));
+        *ret = o;
+        return 0;
+}
+
+int lease_outcome_from_reply(const redisReply *r, struct lease_outcome *o)
+{
+        const redisReply *tag;
+
+        memset(o, 0, sizeof(*o));
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1)
+                return -EPROTO;
+        tag = r->element[0];
+        if ((reply_str_eq(tag, "granted") || reply_str_eq(tag, "ok")) && r->elements == 2) {
+                o->kind = LEASE_GRANTED;
+                return lease_json_from_hash(r->element[1], &o->lease);
+        }
+        if (reply_str_eq(tag, "queued") && r->elements == 4) {
+                /* acquire: {'queued', ticketId, position, 'new'|'existing'} */
+                o->kind = LEASE_QUEUED;
+                o->position = reply_int(r->element[2]);
+                o->new_ticket = reply_str_eq(r->element[3], "new");
+                if (o->position < 1)
+                        return -EPROTO;
+                return copy_id(r->element[1], o->ticket_id, sizeof(o->ticket_id));
+        }
+        if (reply_str_eq(tag, "queued") && r->elements == 2) {
+                /* poll: {'queued', position} */
+                o->kind = LEASE_QUEUED;
+                o->position = reply_int(r->element[1]);
+                return o->position < 1 ? -EPROTO : 0;
+        }
+        if (reply_str_eq(tag, "conflict") && r->elements == 3) {
+                o->kind = LEASE_CONFLICT;
+                return copy_id(r->element[1], o->conflict_mode, sizeof(o->conflict_mode));
+        }
+        if (reply_str_eq(tag, "released") && r->elements == 3) {
+                o->kind = LEASE_RELEASED;
+                o->slot_freed = reply_int(r->element[2]) == 1;
+                return copy_id(r->element[1], o->lease_id, sizeof(o->lease_id));
+        }
+        if (reply_str_eq(tag, "notfound") && r->elements == 1) {
+                o->kind = LEASE_NOT_FOUND;
+                return 0;
+        }
+        if (reply_str_eq(tag, "expired") && r->elements == 1) {
+                o->kind = LEASE_EXPIRED;
+                return 0;
+        }
+        return -EPROTO;
+}
+
+/* Run a script and map its reply; on a mapping failure *ret is cleared. */
+static int run_mapped(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
+                      struct lease_outcome *ret)
+{
+        redisReply *rep = NULL;
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        r = redis_conn_script(c, id, argc, argv, &rep);
+        if (r < 0)
+                return r;
+        r = lease_outcome_from_reply(rep, ret);
+        if (r < 0)
+                lease_outcome_clear(ret);
+        reply_free(rep);
+        return r;
+}
+
+int lease_acquire(struct redis_conn *c, const struct broker_config *cfg,
+                  const struct lease_request *req, struct lease_outcome *ret)
+{
+        char cap[16], ttl[16], tttl[16], seats[16], lease_id[33], ticket_id[33];
+        int r;
+
+        r = timeutil_random_id(lease_id, sizeof(lease_id));
+        if (r == 0)
+                r = timeutil_random_id(ticket_id, sizeof(ticket_id));
+        if (r < 0)
+                return r;
+        snprintf(cap, sizeof(cap), "%d", cfg->capacity);
+        snprintf(ttl, sizeof(ttl), "%d", cfg->lease_ttl_ms);
+        snprintf(tttl, sizeof(tttl), "%d", cfg->ticket_ttl_ms);
+        snprintf(seats, sizeof(seats), "%d", cfg->pool_seats);
+        const char *argv[] = { req->user_id, req->session_id, req->mode, req->pool_id, cap, ttl,
+                               tttl, seats, lease_id, ticket_id, cfg->provider };
+        return run_mapped(c, LUA_ACQUIRE, 11, argv, ret);
+}
+
+int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char *ticket_id,
+               struct lease_outcome *ret)
+{
+        char tttl[16];
+        int r;
+
+        snprintf(tttl, sizeof(tttl), "%d", cfg->ticket_ttl_ms);
+        const char *argv[] = { ticket_id, tttl };
+        r = run_mapped(c, LUA_POLL, 2, argv, ret);
+        if (r == 0 && ret->kind != LEASE_GRANTED)
+                snprintf(ret->ticket_id, sizeof(ret->ticket_id), "%s", ticket_id);
+        return r;
+}
+
+int lease_heartbeat(struct redis_conn *c, const struct broker_config *cfg, const char *lease_id,
+                    const char *user_id, const char *session_id, struct lease_outcome *ret)
+{
+        char ttl[16];
+
+        snprintf(ttl, sizeof(ttl), "%d", cfg->lease_ttl_ms);
+        const char *argv[] = { lease_id ? lease_id : "", user_id ? user_id : "",
+                               session_id ? session_id : "", ttl };
+        return run_mapped(c, LUA_HEARTBEAT, 4, argv, ret);
+}
+
+int lease_release(struct redis_conn *c, const struct broker_config *cfg, const char *user_id,
+                  const char *session_id, struct lease_outcome *ret)
+{
+        (void)cfg;
+        const char *argv[] = { user_id, session_id };
+        return run_mapped(c, LUA_RELEASE, 2, argv, ret);
+}
+
+int lease_ticket_cancel(struct redis_conn *c, const char *ticket_id)
+{
+        redisReply *rep = NULL;
+        const char *argv[] = { ticket_id };
+        int r = redis_conn_script(c, LUA_CANCEL, 1, argv, &rep);
+
+        if (r == 0)
+                r = rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 &&
+                    reply_str_eq(rep->element[0], "cancelled") ? 0 : 1;
+        reply_free(rep);
+        return r;
+}
+
+int lease_status(struct redis_conn *c, const struct broker_config *cfg, struct json_object **ret)
+{
+        redisReply *rep = NULL, *modes;
+        struct json_object *o = NULL, *m;
+        int r;
+
+        *ret = NULL;
+        r = redis_conn_script(c, LUA_STATUS, 0, NULL, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 ||
+            rep->element[3]->type != REDIS_REPLY_ARRAY) {
+                r = -EPROTO;
+                goto out;
+        }
+        modes = rep->element[3];
+        o = json_object_new_object();
+        m = json_object_new_object();
+        if (!o || !m) {
+                json_put(m);
+                r = -ENOMEM;
+                goto out;
+        }
+        json_object_object_add(o, "capacity", json_object_new_int(cfg->capacity));
+        json_object_object_add(o, "activeSlots", json_object_new_int64(reply_int(rep->element[0])));
+        json_object_object_add(o, "activeLeases", json_object_new_int64(reply_int(rep->element[1])));
+        json_object_object_add(o, "queueDepth", json_object_new_int64(reply_int(rep->element[2])));
+        json_object_object_add(o, "provider", json_object_new_string(cfg->provider));
+        for (const char *const *mode = lease_modes; *mode; mode++) {
+                struct json_object *counts = json_object_new_object();
+                long long slots = 0, leases = 0;
+                size_t n = strlen(*mode);
+
+                for (size_t i = 0; i + 1 < modes->elements; i += 2) {
+                        const redisReply *k = modes->element[i];
+                        if (!reply_is_str(k) || strncmp(k->str, *mode, n) || k->str[n] != ':')
+                                continue;
+                        if (strcmp(k->str + n + 1, "slots") == 0)
+                                slots = reply_int(modes->element[i + 1]);
+                        else if (strcmp(k->str + n + 1, "leases") == 0)
+                                leases = reply_int(modes->element[i + 1]);
+                }
+                json_object_object_add(counts, "slots", json_object_new_int64(slots));
+                json_object_object_add(counts, "leases", json_object_new_int64(leases));
+                json_object_object_add(m, *mode, counts);
+        }
+        json_object_object_add(o, "modes", m);
+        *ret = o;
+        o = NULL;
+out:
+        json_put(o);
+        reply_free(rep);
+        return r;
+}
+
+int lease_ticket_message(const struct lease_request *req, const char *ticket_id, char **ret)
+{
+        struct json_object *o = json_object_new_object();
+        char *s = NULL;
+
+        *ret = NULL;
+        if (!o)
+                return -ENOMEM;
+        json_object_object_add(o, "ticketId", json_object_new_string(ticket_id));
+        json_object_object_add(o, "userId", json_object_new_string(req->user_id));
+        json_object_object_add(o, "sessionId", json_object_new_string(req->session_id));
+        json_object_object_add(o, "mode", json_object_new_string(req->mode));
+        json_object_object_add(o, "poolId", json_str_or_null(req->pool_id));
+        json_object_object_add(o, "enqueuedAtMs", json_object_new_int64(timeutil_now_ms()));
+        s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        json_put(o);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+int lease_ticket_message_id(const char *payload, size_t len, char *buf)
+{
+        struct json_object *o = NULL;
+        const char *id = NULL;
+        char err[128];
+        int r;
+
+        r = json_input_parse_object(payload, len, JSON_INPUT_MAX_DEPTH, &o, err, sizeof(err));
+        if (r == 0)
+                r = json_input_get_id(o, "ticketId", true, &id, err, sizeof(err));
+        if (r == 0 && strlen(id) != 32)
+                r = -EINVAL;
+        if (r == 0)
+                memcpy(buf, id, 33);
+        json_put(o);
+        return r < 0 ? -EINVAL : 0;
+}
+
+static int each_granted(const redisReply *list, const struct lease_grant_hooks *h)
+{
+        if (list->type != REDIS_REPLY_ARRAY || list->elements % 4)
+                return -EPROTO;
+        for (size_t i = 0; i + 3 < list->elements; i += 4)
+                if (h && h->granted)
+                        h->granted(h->ud, list->element[i]->str, list->element[i + 1]->str,
+                                   list->element[i + 2]->str, list->element[i + 3]->str);
+        return 0;
+}
+
+static int each_ticket(const redisReply *list, const struct lease_grant_hooks *h)
+{
+        if (list->type != REDIS_REPLY_ARRAY)
+                return -EPROTO;
+        for (size_t i = 0; i < list->elements; i++)
+                if (h && h->expired && reply_is_str(list->element[i]))
+                        h->expired(h->ud, list->element[i]->str);
+        return 0;
+}
+
+int lease_grant_step(struct redis_conn *c, const struct broker_config *cfg, const char *target,
+                     const struct lease_grant_hooks *hooks, char *ret_state)
+{
+        char ids[GRANT_BATCH][33], cap[16], ttl[16], tttl[16], seats[16];
+        const char *argv[6 + GRANT_BATCH];
+        redisReply *rep = NULL;
+        int r, n = 0;
+
+        snprintf(cap, sizeof(cap), "%d", cfg->capacity);
+        snprintf(ttl, sizeof(ttl), "%d", cfg->lease_ttl_ms);
+        snprintf(tttl, sizeof(tttl), "%d", cfg->ticket_ttl_ms);
+        snprintf(seats, sizeof(seats), "%d", cfg->pool_seats);
+        argv[n++] = target ? target : "";
+        argv[n++] = cap;
+        argv[n++] = ttl;
+        argv[n++] = tttl;
+        argv[n++] = seats;
+        argv[n++] = cfg->provider;
+        for (int i = 0; i < GRANT_BATCH; i++) {
+                r = timeutil_random_id(ids[i], sizeof(ids[i]));
+                if (r < 0)
+                        return r;
+                argv[n++] = ids[i];
+        }
+        r = redis_conn_script(c, LUA_GRANT, n, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
+            !reply_is_str(rep->element[0]) || rep->element[0]->len >= 16) {
+                r = -EPROTO;
+                goto out;
+        }
+        if (ret_state)
+                memcpy(ret_state, rep->element[0]->str, rep->element[0]->len + 1);
+        r = each_granted(rep->element[1], hooks);
+        if (r == 0)
+                r = each_ticket(rep->element[2], hooks);
+out:
+        reply_free(rep);
+        return r;
+}
+
+int lease_reap(struct redis_conn *c, const struct broker_config *cfg, int limit,
+               const struct lease_grant_hooks *hooks, int *ret_freed)
+{
+        char tttl[16], lim[16];
+        redisReply *rep = NULL, *leases;
+        int r;
+
+        snprintf(tttl, sizeof(tttl), "%d", cfg->ticket_ttl_ms);
+        snprintf(lim, sizeof(lim), "%d", limit);
+        const char *argv[] = { tttl, lim };
+        *ret_freed = 0;
+        r = redis_conn_script(c, LUA_REAP, 2, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
+            rep->element[1]->type != REDIS_REPLY_ARRAY || rep->element[1]->elements % 3) {
+                r = -EPROTO;
+                goto out;
+        }
+        *ret_freed = (int)reply_int(rep->element[0]);
+        leases = rep->element[1];
+        for (size_t i = 0; i + 2 < leases->elements; i += 3)
+                if (hooks && hooks->reaped)
+                        hooks->reaped(hooks->ud, leases->element[i]->str,
+                                      leases->element[i + 1]->str, leases->element[i + 2]->str);
+        r = each_ticket(rep->element[2], hooks);
+out:
+        reply_free(rep);
+        return r;
+}

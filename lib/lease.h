@@ -1,0 +1,108 @@
+/* lease: the lease and ticket operations, each one atomic Redis script
+ * (lib/lua/), and the mapping of script replies to API objects.
+ *
+ * Errors of every function: -EIO (Redis unreachable or timed out: 503),
+ * -EPROTO (unexpected script reply or script error: 500), -ENOMEM. */
+#pragma once
+#include <stdbool.h>
+#include <hiredis/hiredis.h>
+#include <json-c/json.h>
+
+#include "config.h"
+#include "redis_conn.h"
+
+/* NULL-terminated list of the lease modes; the first is the default. */
+extern const char *const lease_modes[];
+/* NULL-terminated list of release reasons; the first is the default. */
+extern const char *const lease_release_reasons[];
+
+struct lease_request {
+        const char *user_id;
+        const char *session_id;
+        const char *mode;    /* one of lease_modes */
+        const char *pool_id; /* "" unless mode is multi_user_shared */
+};
+
+enum lease_outcome_kind {
+        LEASE_GRANTED,   /* lease set */
+        LEASE_QUEUED,    /* ticket_id, position, new_ticket set */
+        LEASE_CONFLICT,  /* conflict_mode set */
+        LEASE_NOT_FOUND,
+        LEASE_EXPIRED,
+        LEASE_RELEASED,  /* lease_id, slot_freed set */
+};
+
+struct lease_outcome {
+        enum lease_outcome_kind kind;
+        struct json_object *lease; /* owned */
+        char ticket_id[33];
+        long long position;
+        bool new_ticket;
+        char lease_id[33];
+        bool slot_freed;
+        char conflict_mode[32];
+};
+
+/* Release what *o owns and zero it. */
+void lease_outcome_clear(struct lease_outcome *o);
+
+/* Grant, queue (new or existing ticket) or report a mode conflict. A new
+ * ticket is in Redis but not yet in Kafka: the caller produces it and calls
+ * lease_ticket_cancel() if that fails. */
+int lease_acquire(struct redis_conn *c, const struct broker_config *cfg,
+                  const struct lease_request *req, struct lease_outcome *ret);
+
+/* Ticket state: QUEUED (position), GRANTED (lease), EXPIRED or NOT_FOUND. */
+int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char *ticket_id,
+               struct lease_outcome *ret);
+
+/* Renew a lease by id (lease_id non-NULL) or by (user, session): GRANTED with
+ * the renewed lease, or NOT_FOUND. */
+int lease_heartbeat(struct redis_conn *c, const struct broker_config *cfg, const char *lease_id,
+                    const char *user_id, const char *session_id, struct lease_outcome *ret);
+
+/* Release the lease of (user, session): RELEASED or NOT_FOUND. */
+int lease_release(struct redis_conn *c, const struct broker_config *cfg, const char *user_id,
+                  const char *session_id, struct lease_outcome *ret);
+
+/* Take back a queued ticket whose Kafka produce failed. Returns 0 when it
+ * was removed, 1 when it had already left the queue (granted or expired by a
+ * supervisor meanwhile: the client should poll it as usual). */
+int lease_ticket_cancel(struct redis_conn *c, const char *ticket_id);
+
+/* {"capacity", "activeSlots", "activeLeases", "queueDepth", "provider", "modes"}.
+ * *ret is a new object owned by the caller. */
+int lease_status(struct redis_conn *c, const struct broker_config *cfg, struct json_object **ret);
+
+/* The Kafka message of a queued ticket (JSON text, caller frees). */
+int lease_ticket_message(const struct lease_request *req, const char *ticket_id, char **ret);
+
+/* Read the ticket id of a Kafka ticket message into buf (33 bytes).
+ * Returns 0 or -EINVAL. */
+int lease_ticket_message_id(const char *payload, size_t len, char *buf);
+
+struct lease_grant_hooks {
+        void (*granted)(void *ud, const char *ticket_id, const char *lease_id,
+                        const char *user_id, const char *session_id);
+        void (*expired)(void *ud, const char *ticket_id);
+        void (*reaped)(void *ud, const char *lease_id, const char *user_id,
+                       const char *session_id);
+        void *ud;
+};
+
+/* The supervisor's grant step: grants queued tickets in order while slots
+ * allow. When target is non-empty, its state afterwards ("queued", "granted",
+ * "expired" or "gone") is written to ret_state (16 bytes). */
+int lease_grant_step(struct redis_conn *c, const struct broker_config *cfg, const char *target,
+                     const struct lease_grant_hooks *hooks, char *ret_state);
+
+/* Release expired leases and expire abandoned tickets (at most limit each).
+ * *ret_freed gets the number of slots freed. */
+int lease_reap(struct redis_conn *c, const struct broker_config *cfg, int limit,
+               const struct lease_grant_hooks *hooks, int *ret_freed);
+
+/* Map a flat HGETALL array of a lease hash to the API's lease object. */
+int lease_json_from_hash(const redisReply *arr, struct json_object **ret);
+
+/* Map the reply of acquire/poll/heartbeat/release scripts to *o. */
+int lease_outcome_from_reply(const redisReply *r, struct lease_outcome *o);

@@ -1,0 +1,48 @@
+-- acquire: ARGV = prefix, userId, sessionId, mode, poolId ('' if none), capacity,
+--   leaseTtlMs, ticketTtlMs, poolSeats, newLeaseId, newTicketId, provider
+-- Returns {'granted', lease-hash...} | {'queued', ticketId, position, 'new'|'existing'}
+--       | {'conflict', mode, poolId}
+local user, session, mode, pool = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local capacity, ttl, ticket_ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local seats, lease_id, ticket_id, provider = tonumber(ARGV[9]), ARGV[10], ARGV[11], ARGV[12]
+local now = now_ms()
+
+local held = redis.call('GET', session_key(user, session))
+if held then
+  local l = redis.call('HMGET', lease_key(held), 'mode', 'poolId')
+  if l[1] then
+    if l[1] ~= mode or l[2] ~= pool then return { 'conflict', l[1], l[2] } end
+    -- A repeated acquire is a sign of life: it renews like a heartbeat.
+    local exp = now + ttl
+    redis.call('HSET', lease_key(held), 'expiresAt', exp)
+    redis.call('ZADD', K_LEASES, exp, held)
+    return { 'granted', redis.call('HGETALL', lease_key(held)) }
+  end
+  redis.call('DEL', session_key(user, session))
+end
+
+local waiting = redis.call('GET', tsession_key(user, session))
+if waiting then
+  local t = redis.call('HMGET', ticket_key(waiting), 'state', 'mode', 'poolId')
+  if t[1] == 'queued' then
+    if t[2] ~= mode or t[3] ~= pool then return { 'conflict', t[2], t[3] } end
+    redis.call('ZADD', K_TPOLL, now, waiting)
+    return { 'queued', waiting, ticket_position(waiting), 'existing' }
+  end
+  redis.call('DEL', tsession_key(user, session))
+end
+
+local p = place(user, session, mode, pool, seats)
+if not p.newslot or (slot_free(capacity) and redis.call('ZCARD', K_QUEUE) == 0) then
+  grant_lease(p, user, session, mode, pool, lease_id, provider, ttl, now)
+  return { 'granted', redis.call('HGETALL', lease_key(lease_id)) }
+end
+
+local seq = redis.call('INCR', K_SEQ)
+redis.call('HSET', ticket_key(ticket_id), 'ticketId', ticket_id, 'userId', user,
+  'sessionId', session, 'mode', mode, 'poolId', pool, 'seq', seq, 'state', 'queued',
+  'createdAt', now)
+redis.call('ZADD', K_QUEUE, seq, ticket_id)
+redis.call('ZADD', K_TPOLL, now, ticket_id)
+redis.call('SET', tsession_key(user, session), ticket_id)
+return { 'queued', ticket_id, ticket_position(ticket_id), 'new' }

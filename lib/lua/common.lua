@@ -1,0 +1,161 @@
+-- common.lua: helpers shared by every broker script; scripts/embed-lua puts
+-- this text in front of each operation's file. ARGV[1] is always the key
+-- prefix; keys are built from it (the broker targets one Redis, not a cluster).
+--
+-- Data model (P = prefix):
+--   P..active            SET   slot names currently held (SCARD = active slots)
+--   P..slot:<slot>       HASH  mode, refs (leases on it), pool, createdAt
+--   P..seats:<slot>      HASH  userId -> seat   (multi_user_shared)
+--   P..seatnums:<slot>   HASH  seat -> userId
+--   P..seatrefs:<slot>   HASH  userId -> leases of that user on the slot
+--   P..pool:<pool>       SET   slots of a pool
+--   P..lease:<id>        HASH  the lease
+--   P..leases            ZSET  leaseId -> expiresAt (ms)
+--   P..session:<u>:<s>   STR   leaseId of a (user, session)
+--   P..ticket:<id>       HASH  userId, sessionId, mode, poolId, seq, state, leaseId, createdAt
+--   P..tsession:<u>:<s>  STR   ticketId of a queued (user, session)
+--   P..queue             ZSET  queued ticketId -> seq (FIFO order)
+--   P..ticketpoll        ZSET  queued ticketId -> last poll (ms)
+--   P..modes             HASH  <mode>:slots, <mode>:leases counters
+--   P..seq               STR   ticket sequence
+--   P..wake              channel: published when a slot frees
+-- Slot names: ex:<user>:<session>, us:<user>, mu:<pool>:<n>.
+local P = ARGV[1]
+local K_ACTIVE, K_LEASES, K_QUEUE = P .. 'active', P .. 'leases', P .. 'queue'
+local K_TPOLL, K_MODES, K_SEQ, K_WAKE = P .. 'ticketpoll', P .. 'modes', P .. 'seq', P .. 'wake'
+local TICKET_KEEP_S = 3600 -- how long a finished ticket still answers polls
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function lease_key(id) return P .. 'lease:' .. id end
+local function ticket_key(id) return P .. 'ticket:' .. id end
+local function session_key(u, s) return P .. 'session:' .. u .. ':' .. s end
+local function tsession_key(u, s) return P .. 'tsession:' .. u .. ':' .. s end
+local function slot_key(slot) return P .. 'slot:' .. slot end
+local function seats_key(slot) return P .. 'seats:' .. slot end
+local function seatnums_key(slot) return P .. 'seatnums:' .. slot end
+local function seatrefs_key(slot) return P .. 'seatrefs:' .. slot end
+local function pool_key(pool) return P .. 'pool:' .. pool end
+
+-- Where a new lease of (user, session, mode, pool) would live, without
+-- changing anything: {slot, seat, newslot, newseat}.
+local function place(user, session, mode, pool, seats)
+  if mode == 'exclusive' then
+    return { slot = 'ex:' .. user .. ':' .. session, newslot = true }
+  elseif mode == 'user_shared' then
+    local slot = 'us:' .. user
+    return { slot = slot, newslot = redis.call('SISMEMBER', K_ACTIVE, slot) == 0 }
+  end
+  local members = redis.call('SMEMBERS', pool_key(pool))
+  table.sort(members)
+  local free
+  for _, slot in ipairs(members) do
+    local seat = redis.call('HGET', seats_key(slot), user)
+    if seat then
+      return { slot = slot, seat = tonumber(seat), newslot = false, newseat = false }
+    end
+    if not free and redis.call('HLEN', seats_key(slot)) < seats then free = slot end
+  end
+  if free then
+    for n = 1, seats do
+      if redis.call('HEXISTS', seatnums_key(free), n) == 0 then
+        return { slot = free, seat = n, newslot = false, newseat = true }
+      end
+    end
+  end
+  local n = 1
+  while redis.call('SISMEMBER', K_ACTIVE, 'mu:' .. pool .. ':' .. n) == 1 do n = n + 1 end
+  return { slot = 'mu:' .. pool .. ':' .. n, seat = 1, newslot = true, newseat = true }
+end
+
+-- A new slot may be taken only when one is free and nobody waits before us.
+local function slot_free(capacity)
+  return redis.call('SCARD', K_ACTIVE) < capacity
+end
+
+-- Store a lease at place p. Returns the lease id.
+local function grant_lease(p, user, session, mode, pool, lease_id, provider, ttl, now)
+  local slot = p.slot
+  if p.newslot then
+    redis.call('SADD', K_ACTIVE, slot)
+    redis.call('HSET', slot_key(slot), 'mode', mode, 'refs', 0, 'pool', pool, 'createdAt', now)
+    redis.call('HINCRBY', K_MODES, mode .. ':slots', 1)
+    if mode == 'multi_user_shared' then redis.call('SADD', pool_key(pool), slot) end
+  end
+  redis.call('HINCRBY', slot_key(slot), 'refs', 1)
+  if p.seat then
+    if p.newseat then
+      redis.call('HSET', seats_key(slot), user, p.seat)
+      redis.call('HSET', seatnums_key(slot), p.seat, user)
+    end
+    redis.call('HINCRBY', seatrefs_key(slot), user, 1)
+  end
+  local exp = now + ttl
+  redis.call('HSET', lease_key(lease_id), 'leaseId', lease_id, 'userId', user,
+    'sessionId', session, 'mode', mode, 'poolId', pool, 'slot', slot,
+    'seat', p.seat or '', 'provider', provider, 'state', 'active',
+    'createdAt', now, 'expiresAt', exp)
+  redis.call('ZADD', K_LEASES, exp, lease_id)
+  redis.call('SET', session_key(user, session), lease_id)
+  redis.call('HINCRBY', K_MODES, mode .. ':leases', 1)
+  return lease_id
+end
+
+-- Remove a lease; frees its slot when it was the last lease on it.
+-- Returns true when a slot was freed (and wakes the supervisors).
+local function release_lease(id)
+  local l = redis.call('HMGET', lease_key(id), 'userId', 'sessionId', 'mode', 'slot', 'seat', 'poolId')
+  redis.call('ZREM', K_LEASES, id)
+  if not l[1] then return false end
+  local user, session, mode, slot, seat, pool = l[1], l[2], l[3], l[4], l[5], l[6]
+  redis.call('DEL', lease_key(id))
+  if redis.call('GET', session_key(user, session)) == id then
+    redis.call('DEL', session_key(user, session))
+  end
+  redis.call('HINCRBY', K_MODES, mode .. ':leases', -1)
+  if seat and seat ~= '' then
+    if redis.call('HINCRBY', seatrefs_key(slot), user, -1) <= 0 then
+      redis.call('HDEL', seatrefs_key(slot), user)
+      redis.call('HDEL', seats_key(slot), user)
+      redis.call('HDEL', seatnums_key(slot), seat)
+    end
+  end
+  if redis.call('HINCRBY', slot_key(slot), 'refs', -1) > 0 then return false end
+  redis.call('DEL', slot_key(slot), seats_key(slot), seatnums_key(slot), seatrefs_key(slot))
+  redis.call('SREM', K_ACTIVE, slot)
+  redis.call('HINCRBY', K_MODES, mode .. ':slots', -1)
+  if mode == 'multi_user_shared' then redis.call('SREM', pool_key(pool), slot) end
+  redis.call('PUBLISH', K_WAKE, slot)
+  return true
+end
+
+local function ticket_position(tid)
+  local r = redis.call('ZRANK', K_QUEUE, tid)
+  if not r then return 0 end
+  return r + 1
+end
+
+local function ticket_unqueue(tid, user, session)
+  redis.call('ZREM', K_QUEUE, tid)
+  redis.call('ZREM', K_TPOLL, tid)
+  if user and redis.call('GET', tsession_key(user, session)) == tid then
+    redis.call('DEL', tsession_key(user, session))
+  end
+end
+
+local function ticket_expire(tid)
+  local t = redis.call('HMGET', ticket_key(tid), 'userId', 'sessionId')
+  ticket_unqueue(tid, t[1], t[2])
+  if t[1] then
+    redis.call('HSET', ticket_key(tid), 'state', 'expired')
+    redis.call('EXPIRE', ticket_key(tid), TICKET_KEEP_S)
+  end
+end
+
+local function ticket_abandoned(tid, now, ticket_ttl)
+  local last = redis.call('ZSCORE', K_TPOLL, tid)
+  return (not last) or (tonumber(last) + ticket_ttl < now)
+end

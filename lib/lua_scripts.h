@@ -1,0 +1,22 @@
+/* lua_scripts: the Redis scripts of lib/lua/, embedded at build time by
+ * scripts/embed-lua (each is common.lua followed by its own file). */
+#pragma once
+
+enum lua_script_id {
+        LUA_ACQUIRE,
+        LUA_CANCEL,
+        LUA_GRANT,
+        LUA_HEARTBEAT,
+        LUA_POLL,
+        LUA_REAP,
+        LUA_RELEASE,
+        LUA_STATUS,
+        LUA_SCRIPT_COUNT,
+};
+
+struct lua_script {
+        const char *name;
+        const char *source;
+};
+
+extern const struct lua_script lua_scripts[LUA_SCRIPT_COUNT];

@@ -1,0 +1,160 @@
+/* redis_conn: see redis_conn.h. Scripts are loaded with SCRIPT LOAD on connect
+ * and run with EVALSHA; NOSCRIPT (Redis restarted or flushed) reloads them. */
+#include "redis_conn.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#define REDIS_MAX_ARGS 64
+
+struct redis_conn {
+        struct broker_config cfg;
+        redisContext *ctx;
+        char sha[LUA_SCRIPT_COUNT][41];
+};
+
+void reply_free(redisReply *r)
+{
+        if (r)
+                freeReplyObject(r);
+}
+
+int redis_conn_new(const struct broker_config *cfg, struct redis_conn **ret)
+{
+        struct redis_conn *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return -ENOMEM;
+        c->cfg = *cfg;
+        *ret = c;
+        return 0;
+}
+
+static void conn_drop(struct redis_conn *c)
+{
+        if (c->ctx)
+                redisFree(c->ctx);
+        c->ctx = NULL;
+}
+
+void redis_conn_free(struct redis_conn *c)
+{
+        if (!c)
+                return;
+        conn_drop(c);
+        free(c);
+}
+
+static int scripts_load(struct redis_conn *c)
+{
+        for (int i = 0; i < LUA_SCRIPT_COUNT; i++) {
+                redisReply *r = redisCommand(c->ctx, "SCRIPT LOAD %s", lua_scripts[i].source);
+                if (!r || r->type != REDIS_REPLY_STRING || r->len != 40) {
+                        log_debug(NULL, "redis: SCRIPT LOAD %s failed: %s", lua_scripts[i].name,
+                                  r && r->type == REDIS_REPLY_ERROR ? r->str : c->ctx->errstr);
+                        reply_free(r);
+                        return r ? -EPROTO : -EIO;
+                }
+                memcpy(c->sha[i], r->str, 41);
+                reply_free(r);
+        }
+        return 0;
+}
+
+static int conn_ensure(struct redis_conn *c)
+{
+        struct timeval tv = { c->cfg.redis_timeout_ms / 1000, (c->cfg.redis_timeout_ms % 1000) * 1000 };
+        int r;
+
+        if (c->ctx)
+                return 0;
+        if (c->cfg.redis_host[0] == '/')
+                c->ctx = redisConnectUnixWithTimeout(c->cfg.redis_host, tv);
+        else
+                c->ctx = redisConnectWithTimeout(c->cfg.redis_host, c->cfg.redis_port, tv);
+        if (!c->ctx)
+                return -ENOMEM;
+        if (c->ctx->err) {
+                log_debug(NULL, "redis: connect %s:%d: %s", c->cfg.redis_host, c->cfg.redis_port,
+                          c->ctx->errstr);
+                conn_drop(c);
+                return -EIO;
+        }
+        redisSetTimeout(c->ctx, tv);
+        r = scripts_load(c);
+        if (r < 0)
+                conn_drop(c);
+        return r;
+}
+
+redisContext *redis_conn_context(struct redis_conn *c)
+{
+        return conn_ensure(c) < 0 ? NULL : c->ctx;
+}
+
+int redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
+                      redisReply **ret)
+{
+        const char *args[REDIS_MAX_ARGS];
+        redisReply *rep = NULL;
+        int n = 0, r;
+
+        *ret = NULL;
+        if (argc + 4 > REDIS_MAX_ARGS)
+                return -E2BIG;
+        for (int attempt = 0; attempt < 2; attempt++) {
+                r = conn_ensure(c);
+                if (r < 0)
+                        return r;
+                n = 0;
+                args[n++] = "EVALSHA";
+                args[n++] = c->sha[id];
+                args[n++] = "0";
+                args[n++] = c->cfg.key_prefix;
+                for (int i = 0; i < argc; i++)
+                        args[n++] = argv[i];
+                rep = redisCommandArgv(c->ctx, n, args, NULL);
+                if (!rep) {
+                        /* I/O error or timeout: the connection state is unknown. */
+                        log_debug(NULL, "redis: %s: %s", lua_scripts[id].name, c->ctx->errstr);
+                        conn_drop(c);
+                        return -EIO;
+                }
+                if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0) {
+                        reply_free(rep);
+                        rep = NULL;
+                        conn_drop(c);
+                        continue;
+                }
+                break;
+        }
+        if (!rep)
+                return -EIO;
+        if (rep->type == REDIS_REPLY_ERROR) {
+                log_debug(NULL, "redis: script %s: %s", lua_scripts[id].name, rep->str);
+                reply_free(rep);
+                return -EPROTO;
+        }
+        *ret = rep;
+        return 0;
+}
+
+int redis_conn_ping(struct redis_conn *c)
+{
+        redisReply *rep;
+        int r = conn_ensure(c);
+
+        if (r < 0)
+                return r;
+        rep = redisCommand(c->ctx, "PING");
+        if (!rep) {
+                conn_drop(c);
+                return -EIO;
+        }
+        r = rep->type == REDIS_REPLY_STATUS ? 0 : -EIO;
+        reply_free(rep);
+        return r;
+}

@@ -1,0 +1,36 @@
+/* redis_conn: one hiredis connection with timeouts and the broker's scripts.
+ *
+ * Not thread-safe: each worker thread owns one. A call that fails with an
+ * I/O error drops the connection; the next call reconnects. */
+#pragma once
+#include <hiredis/hiredis.h>
+
+#include "config.h"
+#include "lua_scripts.h"
+
+struct redis_conn;
+
+/* Create a connection object for cfg (copied). Connecting happens lazily on
+ * the first call, so a handler starts even while Redis is down.
+ * Returns 0 or -ENOMEM. */
+int redis_conn_new(const struct broker_config *cfg, struct redis_conn **ret);
+
+/* Close and free; accepts NULL. */
+void redis_conn_free(struct redis_conn *c);
+
+/* Run script `id` with argv[0..argc) as ARGV (no KEYS). The first ARGV is
+ * always the key prefix and is added here. On success *ret owns the reply
+ * (release with reply_free). Errors: -EIO (connection), -EPROTO (script error,
+ * message in the log at debug), -ENOMEM. */
+int redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
+                      redisReply **ret);
+
+/* PING the server. Returns 0 or -EIO. */
+int redis_conn_ping(struct redis_conn *c);
+
+/* The underlying context for callers that need raw commands (subscriber).
+ * Connects if needed; NULL on failure. Owned by c. */
+redisContext *redis_conn_context(struct redis_conn *c);
+
+/* freeReplyObject that accepts NULL. */
+void reply_free(redisReply *r);

@@ -1,0 +1,122 @@
+/* broker-supervisor: see supervisor.h.
+ *
+ * The loop: take tickets from Kafka, grant what the slots allow, reap on
+ * every tick, sleep on the wake channel. SIGTERM/SIGINT finish the current
+ * step (no half-granted ticket: every step is one Redis script) and leave
+ * the consumer group cleanly. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lease.h"
+#include "log.h"
+#include "supervisor.h"
+#include "timeutil.h"
+
+#define KAFKA_POLL_MS 5
+#define TOPIC_TIMEOUT_MS 10000
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+        stop_signal = sig;
+}
+
+void sup_redis_status(struct sup *s, int r, const char *what)
+{
+        if (r < 0 && !s->redis_down) {
+                s->redis_down = true;
+                log_err(NULL, "%s: Redis unavailable (%s); retrying every tick", what, strerror(-r));
+        } else if (r >= 0 && s->redis_down) {
+                s->redis_down = false;
+                log_info(NULL, "Redis is back");
+        }
+}
+
+static int ensure_topic(const struct broker_config *cfg)
+{
+        struct kafka_producer *p = NULL;
+        char err[256];
+        int r = kafka_producer_new(cfg, "broker-supervisor-admin", &p, err, sizeof(err));
+
+        if (r == 0)
+                r = kafka_topic_ensure(p, TOPIC_TIMEOUT_MS, err, sizeof(err));
+        if (r < 0)
+                log_err(NULL, "kafka: cannot ensure topic %s: %s", cfg->kafka_topic, err);
+        kafka_producer_free(p);
+        return r;
+}
+
+static void run(struct sup *s)
+{
+        int64_t next_tick = 0;
+        bool woken = true;
+
+        while (!stop_signal) {
+                int64_t now = timeutil_mono_ms();
+                int r, got;
+
+                got = sup_queue_fetch(s, 0);
+                if (got < 0)
+                        log_warn(NULL, "kafka: consumer error: %s", strerror(-got));
+                if (now >= next_tick) {
+                        next_tick = now + s->cfg.supervisor_tick_ms;
+                        r = sup_reap_expired(s);
+                        sup_redis_status(s, r, "reaper");
+                        woken = true; /* freed slots, or a queue stalled by an outage */
+                }
+                if (got > 0 || woken) {
+                        r = sup_queue_grant(s);
+                        sup_redis_status(s, r, "grant");
+                        woken = false;
+                }
+                /* Sleep on the wake channel, but come back soon for Kafka. */
+                woken = sup_wake_wait(s, KAFKA_POLL_MS) > 0;
+        }
+}
+
+int main(void)
+{
+        struct sup *s = calloc(1, sizeof(*s));
+        struct sigaction sa = { .sa_handler = on_signal };
+        char err[256];
+        int rc = 1;
+
+        log_init("broker-supervisor", LOG_INFO);
+        if (!s)
+                return 1;
+        if (config_load(&s->cfg, err, sizeof(err)) < 0) {
+                log_err(NULL, "configuration: %s", err);
+                free(s);
+                return 2;
+        }
+        log_init("broker-supervisor", s->cfg.log_priority);
+        s->last_offset = -1;
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        if (redis_conn_new(&s->cfg, &s->redis) < 0)
+                goto out;
+        if (ensure_topic(&s->cfg) < 0)
+                goto out;
+        if (kafka_consumer_new(&s->cfg, &s->consumer, err, sizeof(err)) < 0) {
+                log_err(NULL, "kafka consumer: %s", err);
+                goto out;
+        }
+        log_info(NULL, "supervising: capacity %d, topic %s, group %s, lease ttl %d ms",
+                 s->cfg.capacity, s->cfg.kafka_topic, s->cfg.kafka_group, s->cfg.lease_ttl_ms);
+        run(s);
+        log_info(NULL, "signal %d: stopping", (int)stop_signal);
+        rc = 0;
+out:
+        sup_queue_clear(s);
+        kafka_consumer_free(s->consumer);
+        sup_wake_close(s);
+        redis_conn_free(s->redis);
+        free(s);
+        return rc;
+}

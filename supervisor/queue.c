@@ -1,0 +1,122 @@
+/* queue: the ticket queue as the supervisor sees it.
+ *
+ * Kafka carries the tickets in arrival order; Redis holds their state. A
+ * message is committed only after its ticket has left the queue in Redis,
+ * so a supervisor killed at any point re-reads it, finds the ticket already
+ * granted (the grant script is idempotent) and just commits. */
+#include <errno.h>
+#include <string.h>
+
+#include "lease.h"
+#include "log.h"
+#include "supervisor.h"
+
+static void on_granted(void *ud, const char *ticket, const char *lease, const char *user,
+                       const char *session)
+{
+        (void)ud;
+        log_info(LOG_KV({ "TICKET_ID", ticket }, { "LEASE_ID", lease }, { "USER_ID", user },
+                        { "SESSION_ID", session }),
+                 "ticket granted");
+}
+
+static void on_expired(void *ud, const char *ticket)
+{
+        (void)ud;
+        log_info(LOG_KV({ "TICKET_ID", ticket }), "ticket expired: nobody polled it within TICKET_TTL_MS");
+}
+
+static const struct lease_grant_hooks grant_hooks = { on_granted, on_expired, NULL, NULL };
+
+static struct sup_fifo_entry *fifo_at(struct sup *s, int i)
+{
+        return &s->fifo[(s->fifo_head + i) % SUP_FIFO_MAX];
+}
+
+static void fifo_pop(struct sup *s)
+{
+        kafka_msg_free(fifo_at(s, 0)->msg);
+        fifo_at(s, 0)->msg = NULL;
+        s->fifo_head = (s->fifo_head + 1) % SUP_FIFO_MAX;
+        s->fifo_len--;
+}
+
+void sup_queue_clear(struct sup *s)
+{
+        while (s->fifo_len > 0)
+                fifo_pop(s);
+        s->last_offset = -1;
+        s->paused = false;
+}
+
+int sup_queue_fetch(struct sup *s, int timeout_ms)
+{
+        struct kafka_msg *m = NULL;
+        int r, got = 0;
+
+        if (kafka_consumer_generation(s->consumer) != s->generation) {
+                /* Partitions moved: what we hold may now belong to another
+                 * supervisor, which re-reads it from the committed offset. */
+                s->generation = kafka_consumer_generation(s->consumer);
+                sup_queue_clear(s);
+        }
+        if (s->fifo_len >= SUP_FIFO_MAX) {
+                if (!s->paused && kafka_consumer_pause(s->consumer, 1) == 0)
+                        s->paused = true;
+                timeout_ms = 0; /* still poll: it keeps our group membership alive */
+        } else if (s->paused && kafka_consumer_pause(s->consumer, 0) == 0) {
+                s->paused = false;
+        }
+        for (;;) {
+                r = kafka_consumer_poll(s->consumer, got ? 0 : timeout_ms, &m);
+                if (r <= 0)
+                        return r < 0 ? r : got;
+                if (m->offset <= s->last_offset) {
+                        kafka_msg_free(m); /* re-delivered after a pause: already held */
+                        continue;
+                }
+                if (s->fifo_len >= SUP_FIFO_MAX) {
+                        /* Cannot happen while paused; keep it safe anyway:
+                         * dropping an uncommitted message only delays it. */
+                        kafka_msg_free(m);
+                        return got;
+                }
+                s->last_offset = m->offset;
+                struct sup_fifo_entry *e = fifo_at(s, s->fifo_len);
+                e->msg = m;
+                if (lease_ticket_message_id(m->payload, m->len, e->ticket_id) < 0) {
+                        log_warn(NULL, "kafka: message at offset %lld is not a ticket; skipping it",
+                                 (long long)m->offset);
+                        e->ticket_id[0] = '\0';
+                }
+                s->fifo_len++;
+                got++;
+        }
+}
+
+int sup_queue_grant(struct sup *s)
+{
+        char state[16];
+        int r;
+
+        /* Work on the oldest held ticket; one step may grant several. */
+        while (s->fifo_len > 0) {
+                struct sup_fifo_entry *e = fifo_at(s, 0);
+
+                if (e->ticket_id[0]) {
+                        r = lease_grant_step(s->redis, &s->cfg, e->ticket_id, &grant_hooks, state);
+                        if (r < 0)
+                                return r;
+                        if (strcmp(state, "queued") == 0)
+                                return 0; /* no slot yet: wait for a wake-up */
+                }
+                r = kafka_consumer_commit(s->consumer, e->msg);
+                if (r < 0)
+                        log_warn(LOG_KV({ "TICKET_ID", e->ticket_id }),
+                                 "kafka: commit failed; the ticket will be seen again and skipped");
+                fifo_pop(s);
+        }
+        /* Nothing held: still grant whatever Redis has queued (a ticket whose
+         * message another supervisor holds, or one a crash left unsent). */
+        return lease_grant_step(s->redis, &s->cfg, "", &grant_hooks, NULL);
+}

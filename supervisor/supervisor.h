@@ -1,0 +1,53 @@
+/* supervisor: the long-running daemon that grants queued tickets in order,
+ * reaps expired leases and abandoned tickets, and (later) drives sandboxes.
+ * Every exclusive decision is an atomic Redis script, so several
+ * supervisors can run at once; only the one holding the Kafka partition
+ * consumes the queue, all of them reap. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <hiredis/hiredis.h>
+
+#include "config.h"
+#include "kafka.h"
+#include "redis_conn.h"
+
+#define SUP_FIFO_MAX 1024 /* Kafka messages held before pausing the partition */
+
+struct sup_fifo_entry {
+        struct kafka_msg *msg;
+        char ticket_id[33];
+};
+
+struct sup {
+        struct broker_config cfg;
+        struct redis_conn *redis;
+        struct kafka_consumer *consumer;
+        redisContext *sub;       /* SUBSCRIBE <prefix>wake */
+        int64_t sub_retry_at;    /* monotonic ms of the next reconnect attempt */
+        /* Tickets consumed from Kafka, oldest first; each is committed only
+         * once its ticket has left the queue (granted, expired or gone). */
+        struct sup_fifo_entry fifo[SUP_FIFO_MAX];
+        int fifo_head, fifo_len;
+        bool paused;
+        unsigned generation;
+        int64_t last_offset;     /* highest offset taken into the fifo, -1 none */
+        bool redis_down;         /* to log a Redis outage once, not per tick */
+};
+
+/* queue.c: take messages from Kafka and grant in order. */
+int sup_queue_fetch(struct sup *s, int timeout_ms);
+int sup_queue_grant(struct sup *s);
+void sup_queue_clear(struct sup *s);
+
+/* reaper.c: release expired leases, expire abandoned tickets. Returns the
+ * number of slots freed, or a negative errno. */
+int sup_reap_expired(struct sup *s);
+
+/* wake.c: the "a slot was freed" channel. sup_wake_wait() waits up to
+ * timeout_ms and returns 1 if woken, 0 otherwise (reconnecting as needed). */
+int sup_wake_wait(struct sup *s, int timeout_ms);
+void sup_wake_close(struct sup *s);
+
+/* Log a Redis failure once per outage; log recovery once. */
+void sup_redis_status(struct sup *s, int r, const char *what);
