@@ -57,8 +57,12 @@ unit: $(UNIT_BIN)
 integration: all
 	tests/integration/run
 
-test: all
-	scripts/run-tests
+# Installs what is missing first, so it works on a fresh machine.
+test:
+	scripts/deps-install
+	scripts/kafka-fetch
+	$(MAKE) all
+	BUILD=$(BUILD) scripts/run-tests
 
 clean:
 	rm -rf $(BUILD)
