@@ -4,7 +4,7 @@
 #   make test                         unit tests, then integration tests
 CC       ?= cc
 BUILD    ?= build
-PKGS     := hiredis rdkafka json-c libsystemd libcurl
+PKGS     := hiredis rdkafka json-c libsystemd libcurl libarchive
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib -I$(BUILD) $(shell pkg-config --cflags $(PKGS))
@@ -51,8 +51,51 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libbroker.a $(LDLIBS) -lcmocka $(shell sed -n 's,^/\* WRAP: \(.*\) \*/,\1,p' $<)
 
-unit: $(UNIT_BIN)
-	scripts/run-unit $(UNIT_BIN)
+# Fuzzing: one libFuzzer target per parser of untrusted input,
+# tests/fuzz/fuzz_NAME.c, with its seed corpus in tests/fuzz/corpus/NAME/.
+# The replay feeds a corpus to the same entry point without libFuzzer (built
+# with $(CC), and with the sanitizers of SANITIZER=); `make unit` runs it as
+# one test. `make fuzz` builds the real fuzzers with clang; `make fuzz-run`
+# runs each for FUZZ_TIME seconds, new inputs going to $(BUILD)/fuzz-corpus/.
+FUZZ_NAMES  := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_REPLAY := $(FUZZ_NAMES:%=$(BUILD)/fuzz-replay-%)
+FUZZ_BIN    := $(FUZZ_NAMES:%=$(BUILD)/fuzzer-%)
+CLANG       ?= clang
+FUZZ_TIME   ?= 60
+FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib -I$(BUILD) \
+               $(shell pkg-config --cflags $(PKGS)) \
+               -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
+
+unit: $(UNIT_BIN) $(FUZZ_REPLAY)
+	scripts/run-unit $(UNIT_BIN) $(FUZZ_REPLAY)
+
+$(BUILD)/fuzz-replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libbroker.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -Itests/fuzz -DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/$*"' -o $@ \
+		tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(BUILD)/libbroker.a $(LDLIBS)
+
+$(BUILD)/fuzzer-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIB_SRC) $(BUILD)/lua_scripts.c
+	@mkdir -p $(@D)
+	$(CLANG) $(FUZZ_CFLAGS) -Itests/fuzz -o $@ tests/fuzz/fuzz_$*.c $(LIB_SRC) \
+		$(BUILD)/lua_scripts.c $(LDLIBS)
+
+fuzz-replay: $(FUZZ_REPLAY)
+	@for n in $(FUZZ_NAMES); do $(BUILD)/fuzz-replay-$$n tests/fuzz/corpus/$$n || exit 1; done
+
+fuzz: $(FUZZ_BIN)
+
+fuzz-run: $(FUZZ_BIN)
+	@for n in $(FUZZ_NAMES); do mkdir -p $(BUILD)/fuzz-corpus/$$n && \
+		$(BUILD)/fuzzer-$$n -max_total_time=$(FUZZ_TIME) $(BUILD)/fuzz-corpus/$$n \
+		tests/fuzz/corpus/$$n || exit 1; done
+
+# The Docker provider against the real daemon (every case skips without the socket).
+$(BUILD)/tests/docker_provider_test: tests/integration/docker_provider_test.c $(BUILD)/libbroker.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libbroker.a $(LDLIBS) -lcmocka
+
+docker-test: $(BUILD)/tests/docker_provider_test
+	$(BUILD)/tests/docker_provider_test
 
 integration: all
 	tests/integration/run
@@ -67,4 +110,4 @@ test:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all unit integration test clean
+.PHONY: all unit integration docker-test test clean fuzz fuzz-replay fuzz-run

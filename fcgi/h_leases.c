@@ -10,6 +10,7 @@
 #include "lease.h"
 #include "log.h"
 #include "routes.h"
+#include "sandbox.h"
 
 static int hex_id_valid(const char *s)
 {
@@ -83,6 +84,35 @@ static int queue_ticket(struct request *req, const struct lease_request *lr,
         return -1;
 }
 
+/* Give a granted lease its running sandbox (created, restarted or shared);
+ * out->lease is replaced by the ready lease. Replies and returns -1 on failure
+ * (the lease is then released: nothing half-made stays). */
+static int attach_sandbox(struct request *req, const struct lease_request *lr,
+                          struct lease_outcome *out)
+{
+        char lease_id[33], err[SANDBOX_ERR_MAX];
+        struct json_object *ready = NULL;
+        int r;
+
+        snprintf(lease_id, sizeof(lease_id), "%s", lease_field(out->lease, "leaseId"));
+        r = sandbox_lease_ready(req->w->redis, req->w->provider, req->w->cfg, lease_id, &ready, err);
+        if (r == 0) {
+                json_put(out->lease);
+                out->lease = ready;
+                return 0;
+        }
+        log_err(LOG_KV({ "LEASE_ID", lease_id }, { "USER_ID", lr->user_id },
+                       { "SESSION_ID", lr->session_id }, { "REQUEST_ID", req->request_id }),
+                "sandbox for a granted lease failed; lease released: %s", err);
+        if (r == -EIO)
+                reply_error(req, API_UNAVAILABLE, "Redis is unavailable, retry later");
+        else if (r == -ENOENT)
+                reply_error(req, API_LEASE_NOT_FOUND, "the lease was released while its sandbox was being made");
+        else
+                reply_error(req, API_SANDBOX_FAILED, "%s", err);
+        return -1;
+}
+
 void h_leases_acquire(struct request *req)
 {
         struct json_object *body = NULL;
@@ -120,7 +150,10 @@ void h_leases_acquire(struct request *req)
         }
         switch (out.kind) {
         case LEASE_GRANTED:
+                if (req->w->provider && attach_sandbox(req, &lr, &out) < 0)
+                        break;
                 log_info(LOG_KV({ "LEASE_ID", lease_field(out.lease, "leaseId") },
+                                { "SANDBOX_ID", lease_field(out.lease, "sandboxId") },
                                 { "USER_ID", lr.user_id }, { "SESSION_ID", lr.session_id },
                                 { "REQUEST_ID", req->request_id }),
                          "lease granted on acquire (mode %s)", lr.mode);
@@ -181,6 +214,11 @@ void h_leases_poll(struct request *req)
         } else if (out.kind == LEASE_GRANTED) {
                 json_object_object_add(o, "status", json_object_new_string("granted"));
                 json_object_object_add(o, "lease", json_object_get(out.lease));
+        } else if (out.kind == LEASE_PROVISIONING) {
+                json_object_object_add(o, "status", json_object_new_string("provisioning"));
+        } else if (out.kind == LEASE_FAILED) {
+                json_object_object_add(o, "status", json_object_new_string("failed"));
+                json_object_object_add(o, "message", json_object_new_string(out.message));
         } else {
                 json_object_object_add(o, "status", json_object_new_string("expired"));
         }
@@ -245,7 +283,7 @@ void h_leases_release(struct request *req)
         }
         if (!reason)
                 reason = lease_release_reasons[0];
-        r = lease_release(req->w->redis, req->w->cfg, user, session, &out);
+        r = lease_release(req->w->redis, req->w->cfg, user, session, reason, &out);
         if (r < 0) {
                 reply_errno(req, r, "release");
                 goto out;

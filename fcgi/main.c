@@ -1,6 +1,6 @@
 /* broker-fcgi: the FastCGI handler program, one process per route group.
  *
- *   broker-fcgi --group leases|status [--socket PATH]
+ *   broker-fcgi --group leases|status|sandboxes [--socket PATH] [--threads N]
  *
  * Without --socket it serves the listening socket systemd passed
  * (LISTEN_FDS) or, per the FastCGI spec, fd 0. FCGI_THREADS threads each
@@ -26,6 +26,7 @@
 #include "redis_conn.h"
 #include "request.h"
 #include "routes.h"
+#include "sandbox.h"
 #include "timeutil.h"
 
 #define LISTEN_BACKLOG 512
@@ -104,7 +105,7 @@ static int open_listener(const char *path)
 
 static void usage(void)
 {
-        fprintf(stderr, "usage: broker-fcgi --group leases|status [--socket PATH]\n");
+        fprintf(stderr, "usage: broker-fcgi --group leases|status|sandboxes [--socket PATH] [--threads N]\n");
 }
 
 int main(int argc, char **argv)
@@ -114,13 +115,16 @@ int main(int argc, char **argv)
         pthread_t *threads = NULL;
         sigset_t sigs;
         char err[256];
-        int sig = 0, rc = 1, started = 0;
+        int sig = 0, rc = 1, started = 0, threads_arg = 0;
+        size_t max_body;
 
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--group") == 0 && i + 1 < argc)
                         app.group = argv[++i];
                 else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc)
                         socket_path = argv[++i];
+                else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+                        threads_arg = atoi(argv[++i]);
                 else {
                         usage();
                         return 2;
@@ -136,6 +140,17 @@ int main(int argc, char **argv)
                 return 2;
         }
         log_init("broker-fcgi", app.cfg.log_priority);
+        if (threads_arg < 0 || threads_arg > 256) {
+                log_err(NULL, "--threads must be 1 to 256");
+                return 2;
+        }
+        if (threads_arg)
+                app.cfg.fcgi_threads = threads_arg;
+        /* File writes carry base64 content: 4/3 of FILE_MAX_BYTES plus the JSON around it. */
+        max_body = (size_t)app.cfg.max_body_bytes;
+        if (strcmp(app.group, "sandboxes") == 0 &&
+            max_body < (size_t)app.cfg.file_max_bytes / 3 * 4 + 65536)
+                max_body = (size_t)app.cfg.file_max_bytes / 3 * 4 + 65536;
         signal(SIGPIPE, SIG_IGN);
         sigemptyset(&sigs);
         sigaddset(&sigs, SIGTERM);
@@ -158,7 +173,13 @@ int main(int argc, char **argv)
         if (!workers || !threads)
                 goto out;
         for (int i = 0; i < app.cfg.fcgi_threads; i++) {
-                workers[i] = (struct worker){ .id = i, .cfg = &app.cfg, .kafka = app.kafka };
+                char perr[SANDBOX_ERR_MAX];
+                workers[i] = (struct worker){ .id = i, .cfg = &app.cfg, .kafka = app.kafka,
+                                              .max_body = max_body };
+                if (sandbox_provider_new(&app.cfg, &workers[i].provider, perr) < 0) {
+                        log_err(NULL, "%s", perr);
+                        goto out;
+                }
                 if (redis_conn_new(&app.cfg, &workers[i].redis) < 0 ||
                     pthread_create(&threads[i], NULL, worker_main, &workers[i]) != 0) {
                         log_err(NULL, "cannot start worker %d", i);

@@ -61,7 +61,7 @@ static int content_type_is_json(const char *ct)
 int request_json_body(struct request *req, struct json_object **ret)
 {
         const char *cl = param(req, "CONTENT_LENGTH");
-        size_t max = (size_t)req->w->cfg->max_body_bytes, got = 0;
+        size_t max = req->w->max_body, got = 0;
         char err[256], *end;
         unsigned long long len;
 
@@ -139,9 +139,18 @@ static void reply_raw(struct request *req, int status, const char *extra_header,
         FCGX_PutS(body, req->fcgx->out);
 }
 
+void reply_empty(struct request *req, int status)
+{
+        if (req->status)
+                return;
+        req->status = status;
+        FCGX_FPrintF(req->fcgx->out, "Status: %d %s\r\nCache-Control: no-store\r\n\r\n", status,
+                     api_status_reason(status));
+}
+
 void reply_json(struct request *req, int status, struct json_object *obj)
 {
-        reply_raw(req, status, NULL, json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN));
+        reply_raw(req, status, NULL, json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 void reply_error_hdr(struct request *req, enum api_error e, const char *extra_header,

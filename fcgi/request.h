@@ -8,6 +8,7 @@
 #include "api_error.h"
 #include "config.h"
 #include "kafka.h"
+#include "provider.h"
 #include "redis_conn.h"
 
 /* Per-thread state: connections are reused across requests, nothing else is. */
@@ -16,6 +17,8 @@ struct worker {
         const struct broker_config *cfg;
         struct redis_conn *redis;       /* owned by this thread */
         struct kafka_producer *kafka;   /* shared, thread-safe */
+        struct provider *provider;      /* owned by this thread; NULL: no sandboxes */
+        size_t max_body;                /* largest body this route group accepts */
 };
 
 struct request {
@@ -23,6 +26,7 @@ struct request {
         struct worker *w;
         const char *method;
         char path[512];
+        char path_arg[64]; /* the {id} segment of a route pattern */
         const char *query;
         const char *request_id;
         char *body; /* owned */
@@ -47,6 +51,9 @@ int request_query_param(const struct request *req, const char *name, char *buf, 
 
 /* Send status with body obj (borrowed). */
 void reply_json(struct request *req, int status, struct json_object *obj);
+
+/* Send a status without a body (e.g. 204). */
+void reply_empty(struct request *req, int status);
 
 /* Send {"code","message"} for e; extra_header (may be NULL) is one complete
  * header line without CRLF, e.g. "Allow: POST". */

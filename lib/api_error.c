@@ -16,6 +16,13 @@ static const struct {
         [API_PAYLOAD_TOO_LARGE] = { 413, "PAYLOAD_TOO_LARGE" },
         [API_UNSUPPORTED_MEDIA_TYPE] = { 415, "UNSUPPORTED_MEDIA_TYPE" },
         [API_UNAVAILABLE] = { 503, "SERVICE_UNAVAILABLE" },
+        [API_SANDBOX_FAILED] = { 502, "SANDBOX_FAILED" },
+        [API_SANDBOX_NOT_FOUND] = { 404, "SANDBOX_NOT_FOUND" },
+        [API_SANDBOX_NOT_RUNNING] = { 409, "SANDBOX_NOT_RUNNING" },
+        [API_FILE_NOT_FOUND] = { 404, "FILE_NOT_FOUND" },
+        [API_FILE_TOO_LARGE] = { 413, "FILE_TOO_LARGE" },
+        [API_CONFLICT] = { 409, "CONFLICT" },
+        [API_PERMISSION_DENIED] = { 403, "PERMISSION_DENIED" },
         [API_INTERNAL] = { 500, "INTERNAL_ERROR" },
 };
 
@@ -41,12 +48,15 @@ const char *api_status_reason(int status)
         case 202: return "Accepted";
         case 204: return "No Content";
         case 400: return "Bad Request";
+        case 403: return "Forbidden";
         case 404: return "Not Found";
         case 405: return "Method Not Allowed";
         case 409: return "Conflict";
         case 413: return "Payload Too Large";
         case 415: return "Unsupported Media Type";
         case 500: return "Internal Server Error";
+        case 502: return "Bad Gateway";
+        case 504: return "Gateway Timeout";
         case 503: return "Service Unavailable";
         default: return "Unknown";
         }

@@ -38,6 +38,17 @@ static const struct int_opt int_opts[] = {
         INT_OPT("MAX_BODY_BYTES", max_body_bytes, 16384, 256, 64 * 1024 * 1024),
         INT_OPT("FCGI_THREADS", fcgi_threads, 8, 1, 256),
         INT_OPT("SUPERVISOR_TICK_MS", supervisor_tick_ms, 250, 10, 10000),
+        INT_OPT("DOCKER_TIMEOUT_MS", docker_timeout_ms, 30000, 1000, 600000),
+        INT_OPT("SANDBOX_MILLICPUS", sandbox_millicpus, 500, 10, 64000),
+        INT_OPT("SANDBOX_MEMORY_MB", sandbox_memory_mb, 512, 16, 262144),
+        INT_OPT("SANDBOX_PIDS", sandbox_pids, 256, 16, 65536),
+        INT_OPT("IDLE_KEEP_MS", idle_keep_ms, 600000, 0, 604800000),
+        INT_OPT("EXEC_TIMEOUT_MS", exec_timeout_ms, 60000, 100, 3600000),
+        INT_OPT("EXEC_MAX_TIMEOUT_MS", exec_max_timeout_ms, 600000, 100, 86400000),
+        INT_OPT("EXEC_MAX_OUTPUT", exec_max_output, 1048576, 1024, 64 * 1024 * 1024),
+        INT_OPT("FILE_MAX_BYTES", file_max_bytes, 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+        INT_OPT("RECONCILE_MS", reconcile_ms, 30000, 500, 3600000),
+        INT_OPT("PROVISION_TIMEOUT_MS", provision_timeout_ms, 120000, 1000, 3600000),
 };
 
 static const struct str_opt str_opts[] = {
@@ -47,6 +58,11 @@ static const struct str_opt str_opts[] = {
         STR_OPT("KAFKA_TOPIC", kafka_topic, "broker.tickets"),
         STR_OPT("KAFKA_GROUP", kafka_group, "broker-supervisor"),
         STR_OPT("SANDBOX_PROVIDER", provider, "none"),
+        STR_OPT("DOCKER_SOCKET", docker_socket, "/var/run/docker.sock"),
+        STR_OPT("SANDBOX_IMAGE", sandbox_image, "sandbox-broker/base:latest"),
+        STR_OPT("SANDBOX_MULTIUSER_IMAGE", sandbox_multiuser_image, "sandbox-broker/multiuser:latest"),
+        STR_OPT("SANDBOX_NETWORK", sandbox_network, "none"),
+        STR_OPT("IDLE_POLICY", idle_policy, "stop_keep"),
 };
 
 static const char *env_lookup(const char *name)
@@ -102,6 +118,18 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
          * client ids: keep both to a plain character set. */
         if (strcspn(cfg->key_prefix, " \t\r\n{}") != strlen(cfg->key_prefix)) {
                 snprintf(err, errsz, "REDIS_KEY_PREFIX: must not contain spaces or braces");
+                return -EINVAL;
+        }
+        if (strcmp(cfg->provider, "none") && strcmp(cfg->provider, "docker")) {
+                snprintf(err, errsz, "SANDBOX_PROVIDER=%s: expected none or docker", cfg->provider);
+                return -EINVAL;
+        }
+        if (strcmp(cfg->idle_policy, "stop_keep") && strcmp(cfg->idle_policy, "delete")) {
+                snprintf(err, errsz, "IDLE_POLICY=%s: expected stop_keep or delete", cfg->idle_policy);
+                return -EINVAL;
+        }
+        if (cfg->exec_timeout_ms > cfg->exec_max_timeout_ms) {
+                snprintf(err, errsz, "EXEC_TIMEOUT_MS must not exceed EXEC_MAX_TIMEOUT_MS");
                 return -EINVAL;
         }
         v = lookup("LOG_LEVEL");

@@ -21,6 +21,23 @@ struct broker_config {
         int fcgi_threads;
         int log_priority;
         int supervisor_tick_ms;
+        /* sandboxes (SANDBOX_PROVIDER=docker) */
+        char docker_socket[256];
+        int docker_timeout_ms;
+        char sandbox_image[256];
+        char sandbox_multiuser_image[256];
+        int sandbox_millicpus;
+        int sandbox_memory_mb;
+        int sandbox_pids;
+        char sandbox_network[64];
+        char idle_policy[16];     /* stop_keep | delete */
+        int idle_keep_ms;
+        int exec_timeout_ms;      /* default per command */
+        int exec_max_timeout_ms;  /* what a client may ask for */
+        int exec_max_output;      /* bytes per stream */
+        int file_max_bytes;
+        int reconcile_ms;
+        int provision_timeout_ms; /* a Pending sandbox older than this is retried */
 };
 
 /* Fill *cfg from getenv() (tests pass their own lookup through config_load_from).

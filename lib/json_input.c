@@ -2,6 +2,7 @@
 #include "json_input.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,6 +25,10 @@ int json_input_parse_object(const char *buf, size_t len, int max_depth, struct j
                 snprintf(err, errsz, "request body is empty; a JSON object is required");
                 goto out;
         }
+        if (len > INT_MAX) {
+                snprintf(err, errsz, "request body is too large");
+                goto out;
+        }
         if (memchr(buf, '\0', len)) {
                 snprintf(err, errsz, "request body contains a NUL byte");
                 goto out;
@@ -38,7 +43,10 @@ int json_input_parse_object(const char *buf, size_t len, int max_depth, struct j
         obj = json_tokener_parse_ex(tok, buf, (int)len);
         jerr = json_tokener_get_error(tok);
         if (jerr == json_tokener_continue) {
-                snprintf(err, errsz, "request body is truncated JSON");
+                /* A bare number or word also ends mid-token at end of input. */
+                snprintf(err, errsz, strchr("{[\"", buf[strspn(buf, " \t\r\n")]) && len > strspn(buf, " \t\r\n")
+                                             ? "request body is truncated JSON"
+                                             : "request body must be a JSON object");
                 goto out;
         }
         if (jerr != json_tokener_success) {

@@ -158,6 +158,16 @@ int lease_outcome_from_reply(const redisReply *r, struct lease_outcome *o)
                 o->kind = LEASE_EXPIRED;
                 return 0;
         }
+        if (reply_str_eq(tag, "provisioning") && r->elements == 1) {
+                o->kind = LEASE_PROVISIONING;
+                return 0;
+        }
+        if (reply_str_eq(tag, "failed") && r->elements == 2) {
+                o->kind = LEASE_FAILED;
+                if (reply_is_str(r->element[1]))
+                        snprintf(o->message, sizeof(o->message), "%s", r->element[1]->str);
+                return 0;
+        }
         return -EPROTO;
 }
 
@@ -225,11 +235,30 @@ int lease_heartbeat(struct redis_conn *c, const struct broker_config *cfg, const
 }
 
 int lease_release(struct redis_conn *c, const struct broker_config *cfg, const char *user_id,
-                  const char *session_id, struct lease_outcome *ret)
+                  const char *session_id, const char *reason, struct lease_outcome *ret)
 {
-        (void)cfg;
-        const char *argv[] = { user_id, session_id };
-        return run_mapped(c, LUA_RELEASE, 2, argv, ret);
+        /* idle keeps the sandbox per the idle policy; deleted always removes it */
+        const char *action = strcmp(reason, "idle") == 0 && strcmp(cfg->idle_policy, "stop_keep") == 0
+                                     ? "stop" : "remove";
+        const char *why = strcmp(reason, "idle") == 0 ? "RELEASED_IDLE" : "RELEASED_DELETED";
+        const char *argv[] = { user_id, session_id, action, why };
+        return run_mapped(c, LUA_RELEASE, 4, argv, ret);
+}
+
+int lease_activate(struct redis_conn *c, const char *lease_id, struct lease_outcome *ret)
+{
+        const char *argv[] = { lease_id };
+        return run_mapped(c, LUA_LEASE_ACTIVATE, 1, argv, ret);
+}
+
+int lease_fail(struct redis_conn *c, const char *lease_id, const char *message)
+{
+        redisReply *rep = NULL;
+        const char *argv[] = { lease_id, message };
+        int r = redis_conn_script(c, LUA_LEASE_FAIL, 2, argv, &rep);
+
+        reply_free(rep);
+        return r;
 }
 
 int lease_ticket_cancel(struct redis_conn *c, const char *ticket_id)
@@ -344,6 +373,9 @@ static int each_granted(const redisReply *list, const struct lease_grant_hooks *
 {
         if (list->type != REDIS_REPLY_ARRAY || list->elements % 4)
                 return -EPROTO;
+        for (size_t i = 0; i < list->elements; i++)
+                if (!reply_is_str(list->element[i]))
+                        return -EPROTO;
         for (size_t i = 0; i + 3 < list->elements; i += 4)
                 if (h && h->granted)
                         h->granted(h->ud, list->element[i]->str, list->element[i + 1]->str,
@@ -406,24 +438,30 @@ out:
 int lease_reap(struct redis_conn *c, const struct broker_config *cfg, int limit,
                const struct lease_grant_hooks *hooks, int *ret_freed)
 {
-        char tttl[16], lim[16];
+        char tttl[16], lim[16], keep[16];
         redisReply *rep = NULL, *leases;
         int r;
 
         snprintf(tttl, sizeof(tttl), "%d", cfg->ticket_ttl_ms);
         snprintf(lim, sizeof(lim), "%d", limit);
-        const char *argv[] = { tttl, lim };
+        snprintf(keep, sizeof(keep), "%d", cfg->idle_keep_ms);
+        const char *argv[] = { tttl, lim, keep };
         *ret_freed = 0;
-        r = redis_conn_script(c, LUA_REAP, 2, argv, &rep);
+        r = redis_conn_script(c, LUA_REAP, 3, argv, &rep);
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 ||
             rep->element[1]->type != REDIS_REPLY_ARRAY || rep->element[1]->elements % 3) {
                 r = -EPROTO;
                 goto out;
         }
         *ret_freed = (int)reply_int(rep->element[0]);
         leases = rep->element[1];
+        for (size_t i = 0; i < leases->elements; i++)
+                if (!reply_is_str(leases->element[i])) {
+                        r = -EPROTO;
+                        goto out;
+                }
         for (size_t i = 0; i + 2 < leases->elements; i += 3)
                 if (hooks && hooks->reaped)
                         hooks->reaped(hooks->ud, leases->element[i]->str,

@@ -30,6 +30,8 @@ enum lease_outcome_kind {
         LEASE_NOT_FOUND,
         LEASE_EXPIRED,
         LEASE_RELEASED,  /* lease_id, slot_freed set */
+        LEASE_PROVISIONING, /* granted, its sandbox is being made */
+        LEASE_FAILED,    /* message set */
 };
 
 struct lease_outcome {
@@ -41,6 +43,7 @@ struct lease_outcome {
         char lease_id[33];
         bool slot_freed;
         char conflict_mode[32];
+        char message[256];
 };
 
 /* Release what *o owns and zero it. */
@@ -52,7 +55,8 @@ void lease_outcome_clear(struct lease_outcome *o);
 int lease_acquire(struct redis_conn *c, const struct broker_config *cfg,
                   const struct lease_request *req, struct lease_outcome *ret);
 
-/* Ticket state: QUEUED (position), GRANTED (lease), EXPIRED or NOT_FOUND. */
+/* Ticket state: QUEUED (position), PROVISIONING, GRANTED (lease), FAILED
+ * (message), EXPIRED or NOT_FOUND. */
 int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char *ticket_id,
                struct lease_outcome *ret);
 
@@ -61,9 +65,18 @@ int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char
 int lease_heartbeat(struct redis_conn *c, const struct broker_config *cfg, const char *lease_id,
                     const char *user_id, const char *session_id, struct lease_outcome *ret);
 
-/* Release the lease of (user, session): RELEASED or NOT_FOUND. */
+/* Release the lease of (user, session): RELEASED or NOT_FOUND. reason is
+ * one of lease_release_reasons: "idle" keeps the sandbox per IDLE_POLICY,
+ * "deleted" removes it. */
 int lease_release(struct redis_conn *c, const struct broker_config *cfg, const char *user_id,
-                  const char *session_id, struct lease_outcome *ret);
+                  const char *session_id, const char *reason, struct lease_outcome *ret);
+
+/* Mark a provisioning lease usable: GRANTED with the lease, or NOT_FOUND. */
+int lease_activate(struct redis_conn *c, const char *lease_id, struct lease_outcome *ret);
+
+/* Release a lease whose sandbox could not be made (the sandbox is removed)
+ * and mark its ticket failed with message. */
+int lease_fail(struct redis_conn *c, const char *lease_id, const char *message);
 
 /* Take back a queued ticket whose Kafka produce failed. Returns 0 when it
  * was removed, 1 when it had already left the queue (granted or expired by a

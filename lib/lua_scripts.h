@@ -7,10 +7,18 @@ enum lua_script_id {
         LUA_CANCEL,
         LUA_GRANT,
         LUA_HEARTBEAT,
+        LUA_LEASE_ACTIVATE,
+        LUA_LEASE_FAIL,
+        LUA_LOCK,
         LUA_POLL,
         LUA_REAP,
         LUA_RELEASE,
+        LUA_SANDBOX_CLAIM,
+        LUA_SANDBOX_SCAN,
+        LUA_SANDBOX_STATE,
         LUA_STATUS,
+        LUA_TEARDOWN_TAKE,
+        LUA_UNLOCK,
         LUA_SCRIPT_COUNT,
 };
 

@@ -3,6 +3,7 @@
 #include "redis_conn.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -90,6 +91,15 @@ static int conn_ensure(struct redis_conn *c)
         return r;
 }
 
+/* True when the failed command met a connection the server had already
+ * closed (e.g. Redis restarted while we were idle): the command was never
+ * run, so it may be resent. A timeout is not such a case. */
+static bool conn_was_closed(struct redis_conn *c)
+{
+        return c->ctx->err == REDIS_ERR_EOF ||
+               (c->ctx->err == REDIS_ERR_IO && (errno == EPIPE || errno == ECONNRESET));
+}
+
 redisContext *redis_conn_context(struct redis_conn *c)
 {
         return conn_ensure(c) < 0 ? NULL : c->ctx;
@@ -118,9 +128,11 @@ int redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, con
                         args[n++] = argv[i];
                 rep = redisCommandArgv(c->ctx, n, args, NULL);
                 if (!rep) {
-                        /* I/O error or timeout: the connection state is unknown. */
+                        bool stale = conn_was_closed(c);
                         log_debug(NULL, "redis: %s: %s", lua_scripts[id].name, c->ctx->errstr);
                         conn_drop(c);
+                        if (stale && attempt == 0)
+                                continue; /* never reached the server: safe to resend */
                         return -EIO;
                 }
                 if (rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "NOSCRIPT", 8) == 0) {
@@ -142,6 +154,36 @@ int redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, con
         return 0;
 }
 
+int redis_conn_command(struct redis_conn *c, int argc, const char **argv, redisReply **ret)
+{
+        redisReply *rep;
+        int r = conn_ensure(c);
+
+        *ret = NULL;
+        if (r < 0)
+                return r;
+        rep = redisCommandArgv(c->ctx, argc, argv, NULL);
+        if (!rep && conn_was_closed(c)) {
+                conn_drop(c);
+                r = conn_ensure(c);
+                if (r < 0)
+                        return r;
+                rep = redisCommandArgv(c->ctx, argc, argv, NULL);
+        }
+        if (!rep) {
+                log_debug(NULL, "redis: %s: %s", argv[0], c->ctx->errstr);
+                conn_drop(c);
+                return -EIO;
+        }
+        if (rep->type == REDIS_REPLY_ERROR) {
+                log_debug(NULL, "redis: %s: %s", argv[0], rep->str);
+                reply_free(rep);
+                return -EPROTO;
+        }
+        *ret = rep;
+        return 0;
+}
+
 int redis_conn_ping(struct redis_conn *c)
 {
         redisReply *rep;
@@ -150,6 +192,13 @@ int redis_conn_ping(struct redis_conn *c)
         if (r < 0)
                 return r;
         rep = redisCommand(c->ctx, "PING");
+        if (!rep && conn_was_closed(c)) {
+                conn_drop(c);
+                r = conn_ensure(c);
+                if (r < 0)
+                        return r;
+                rep = redisCommand(c->ctx, "PING");
+        }
         if (!rep) {
                 conn_drop(c);
                 return -EIO;

@@ -25,6 +25,10 @@ void redis_conn_free(struct redis_conn *c);
 int redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
                       redisReply **ret);
 
+/* Run one raw command (argv[0] is the command name; keys are the caller's,
+ * prefix included). Same errors and ownership as redis_conn_script. */
+int redis_conn_command(struct redis_conn *c, int argc, const char **argv, redisReply **ret);
+
 /* PING the server. Returns 0 or -EIO. */
 int redis_conn_ping(struct redis_conn *c);
 

@@ -29,7 +29,10 @@ int timeutil_format_iso(int64_t ms, char *buf, size_t size)
 
         if (size < 25 || ms < 0)
                 return -EINVAL;
-        gmtime_r(&secs, &tm);
+        /* Past year 9999 the fixed-width format would be truncated in a
+         * 25-byte buffer (or be five digits wide): refuse it. */
+        if (!gmtime_r(&secs, &tm) || tm.tm_year + 1900 > 9999)
+                return -EINVAL;
         snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
         return 0;

@@ -10,7 +10,7 @@ int64_t timeutil_now_ms(void);
 int64_t timeutil_mono_ms(void);
 
 /* Format ms since the epoch as "2026-12-02T12:00:00.123Z" into buf (>= 25 bytes).
- * Returns 0, or -EINVAL if buf is too small. */
+ * Returns 0, or -EINVAL if buf is too small, ms < 0 or the year is past 9999. */
 int timeutil_format_iso(int64_t ms, char *buf, size_t size);
 
 /* Fill buf with 32 lowercase hex characters of getrandom() entropy and a NUL

@@ -12,6 +12,7 @@
 
 #include "lease.h"
 #include "log.h"
+#include "sandbox.h"
 #include "supervisor.h"
 #include "timeutil.h"
 
@@ -73,6 +74,12 @@ static void run(struct sup *s)
                         sup_redis_status(s, r, "grant");
                         woken = false;
                 }
+                sup_sandboxes_provision(s);
+                sup_sandboxes_teardown(s);
+                if (now >= s->next_reconcile) {
+                        s->next_reconcile = now + s->cfg.reconcile_ms;
+                        sup_sandboxes_reconcile(s);
+                }
                 /* Sleep on the wake channel, but come back soon for Kafka. */
                 woken = sup_wake_wait(s, KAFKA_POLL_MS) > 0;
         }
@@ -101,6 +108,13 @@ int main(void)
 
         if (redis_conn_new(&s->cfg, &s->redis) < 0)
                 goto out;
+        {
+                char perr[SANDBOX_ERR_MAX];
+                if (sandbox_provider_new(&s->cfg, &s->provider, perr) < 0) {
+                        log_err(NULL, "%s", perr);
+                        goto out;
+                }
+        }
         if (ensure_topic(&s->cfg) < 0)
                 goto out;
         if (kafka_consumer_new(&s->cfg, &s->consumer, err, sizeof(err)) < 0) {
@@ -117,6 +131,7 @@ out:
         kafka_consumer_free(s->consumer);
         sup_wake_close(s);
         redis_conn_free(s->redis);
+        provider_free(s->provider);
         free(s);
         return rc;
 }

@@ -5,6 +5,7 @@
  * so a supervisor killed at any point re-reads it, finds the ticket already
  * granted (the grant script is idempotent) and just commits. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lease.h"
@@ -14,7 +15,10 @@
 static void on_granted(void *ud, const char *ticket, const char *lease, const char *user,
                        const char *session)
 {
-        (void)ud;
+        struct sup *s = ud;
+
+        if (s->provider && s->n_granted < SUP_GRANTED_MAX)
+                snprintf(s->granted[s->n_granted++], sizeof(s->granted[0]), "%s", lease);
         log_info(LOG_KV({ "TICKET_ID", ticket }, { "LEASE_ID", lease }, { "USER_ID", user },
                         { "SESSION_ID", session }),
                  "ticket granted");
@@ -26,7 +30,6 @@ static void on_expired(void *ud, const char *ticket)
         log_info(LOG_KV({ "TICKET_ID", ticket }), "ticket expired: nobody polled it within TICKET_TTL_MS");
 }
 
-static const struct lease_grant_hooks grant_hooks = { on_granted, on_expired, NULL, NULL };
 
 static struct sup_fifo_entry *fifo_at(struct sup *s, int i)
 {
@@ -96,6 +99,7 @@ int sup_queue_fetch(struct sup *s, int timeout_ms)
 
 int sup_queue_grant(struct sup *s)
 {
+        const struct lease_grant_hooks grant_hooks = { on_granted, on_expired, NULL, s };
         char state[16];
         int r;
 

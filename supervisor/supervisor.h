@@ -10,9 +10,11 @@
 
 #include "config.h"
 #include "kafka.h"
+#include "provider.h"
 #include "redis_conn.h"
 
 #define SUP_FIFO_MAX 1024 /* Kafka messages held before pausing the partition */
+#define SUP_GRANTED_MAX 64 /* leases granted by one step, waiting for their sandbox */
 
 struct sup_fifo_entry {
         struct kafka_msg *msg;
@@ -33,6 +35,10 @@ struct sup {
         unsigned generation;
         int64_t last_offset;     /* highest offset taken into the fifo, -1 none */
         bool redis_down;         /* to log a Redis outage once, not per tick */
+        struct provider *provider; /* NULL: SANDBOX_PROVIDER=none */
+        char granted[SUP_GRANTED_MAX][33]; /* leases to give a sandbox */
+        int n_granted;
+        int64_t next_reconcile;  /* monotonic ms */
 };
 
 /* queue.c: take messages from Kafka and grant in order. */
@@ -43,6 +49,12 @@ void sup_queue_clear(struct sup *s);
 /* reaper.c: release expired leases, expire abandoned tickets. Returns the
  * number of slots freed, or a negative errno. */
 int sup_reap_expired(struct sup *s);
+
+/* sandboxes.c: give granted leases their sandboxes, run teardowns, and
+ * reconcile records with the provider. No-ops without a provider. */
+void sup_sandboxes_provision(struct sup *s);
+void sup_sandboxes_teardown(struct sup *s);
+void sup_sandboxes_reconcile(struct sup *s);
 
 /* wake.c: the "a slot was freed" channel. sup_wake_wait() waits up to
  * timeout_ms and returns 1 if woken, 0 otherwise (reconnecting as needed). */

@@ -38,7 +38,10 @@ if not p.newslot or (slot_free(capacity) and redis.call('ZCARD', K_QUEUE) == 0) 
   return { 'granted', redis.call('HGETALL', lease_key(lease_id)) }
 end
 
-local seq = redis.call('INCR', K_SEQ)
+-- The next place in line: one past the last queued ticket. Derived from the
+-- queue itself, so a ticket taken back (Kafka refused it) leaves no trace.
+local last = redis.call('ZRANGE', K_QUEUE, -1, -1, 'WITHSCORES')
+local seq = (last[2] and tonumber(last[2]) or 0) + 1
 redis.call('HSET', ticket_key(ticket_id), 'ticketId', ticket_id, 'userId', user,
   'sessionId', session, 'mode', mode, 'poolId', pool, 'seq', seq, 'state', 'queued',
   'createdAt', now)

@@ -17,13 +17,21 @@
 --   P..queue             ZSET  queued ticketId -> seq (FIFO order)
 --   P..ticketpoll        ZSET  queued ticketId -> last poll (ms)
 --   P..modes             HASH  <mode>:slots, <mode>:leases counters
---   P..seq               STR   ticket sequence
---   P..wake              channel: published when a slot frees
+--   P..sandbox:<id>      HASH  sandboxId, state, reason, message, lastTransitionAt, ref
+--                              (backend id), slot, mode, userId, poolId, image, limits,
+--                              teardown (stop|remove while Stopping), createdAt
+--   P..sandboxes         ZSET  sandboxId -> createdAt (every record not yet Terminated)
+--   P..teardown          LIST  sandboxIds to stop or remove (the supervisor drains it)
+--   P..parked:<slot>     STR   sandboxId of a Stopped sandbox kept for its slot's next lease
+--   P..parked            ZSET  parked sandboxId -> parkedAt
+--   P..wake              channel: published when a slot or seat frees while tickets wait
 -- Slot names: ex:<user>:<session>, us:<user>, mu:<pool>:<n>.
 local P = ARGV[1]
 local K_ACTIVE, K_LEASES, K_QUEUE = P .. 'active', P .. 'leases', P .. 'queue'
-local K_TPOLL, K_MODES, K_SEQ, K_WAKE = P .. 'ticketpoll', P .. 'modes', P .. 'seq', P .. 'wake'
+local K_TPOLL, K_MODES, K_WAKE = P .. 'ticketpoll', P .. 'modes', P .. 'wake'
+local K_SANDBOXES, K_TEARDOWN, K_PARKED = P .. 'sandboxes', P .. 'teardown', P .. 'parked'
 local TICKET_KEEP_S = 3600 -- how long a finished ticket still answers polls
+local SANDBOX_KEEP_S = 3600 -- how long a Terminated sandbox record stays readable
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -39,6 +47,30 @@ local function seats_key(slot) return P .. 'seats:' .. slot end
 local function seatnums_key(slot) return P .. 'seatnums:' .. slot end
 local function seatrefs_key(slot) return P .. 'seatrefs:' .. slot end
 local function pool_key(pool) return P .. 'pool:' .. pool end
+local function sandbox_key(id) return P .. 'sandbox:' .. id end
+local function parked_key(slot) return P .. 'parked:' .. slot end
+
+-- An empty reason keeps the current one (e.g. Stopping(LEASE_EXPIRED) -> Terminated).
+local function sandbox_set_state(sid, state, reason, message, now)
+  redis.call('HSET', sandbox_key(sid), 'state', state, 'message', message or '',
+    'lastTransitionAt', now or now_ms())
+  if reason and reason ~= '' then redis.call('HSET', sandbox_key(sid), 'reason', reason) end
+end
+
+-- Hand a sandbox to the supervisor's teardown: action 'stop' parks it for
+-- its slot's next lease (idle policy stop_keep), 'remove' deletes it.
+local function sandbox_schedule_teardown(sid, action, reason)
+  local state = redis.call('HGET', sandbox_key(sid), 'state')
+  if not state or state == 'Terminated' then return end
+  if state == 'Stopping' then
+    -- already on its way out: a remove wins over a stop
+    if action == 'remove' then redis.call('HSET', sandbox_key(sid), 'teardown', 'remove') end
+    return
+  end
+  sandbox_set_state(sid, 'Stopping', reason, '')
+  redis.call('HSET', sandbox_key(sid), 'teardown', action)
+  redis.call('RPUSH', K_TEARDOWN, sid)
+end
 
 -- Where a new lease of (user, session, mode, pool) would live, without
 -- changing anything: {slot, seat, newslot, newseat}.
@@ -96,7 +128,9 @@ local function grant_lease(p, user, session, mode, pool, lease_id, provider, ttl
   local exp = now + ttl
   redis.call('HSET', lease_key(lease_id), 'leaseId', lease_id, 'userId', user,
     'sessionId', session, 'mode', mode, 'poolId', pool, 'slot', slot,
-    'seat', p.seat or '', 'provider', provider, 'state', 'active',
+    'seat', p.seat or '', 'provider', provider,
+    -- with a sandbox provider the lease is usable once its sandbox is ready
+    'state', provider == 'none' and 'active' or 'provisioning',
     'createdAt', now, 'expiresAt', exp)
   redis.call('ZADD', K_LEASES, exp, lease_id)
   redis.call('SET', session_key(user, session), lease_id)
@@ -105,8 +139,9 @@ local function grant_lease(p, user, session, mode, pool, lease_id, provider, ttl
 end
 
 -- Remove a lease; frees its slot when it was the last lease on it.
--- Returns true when a slot was freed (and wakes the supervisors).
-local function release_lease(id)
+-- Returns true when a slot was freed.
+-- action: what happens to the slot's sandbox if the slot frees ('stop' or 'remove').
+local function release_lease(id, action, reason)
   local l = redis.call('HMGET', lease_key(id), 'userId', 'sessionId', 'mode', 'slot', 'seat', 'poolId')
   redis.call('ZREM', K_LEASES, id)
   if not l[1] then return false end
@@ -116,20 +151,29 @@ local function release_lease(id)
     redis.call('DEL', session_key(user, session))
   end
   redis.call('HINCRBY', K_MODES, mode .. ':leases', -1)
+  local seat_freed = false
   if seat and seat ~= '' then
     if redis.call('HINCRBY', seatrefs_key(slot), user, -1) <= 0 then
       redis.call('HDEL', seatrefs_key(slot), user)
       redis.call('HDEL', seats_key(slot), user)
       redis.call('HDEL', seatnums_key(slot), seat)
+      seat_freed = true
     end
   end
-  if redis.call('HINCRBY', slot_key(slot), 'refs', -1) > 0 then return false end
-  redis.call('DEL', slot_key(slot), seats_key(slot), seatnums_key(slot), seatrefs_key(slot))
-  redis.call('SREM', K_ACTIVE, slot)
-  redis.call('HINCRBY', K_MODES, mode .. ':slots', -1)
-  if mode == 'multi_user_shared' then redis.call('SREM', pool_key(pool), slot) end
-  redis.call('PUBLISH', K_WAKE, slot)
-  return true
+  local slot_freed = redis.call('HINCRBY', slot_key(slot), 'refs', -1) <= 0
+  if slot_freed then
+    local sid = redis.call('HGET', slot_key(slot), 'sandboxId')
+    if sid then sandbox_schedule_teardown(sid, action, reason) end
+    redis.call('DEL', slot_key(slot), seats_key(slot), seatnums_key(slot), seatrefs_key(slot))
+    redis.call('SREM', K_ACTIVE, slot)
+    redis.call('HINCRBY', K_MODES, mode .. ':slots', -1)
+    if mode == 'multi_user_shared' then redis.call('SREM', pool_key(pool), slot) end
+  end
+  -- A freed slot or seat may let the head of the queue in: wake the supervisors.
+  if (slot_freed or seat_freed) and redis.call('ZCARD', K_QUEUE) > 0 then
+    redis.call('PUBLISH', K_WAKE, slot)
+  end
+  return slot_freed
 end
 
 local function ticket_position(tid)

@@ -31,6 +31,7 @@ while next_id <= #ARGV do
     end
     ticket_unqueue(head, user, session)
     redis.call('HSET', ticket_key(head), 'state', 'granted', 'leaseId', lease_id, 'grantedAt', now)
+    redis.call('HSET', lease_key(lease_id), 'ticketId', head)
     redis.call('EXPIRE', ticket_key(head), TICKET_KEEP_S)
     for _, v in ipairs({ head, lease_id, user, session }) do table.insert(granted, v) end
   end

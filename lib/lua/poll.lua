@@ -1,5 +1,6 @@
 -- poll: ARGV = prefix, ticketId, ticketTtlMs
--- Returns {'queued', position} | {'granted', lease-hash...} | {'expired'} | {'notfound'}
+-- Returns {'queued', position} | {'provisioning'} | {'granted', lease-hash...}
+--       | {'failed', message} | {'expired'} | {'notfound'}
 local tid, ticket_ttl = ARGV[2], tonumber(ARGV[3])
 local now = now_ms()
 local t = redis.call('HMGET', ticket_key(tid), 'state', 'leaseId')
@@ -13,7 +14,13 @@ if t[1] == 'queued' then
   return { 'queued', ticket_position(tid) }
 end
 if t[1] == 'granted' then
+  if redis.call('HGET', lease_key(t[2]), 'state') == 'provisioning' then
+    return { 'provisioning' }
+  end
   local l = redis.call('HGETALL', lease_key(t[2]))
   if #l > 0 then return { 'granted', l } end
+end
+if t[1] == 'failed' then
+  return { 'failed', redis.call('HGET', ticket_key(tid), 'message') or '' }
 end
 return { 'expired' }

@@ -1,17 +1,28 @@
--- reap: ARGV = prefix, ticketTtlMs, limit
--- Releases leases whose expiry has passed and expires tickets nobody polled
--- for ticketTtlMs, at most `limit` of each per call.
--- Returns {freedSlots, {leaseId, userId, sessionId, ...}, {ticketId...}}
-local ticket_ttl, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+-- reap: ARGV = prefix, ticketTtlMs, limit, idleKeepMs
+-- Releases leases whose expiry has passed (their sandboxes are removed),
+-- expires tickets nobody polled for ticketTtlMs, and removes parked
+-- sandboxes older than idleKeepMs; at most `limit` of each per call.
+-- Returns {freedSlots, {leaseId, userId, sessionId, ...}, {ticketId...}, {sandboxId...}}
+local ticket_ttl, limit, idle_keep = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local now = now_ms()
 local freed, leases, tickets = 0, {}, {}
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', now, 'LIMIT', 0, limit)) do
   local l = redis.call('HMGET', lease_key(id), 'userId', 'sessionId')
-  if release_lease(id) then freed = freed + 1 end
+  if release_lease(id, 'remove', 'LEASE_EXPIRED') then freed = freed + 1 end
   for _, v in ipairs({ id, l[1] or '', l[2] or '' }) do table.insert(leases, v) end
 end
 for _, tid in ipairs(redis.call('ZRANGEBYSCORE', K_TPOLL, '-inf', '(' .. (now - ticket_ttl), 'LIMIT', 0, limit)) do
   ticket_expire(tid)
   table.insert(tickets, tid)
 end
-return { freed, leases, tickets }
+local parked = {}
+for _, sid in ipairs(redis.call('ZRANGEBYSCORE', K_PARKED, '-inf', '(' .. (now - idle_keep), 'LIMIT', 0, limit)) do
+  redis.call('ZREM', K_PARKED, sid)
+  local slot = redis.call('HGET', sandbox_key(sid), 'slot')
+  if slot and redis.call('GET', parked_key(slot)) == sid then redis.call('DEL', parked_key(slot)) end
+  if redis.call('HGET', sandbox_key(sid), 'state') == 'Stopped' then
+    sandbox_schedule_teardown(sid, 'remove', 'IDLE_EXPIRED')
+    table.insert(parked, sid)
+  end
+end
+return { freed, leases, tickets, parked }

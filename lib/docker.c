@@ -1,0 +1,629 @@
+/* docker: see docker.h. Docker API reference:
+ * https://docs.docker.com/engine/api/v1.41/ */
+#include "docker.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "docker_api.h"
+#include "docker_json.h"
+#include "tarball.h"
+#include "timeutil.h"
+
+#define DOCKER_RESP_MAX (1024 * 1024)      /* create, inspect, exec answers */
+#define DOCKER_LIST_MAX (32 * 1024 * 1024) /* GET /containers/json */
+#define DOCKER_EXEC_GRACE_MS 5000          /* exec transfer bound past its timeout */
+#define DOCKER_EXEC_ID_MAX 80
+#define DOCKER_TIMEOUT_KILLED 137          /* 128 + SIGKILL, from `timeout -s KILL` */
+
+/* stdin for exec: Docker can only feed an exec's stdin over a hijacked
+ * (HTTP Upgrade) connection, which libcurl does not drive. So the data is
+ * first copied into the sandbox as /tmp/.sb-stdin-<random> (mode 0600, owned
+ * by the exec user) through the archive API, and the command runs under
+ * this wrapper, which opens it as stdin, unlinks it and execs argv. */
+#define STDIN_DIR "/tmp"
+#define STDIN_SCRIPT "exec <\"$0\" && rm -f -- \"$0\" && exec \"$@\""
+
+struct docker {
+        struct docker_api *api;
+        int timeout_ms;
+};
+
+static struct docker *impl(struct provider *p)
+{
+        return p->impl;
+}
+
+static void err_printf(char *ret_err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void err_printf(char *ret_err, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (!ret_err)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(ret_err, PROVIDER_ERR_MAX, fmt, ap);
+        va_end(ap);
+}
+
+/* Docker's HTTP status to our errno: 304 "not modified" (start of a running
+ * container, stop of a stopped one) is success. */
+static int status_errno(long status)
+{
+        if (status / 100 == 2 || status == 304)
+                return 0;
+        if (status == 404)
+                return -ENOENT;
+        if (status == 409)
+                return -EBUSY;
+        return -EIO;
+}
+
+/* Format a request path; every %s argument is percent-encoded first.
+ * Returns a malloc'ed path or NULL (ENOMEM). Takes at most two strings. */
+static char *path_fmt(const char *fmt, const char *a, const char *b)
+{
+        char *ea = a ? docker_api_escape(a) : NULL, *eb = b ? docker_api_escape(b) : NULL, *s = NULL;
+
+        if ((a && !ea) || (b && !eb))
+                goto out;
+        if (asprintf(&s, fmt, ea ? ea : "", eb ? eb : "") < 0)
+                s = NULL;
+out:
+        free(ea);
+        free(eb);
+        return s;
+}
+
+/* One JSON call: transport errors as docker_api_call, then the HTTP status
+ * mapped by status_errno with Docker's message in ret_err. On success and
+ * with resp != NULL, *resp owns the body. */
+static int call(struct docker *d, const char *method, const char *path, const char *body,
+                int timeout_ms, size_t max, struct docker_buf *resp, const char *what,
+                char *ret_err)
+{
+        struct docker_buf b = { 0 };
+        long status = 0;
+        int r;
+
+        if (!path) {
+                err_printf(ret_err, "docker: %s: out of memory", what);
+                return -ENOMEM;
+        }
+        r = docker_api_call(d->api, method, path, body, timeout_ms, &status, &b, max, ret_err);
+        if (r < 0)
+                goto out;
+        r = status_errno(status);
+        if (r < 0)
+                docker_json_error_message(what, status, b.data, ret_err);
+out:
+        if (r == 0 && resp) {
+                *resp = b;
+                b = (struct docker_buf){ 0 };
+        }
+        docker_buf_release(&b);
+        return r;
+}
+
+/* A POST to /containers/{ref}/<verb><query> with no body and no answer needed. */
+static int container_post(struct docker *d, const char *ref, const char *verb, const char *query,
+                          int timeout_ms, char *ret_err)
+{
+        char *path = path_fmt("/containers/%s", ref, NULL);
+        char *full = NULL;
+        int r;
+
+        if (path && asprintf(&full, "%s/%s%s", path, verb, query) < 0)
+                full = NULL;
+        r = call(d, "POST", full, NULL, timeout_ms, DOCKER_RESP_MAX, NULL, verb, ret_err);
+        free(path);
+        free(full);
+        return r;
+}
+
+static int docker_create(struct provider *p, const struct sandbox_spec *spec, char *ret_ref,
+                         char *ret_err)
+{
+        struct docker *d = impl(p);
+        struct docker_buf resp = { 0 };
+        char *body = NULL, *path = NULL, name[128];
+        int r;
+
+        r = docker_json_create_body(spec, &body);
+        if (r < 0) {
+                err_printf(ret_err, "docker: create: %s",
+                           r == -EINVAL ? "sandbox id and image are required" : "out of memory");
+                goto out;
+        }
+        snprintf(name, sizeof(name), "sb-%s", spec->sandbox_id);
+        path = path_fmt("/containers/create?name=%s", name, NULL);
+        r = call(d, "POST", path, body, d->timeout_ms, DOCKER_RESP_MAX, &resp, "create", ret_err);
+        if (r < 0)
+                goto out;
+        r = docker_json_parse_id(resp.data, ret_ref, PROVIDER_REF_MAX);
+        if (r < 0)
+                err_printf(ret_err, "docker: create: answer without a container id");
+out:
+        docker_buf_release(&resp);
+        free(body);
+        free(path);
+        return r;
+}
+
+static int docker_start(struct provider *p, const char *ref, char *ret_err)
+{
+        return container_post(impl(p), ref, "start", "", impl(p)->timeout_ms, ret_err);
+}
+
+static int docker_stop(struct provider *p, const char *ref, char *ret_err)
+{
+        struct docker *d = impl(p);
+        char q[32];
+
+        snprintf(q, sizeof(q), "?t=%d", DOCKER_STOP_GRACE_S);
+        return container_post(d, ref, "stop", q, d->timeout_ms + DOCKER_STOP_GRACE_S * 1000, ret_err);
+}
+
+static int docker_pause(struct provider *p, const char *ref, char *ret_err)
+{
+        return container_post(impl(p), ref, "pause", "", impl(p)->timeout_ms, ret_err);
+}
+
+static int docker_resume(struct provider *p, const char *ref, char *ret_err)
+{
+        return container_post(impl(p), ref, "unpause", "", impl(p)->timeout_ms, ret_err);
+}
+
+static int docker_remove(struct provider *p, const char *ref, char *ret_err)
+{
+        struct docker *d = impl(p);
+        char *path = path_fmt("/containers/%s?force=1&v=1", ref, NULL);
+        int r = call(d, "DELETE", path, NULL, d->timeout_ms, DOCKER_RESP_MAX, NULL, "remove",
+                     ret_err);
+
+        free(path);
+        return r;
+}
+
+static int docker_inspect(struct provider *p, const char *ref, struct sandbox_info *ret,
+                          char *ret_err)
+{
+        struct docker *d = impl(p);
+        struct docker_buf resp = { 0 };
+        char *path = path_fmt("/containers/%s/json", ref, NULL);
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        ret->state = SANDBOX_RUN_MISSING;
+        r = call(d, "GET", path, NULL, d->timeout_ms, DOCKER_RESP_MAX, &resp, "inspect", ret_err);
+        if (r < 0)
+                goto out;
+        r = docker_json_parse_inspect(resp.data, ret);
+        if (r < 0)
+                err_printf(ret_err, "docker: inspect: unexpected answer");
+out:
+        docker_buf_release(&resp);
+        free(path);
+        return r;
+}
+
+static int docker_list_managed(struct provider *p,
+                               void (*fn)(void *ud, const struct sandbox_info *info), void *ud,
+                               char *ret_err)
+{
+        struct docker *d = impl(p);
+        struct docker_buf resp = { 0 };
+        char *path = path_fmt("/containers/json?all=1&filters=%s",
+                              "{\"label\":[\"" PROVIDER_LABEL_MANAGED "=1\"]}", NULL);
+        int r;
+
+        r = call(d, "GET", path, NULL, d->timeout_ms, DOCKER_LIST_MAX, &resp, "list", ret_err);
+        if (r < 0)
+                goto out;
+        r = docker_json_parse_list(resp.data, fn, ud);
+        if (r < 0)
+                err_printf(ret_err, "docker: list: unexpected answer");
+out:
+        docker_buf_release(&resp);
+        free(path);
+        return r;
+}
+
+static int archive_put(struct docker *d, const char *ref, const char *dir, const void *tar,
+                       size_t len, char *ret_err)
+{
+        struct docker_buf resp = { 0 };
+        char *path = path_fmt("/containers/%s/archive?path=%s", ref, dir);
+        struct docker_request req = {
+                .method = "PUT",
+                .path = path,
+                .body = tar,
+                .body_len = len,
+                .content_type = "application/x-tar",
+                .timeout_ms = d->timeout_ms,
+                .max_resp = DOCKER_RESP_MAX,
+        };
+        long status = 0;
+        int r = -ENOMEM;
+
+        if (!path) {
+                err_printf(ret_err, "docker: put archive: out of memory");
+                goto out;
+        }
+        r = docker_api_request(d->api, &req, &status, &resp, ret_err);
+        if (r < 0)
+                goto out;
+        r = status_errno(status);
+        if (r < 0)
+                docker_json_error_message("put archive", status, resp.data, ret_err);
+out:
+        docker_buf_release(&resp);
+        free(path);
+        return r;
+}
+
+static int docker_put_archive(struct provider *p, const char *ref, const char *dir,
+                              const void *tar, size_t len, char *ret_err)
+{
+        return archive_put(impl(p), ref, dir, tar, len, ret_err);
+}
+
+static int docker_get_archive(struct provider *p, const char *ref, const char *path,
+                              size_t max_len, void **ret_tar, size_t *ret_len, char *ret_err)
+{
+        struct docker *d = impl(p);
+        struct docker_buf resp = { 0 };
+        char *rpath = path_fmt("/containers/%s/archive?path=%s", ref, path), *data = NULL;
+        size_t len = 0;
+        int r;
+
+        r = call(d, "GET", rpath, NULL, d->timeout_ms, max_len, &resp, "get archive", ret_err);
+        if (r < 0)
+                goto out;
+        r = docker_buf_steal(&resp, &data, &len);
+out:
+        docker_buf_release(&resp);
+        free(rpath);
+        *ret_tar = r < 0 ? NULL : data;
+        *ret_len = r < 0 ? 0 : len;
+        return r;
+}
+
+static int docker_ping(struct provider *p, char *ret_err)
+{
+        struct docker *d = impl(p);
+        struct docker_buf resp = { 0 };
+        int r = call(d, "GET", "/_ping", NULL, d->timeout_ms, 64, &resp, "ping", ret_err);
+
+        if (r == 0 && (!resp.data || strcmp(resp.data, "OK") != 0)) {
+                err_printf(ret_err, "docker: ping: unexpected answer");
+                r = -EIO;
+        }
+        docker_buf_release(&resp);
+        return r;
+}
+
+/* ---- exec ---- */
+
+struct exec_stream {
+        struct docker_demux dm;
+        struct docker_buf out, err;
+};
+
+static int exec_sink(void *ud, const void *data, size_t len)
+{
+        struct exec_stream *s = ud;
+
+        return docker_demux_feed(&s->dm, data, len, &s->out, &s->err);
+}
+
+/* Run a final argv (already wrapped): exec create, attached start, exit code.
+ * ret is filled on 0; a transfer that outlives timeout_ms + grace gives 0
+ * with timed_out set and exit_code -1. */
+static int exec_run(struct docker *d, const char *ref, const char *const *argv,
+                    const char *const *env, const char *cwd, const char *user, int timeout_ms,
+                    size_t max_output, struct exec_result *ret, char *ret_err)
+{
+        struct exec_stream s = { .out.max = max_output, .err.max = max_output };
+        struct docker_buf resp = { 0 };
+        char *body = NULL, *path = NULL, id[DOCKER_EXEC_ID_MAX];
+        struct docker_request req = { 0 };
+        long status = 0;
+        int r, grace = d->timeout_ms < DOCKER_EXEC_GRACE_MS ? d->timeout_ms : DOCKER_EXEC_GRACE_MS;
+
+        r = docker_json_exec_body(argv, env, cwd, user, &body);
+        if (r < 0) {
+                err_printf(ret_err, "docker: exec: %s", r == -EINVAL ? "empty argv" : "out of memory");
+                goto out;
+        }
+        path = path_fmt("/containers/%s/exec", ref, NULL);
+        r = call(d, "POST", path, body, d->timeout_ms, DOCKER_RESP_MAX, &resp, "exec", ret_err);
+        if (r < 0)
+                goto out;
+        r = docker_json_parse_id(resp.data, id, sizeof(id));
+        docker_buf_release(&resp);
+        if (r < 0) {
+                err_printf(ret_err, "docker: exec: answer without an exec id");
+                goto out;
+        }
+
+        free(path);
+        path = path_fmt("/exec/%s/start", id, NULL);
+        req = (struct docker_request){
+                .method = "POST",
+                .path = path,
+                .body = "{\"Detach\":false,\"Tty\":false}",
+                .body_len = strlen("{\"Detach\":false,\"Tty\":false}"),
+                .timeout_ms = timeout_ms + grace,
+                .max_resp = DOCKER_RESP_MAX,
+                .sink = exec_sink,
+                .sink_ud = &s,
+        };
+        r = path ? docker_api_request(d->api, &req, &status, &resp, ret_err) : -ENOMEM;
+        if (r == -ETIMEDOUT) {
+                /* The wrapper did not end it in time (the sandbox was
+                 * frozen, or dockerd is stuck; a background child holding
+                 * stdout open does not count: dockerd closes an exec's
+                 * streams 2 s after its process exits). Report what we
+                 * have; Docker has no exec kill. */
+                ret->timed_out = true;
+                r = 0;
+        } else if (r == -EPROTO) {
+                err_printf(ret_err, "docker: exec: malformed output stream");
+                r = -EIO;
+                goto out;
+        } else if (r < 0) {
+                goto out;
+        } else if ((r = status_errno(status)) < 0) {
+                docker_json_error_message("exec start", status, resp.data, ret_err);
+                goto out;
+        }
+        docker_buf_release(&resp);
+
+        ret->exit_code = -1;
+        if (!ret->timed_out) {
+                free(path);
+                path = path_fmt("/exec/%s/json", id, NULL);
+                /* The stream can close a moment before Docker records the
+                 * exit code: poll briefly while it says Running. */
+                for (int i = 0; i < 100; i++) {
+                        bool running = false;
+
+                        r = call(d, "GET", path, NULL, d->timeout_ms, DOCKER_RESP_MAX, &resp,
+                                 "exec inspect", ret_err);
+                        if (r < 0)
+                                goto out;
+                        r = docker_json_parse_exec_inspect(resp.data, &running, &ret->exit_code);
+                        docker_buf_release(&resp);
+                        if (r < 0) {
+                                err_printf(ret_err, "docker: exec inspect: unexpected answer");
+                                goto out;
+                        }
+                        if (!running)
+                                break;
+                        nanosleep(&(struct timespec){ 0, 5 * 1000 * 1000 }, NULL);
+                }
+        }
+        ret->out_truncated = s.out.truncated;
+        ret->err_truncated = s.err.truncated;
+        if ((r = docker_buf_steal(&s.out, &ret->out, &ret->out_len)) < 0 ||
+            (r = docker_buf_steal(&s.err, &ret->err, &ret->err_len)) < 0)
+                goto out;
+        r = 0;
+out:
+        docker_buf_release(&s.out);
+        docker_buf_release(&s.err);
+        docker_buf_release(&resp);
+        free(body);
+        free(path);
+        return r;
+}
+
+/* "1000" or "1000:1000": the ids, so the stdin file can be owned by the
+ * user without a chown exec. Returns false for names. */
+static bool user_numeric(const char *user, unsigned long *uid, unsigned long *gid)
+{
+        char *end;
+
+        *uid = strtoul(user, &end, 10);
+        if (end == user || (*end && *end != ':'))
+                return false;
+        *gid = 0;
+        if (*end == ':') {
+                const char *g = end + 1;
+
+                *gid = strtoul(g, &end, 10);
+                if (end == g || *end)
+                        return false;
+        }
+        return true;
+}
+
+/* Copy spec's stdin into the sandbox as path (STDIN_DIR/.sb-stdin-<rand>),
+ * owned by spec->user: numeric users through the tar header, names by a
+ * chown exec as root. */
+static int stdin_stage(struct docker *d, const char *ref, const struct exec_spec *spec,
+                       char *path, size_t size, char *ret_err)
+{
+        char rnd[33], name[64];
+        unsigned long uid = 0, gid = 0;
+        bool named = spec->user && spec->user[0] && !user_numeric(spec->user, &uid, &gid);
+        void *tar = NULL;
+        size_t tar_len = 0;
+        int r;
+
+        r = timeutil_random_id(rnd, sizeof(rnd));
+        if (r < 0)
+                goto out;
+        snprintf(name, sizeof(name), ".sb-stdin-%.16s", rnd);
+        snprintf(path, size, STDIN_DIR "/%s", name);
+        r = tarball_pack_file(name, spec->stdin_data, spec->stdin_len, 0600, (uid_t)uid,
+                              (gid_t)gid, &tar, &tar_len);
+        if (r < 0) {
+                err_printf(ret_err, "docker: exec stdin: cannot pack it");
+                goto out;
+        }
+        r = archive_put(d, ref, STDIN_DIR, tar, tar_len, ret_err);
+        if (r < 0 || !named)
+                goto out;
+        {
+                const char *argv[] = { "chown", "--", spec->user, path, NULL };
+                struct exec_result cr = { 0 };
+
+                r = exec_run(d, ref, argv, NULL, NULL, NULL, d->timeout_ms, 1024, &cr, ret_err);
+                if (r == 0 && cr.exit_code != 0) {
+                        err_printf(ret_err, "docker: exec stdin: chown to %s failed: %.120s",
+                                   spec->user, cr.err ? cr.err : "");
+                        r = -EIO;
+                }
+                exec_result_free(&cr);
+        }
+out:
+        free(tar);
+        return r;
+}
+
+/* Best-effort removal of a staged stdin file the wrapper never reached. */
+static void stdin_unstage(struct docker *d, const char *ref, const char *path)
+{
+        const char *argv[] = { "rm", "-f", "--", path, NULL };
+        struct exec_result rr = { 0 };
+
+        exec_run(d, ref, argv, NULL, NULL, NULL, d->timeout_ms, 0, &rr, NULL);
+        exec_result_free(&rr);
+}
+
+/* exec: argv runs as `timeout -s KILL <secs> argv...` so the command dies at
+ * timeout_ms even if we stop reading; the transfer is bounded too. coreutils'
+ * timeout kills the command's whole process group at once; busybox's polls
+ * once a second and kills only its direct child. timed_out
+ * is set when the wrapper killed it (137 after at least timeout_ms) or the
+ * transfer outlived the timeout. */
+static int docker_exec(struct provider *p, const char *ref, const struct exec_spec *spec,
+                       struct exec_result *ret, char *ret_err)
+{
+        struct docker *d = impl(p);
+        const char **argv = NULL;
+        char secs[32], stdin_path[128] = "";
+        size_t n = 0, i = 0;
+        int64_t t0;
+        int r = -EINVAL;
+
+        memset(ret, 0, sizeof(*ret));
+        ret->exit_code = -1;
+        if (!spec->argv || !spec->argv[0] || spec->timeout_ms <= 0) {
+                err_printf(ret_err, "docker: exec: argv and a positive timeout are required");
+                goto out;
+        }
+        while (spec->argv[n])
+                n++;
+        argv = calloc(n + 9, sizeof(*argv));
+        if (!argv) {
+                r = -ENOMEM;
+                err_printf(ret_err, "docker: exec: out of memory");
+                goto out;
+        }
+        if (spec->stdin_data) {
+                r = stdin_stage(d, ref, spec, stdin_path, sizeof(stdin_path), ret_err);
+                if (r < 0)
+                        goto out;
+        }
+        /* Fractional seconds: coreutils honours them to the ms; busybox
+         * accepts them but works in whole seconds. */
+        snprintf(secs, sizeof(secs), "%d.%03d", spec->timeout_ms / 1000, spec->timeout_ms % 1000);
+        argv[i++] = "timeout";
+        argv[i++] = "-s";
+        argv[i++] = "KILL";
+        argv[i++] = secs;
+        if (stdin_path[0]) {
+                argv[i++] = "sh";
+                argv[i++] = "-c";
+                argv[i++] = STDIN_SCRIPT;
+                argv[i++] = stdin_path;
+        }
+        memcpy(argv + i, spec->argv, n * sizeof(*argv));
+
+        t0 = timeutil_mono_ms();
+        r = exec_run(d, ref, argv, spec->env, spec->cwd, spec->user, spec->timeout_ms,
+                     spec->max_output, ret, ret_err);
+        if (r < 0)
+                goto out;
+        /* 137 is also an OOM kill: only count it near the deadline. busybox
+         * timeout counts whole seconds (1.5 s fires after ~1 s), hence the
+         * second of slack. */
+        if (ret->exit_code == DOCKER_TIMEOUT_KILLED &&
+            timeutil_mono_ms() - t0 >= (int64_t)spec->timeout_ms - 1000)
+                ret->timed_out = true;
+out:
+        if (r < 0) {
+                if (stdin_path[0])
+                        stdin_unstage(d, ref, stdin_path);
+                exec_result_free(ret);
+                ret->exit_code = -1;
+        }
+        free(argv);
+        return r;
+}
+
+static void docker_free(struct provider *p)
+{
+        struct docker *d = impl(p);
+
+        if (d)
+                docker_api_free(d->api);
+        free(d);
+        free(p);
+}
+
+static const struct provider_ops docker_ops = {
+        .name = "docker",
+        .create = docker_create,
+        .start = docker_start,
+        .stop = docker_stop,
+        .pause = docker_pause,
+        .resume = docker_resume,
+        .remove = docker_remove,
+        .exec = docker_exec,
+        .inspect = docker_inspect,
+        .list_managed = docker_list_managed,
+        .put_archive = docker_put_archive,
+        .get_archive = docker_get_archive,
+        .ping = docker_ping,
+        .free = docker_free,
+};
+
+int docker_provider_new(const char *socket_path, int timeout_ms, struct provider **ret)
+{
+        struct provider *p = NULL;
+        struct docker *d = NULL;
+        int r = -EINVAL;
+
+        if (timeout_ms <= 0)
+                goto out;
+        r = -ENOMEM;
+        p = calloc(1, sizeof(*p));
+        d = calloc(1, sizeof(*d));
+        if (!p || !d)
+                goto out;
+        r = docker_api_new(socket_path, &d->api);
+        if (r < 0)
+                goto out;
+        d->timeout_ms = timeout_ms;
+        p->ops = &docker_ops;
+        p->impl = d;
+        d = NULL;
+        r = 0;
+out:
+        if (r < 0) {
+                free(d);
+                free(p);
+                p = NULL;
+        }
+        *ret = p;
+        return r;
+}

@@ -1,0 +1,22 @@
+/* docker: the Docker provider (struct provider_ops over the Docker Engine
+ * API, lib/docker_api.h). A sandbox is a container named sb-<sandbox_id>
+ * carrying the PROVIDER_LABEL_* labels; its ref is the container id.
+ *
+ * NOT thread-safe: a provider holds one persistent connection; each thread
+ * owns its own provider. libcurl's global state must be initialised once
+ * (curl_global_init(CURL_GLOBAL_DEFAULT)) before threads start.
+ *
+ * exec needs `timeout` (coreutils or busybox) in the image, and /bin/sh when
+ * stdin_data is given; see docker_exec() in docker.c for how stdin works. */
+#pragma once
+#include "provider.h"
+
+/* Seconds `stop` lets the sandbox's processes end after SIGTERM before
+ * Docker sends SIGKILL. */
+#define DOCKER_STOP_GRACE_S 2
+
+/* Make a Docker provider for socket_path (NULL: /var/run/docker.sock);
+ * every API call is bounded by timeout_ms (exec by its own timeout plus
+ * this). No connection is made yet (ops->ping checks). *ret is freed with
+ * provider_free(). Errors: -EINVAL (timeout_ms <= 0), -ENOMEM. */
+int docker_provider_new(const char *socket_path, int timeout_ms, struct provider **ret);

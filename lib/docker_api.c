@@ -1,0 +1,356 @@
+/* docker_api: see docker_api.h. */
+#include "docker_api.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DOCKER_ERR_BODY_MAX (64 * 1024) /* error bodies kept for the message */
+
+struct docker_api {
+        CURL *curl;
+        char *socket_path;
+};
+
+/* ---- buffers ---- */
+
+int docker_buf_append(struct docker_buf *b, const void *p, size_t n)
+{
+        size_t room = b->max > b->len ? b->max - b->len : 0;
+
+        if (n > room) {
+                b->truncated = true;
+                n = room;
+        }
+        if (n == 0)
+                return 0;
+        if (b->len + n + 1 > b->cap) {
+                size_t cap = b->cap ? b->cap : 4096;
+                char *d;
+
+                while (cap < b->len + n + 1)
+                        cap *= 2;
+                if (cap > b->max + 1)
+                        cap = b->max + 1;
+                d = realloc(b->data, cap);
+                if (!d)
+                        return -ENOMEM;
+                b->data = d;
+                b->cap = cap;
+        }
+        memcpy(b->data + b->len, p, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+        return 0;
+}
+
+void docker_buf_release(struct docker_buf *b)
+{
+        if (!b)
+                return;
+        free(b->data);
+        b->data = NULL;
+        b->len = b->cap = 0;
+        b->truncated = false;
+}
+
+int docker_buf_steal(struct docker_buf *b, char **ret, size_t *ret_len)
+{
+        char *d = b->data;
+
+        if (!d) {
+                d = calloc(1, 1);
+                if (!d)
+                        return -ENOMEM;
+        }
+        *ret = d;
+        if (ret_len)
+                *ret_len = b->len;
+        b->data = NULL;
+        b->len = b->cap = 0;
+        return 0;
+}
+
+/* ---- demultiplexer ---- */
+
+int docker_demux_feed(struct docker_demux *d, const void *data, size_t len,
+                      struct docker_buf *out, struct docker_buf *err)
+{
+        const uint8_t *p = data;
+
+        while (len > 0) {
+                size_t take;
+                int r;
+
+                if (d->failed)
+                        return -EPROTO;
+                if (!d->in_frame) {
+                        take = sizeof(d->hdr) - d->hdr_len;
+                        if (take > len)
+                                take = len;
+                        memcpy(d->hdr + d->hdr_len, p, take);
+                        d->hdr_len += take;
+                        p += take;
+                        len -= take;
+                        if (d->hdr_len < sizeof(d->hdr))
+                                break;
+                        /* Docker API, "Attach to a container": header :=
+                         * [8]byte{STREAM_TYPE, 0, 0, 0, SIZE1, SIZE2, SIZE3, SIZE4} */
+                        if (d->hdr[0] > 2 || d->hdr[1] || d->hdr[2] || d->hdr[3]) {
+                                d->failed = true;
+                                return -EPROTO;
+                        }
+                        d->stream = d->hdr[0];
+                        d->remaining = (uint32_t)d->hdr[4] << 24 | (uint32_t)d->hdr[5] << 16 |
+                                       (uint32_t)d->hdr[6] << 8 | (uint32_t)d->hdr[7];
+                        d->hdr_len = 0;
+                        d->in_frame = d->remaining > 0;
+                        continue;
+                }
+                take = d->remaining < len ? d->remaining : len;
+                r = docker_buf_append(d->stream == 2 ? err : out, p, take);
+                if (r < 0)
+                        return r;
+                p += take;
+                len -= take;
+                d->remaining -= (uint32_t)take;
+                d->in_frame = d->remaining > 0;
+        }
+        return d->failed ? -EPROTO : 0;
+}
+
+bool docker_demux_complete(const struct docker_demux *d)
+{
+        return !d->failed && !d->in_frame && d->hdr_len == 0;
+}
+
+/* ---- HTTP ---- */
+
+int docker_api_new(const char *socket_path, struct docker_api **ret)
+{
+        struct docker_api *api = calloc(1, sizeof(*api));
+        int r = -ENOMEM;
+
+        if (!api)
+                goto out;
+        api->socket_path = strdup(socket_path ? socket_path : DOCKER_SOCKET_DEFAULT);
+        api->curl = curl_easy_init();
+        if (!api->socket_path || !api->curl)
+                goto out;
+        r = 0;
+out:
+        if (r < 0) {
+                docker_api_free(api);
+                api = NULL;
+        }
+        *ret = api;
+        return r;
+}
+
+static void curl_free_handle(CURL *c)
+{
+        if (c)
+                curl_easy_cleanup(c);
+}
+
+static void slist_free(struct curl_slist *l)
+{
+        if (l)
+                curl_slist_free_all(l);
+}
+
+void docker_api_free(struct docker_api *api)
+{
+        if (!api)
+                return;
+        curl_free_handle(api->curl);
+        free(api->socket_path);
+        free(api);
+}
+
+struct xfer {
+        const struct docker_request *req;
+        CURL *curl;
+        struct docker_buf body;
+        long status;
+        int err; /* why the write callback stopped the transfer */
+};
+
+static size_t on_write(char *p, size_t size, size_t n, void *ud)
+{
+        struct xfer *x = ud;
+        size_t len = size * n;
+        int r;
+
+        if (x->status == 0)
+                curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &x->status);
+        if (x->status / 100 == 2) {
+                if (x->req->sink) {
+                        r = x->req->sink(x->req->sink_ud, p, len);
+                        if (r < 0) {
+                                x->err = r;
+                                return 0; /* aborts with CURLE_WRITE_ERROR */
+                        }
+                        return len;
+                }
+                if (len > x->req->max_resp - x->body.len) {
+                        x->err = -EFBIG;
+                        return 0;
+                }
+        }
+        /* Error bodies are only read for their message: keep a prefix. */
+        r = docker_buf_append(&x->body, p, len);
+        if (r < 0) {
+                x->err = r;
+                return 0;
+        }
+        return len;
+}
+
+static void err_set(char *ret_err, const char *fmt, const char *a, const char *b)
+{
+        if (ret_err)
+                snprintf(ret_err, PROVIDER_ERR_MAX, fmt, a, b);
+}
+
+static int curl_errno(CURLcode c)
+{
+        switch (c) {
+        case CURLE_COULDNT_CONNECT:
+                return -ECONNREFUSED;
+        case CURLE_OPERATION_TIMEDOUT:
+                return -ETIMEDOUT;
+        case CURLE_OUT_OF_MEMORY:
+                return -ENOMEM;
+        default:
+                return -EIO;
+        }
+}
+
+int docker_api_request(struct docker_api *api, const struct docker_request *req,
+                       long *ret_status, struct docker_buf *ret_resp, char *ret_err)
+{
+        char url[2048], cerr[CURL_ERROR_SIZE] = "";
+        struct curl_slist *hdrs = NULL, *h;
+        struct xfer x = { .req = req, .curl = api->curl };
+        CURL *c = api->curl;
+        CURLcode cc;
+        int r = -ENOMEM;
+
+        x.body.max = req->sink || req->max_resp == 0 ? DOCKER_ERR_BODY_MAX : req->max_resp;
+        if (snprintf(url, sizeof(url), "http://docker/v" DOCKER_API_VERSION "%s", req->path) >=
+            (int)sizeof(url)) {
+                r = -EINVAL;
+                err_set(ret_err, "docker: request path too long%s%s", "", "");
+                goto out;
+        }
+        /* reset keeps the live connection: only the options start over. */
+        curl_easy_reset(c);
+        if (req->body || (req->method && strcmp(req->method, "POST") == 0)) {
+                char ct[128];
+
+                snprintf(ct, sizeof(ct), "Content-Type: %s",
+                         req->content_type ? req->content_type : "application/json");
+                h = curl_slist_append(hdrs, ct);
+                if (!h)
+                        goto out;
+                hdrs = h;
+        }
+        /* No "Expect: 100-continue" round trip for large PUT/POST bodies. */
+        h = curl_slist_append(hdrs, "Expect:");
+        if (!h)
+                goto out;
+        hdrs = h;
+
+        curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, api->socket_path);
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                         (long)(req->timeout_ms < 5000 ? req->timeout_ms : 5000));
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
+        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+        if (strcmp(req->method, "GET") == 0) {
+                curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+        } else if (strcmp(req->method, "HEAD") == 0) {
+                curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        } else {
+                if (req->body || strcmp(req->method, "POST") == 0) {
+                        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+                                         (curl_off_t)(req->body ? req->body_len : 0));
+                        curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+                }
+                if (strcmp(req->method, "POST") != 0)
+                        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
+        }
+
+        cc = curl_easy_perform(c);
+        if (cc != CURLE_OK) {
+                r = cc == CURLE_WRITE_ERROR && x.err ? x.err : curl_errno(cc);
+                if (r == -EFBIG)
+                        err_set(ret_err, "docker: %s %s: answer over the size cap", req->method,
+                                req->path);
+                else
+                        err_set(ret_err, "docker: %s: %s", req->path,
+                                cerr[0] ? cerr : curl_easy_strerror(cc));
+                goto out;
+        }
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x.status);
+        *ret_status = x.status;
+        if (ret_resp) {
+                *ret_resp = x.body;
+                x.body = (struct docker_buf){ 0 };
+        }
+        r = 0;
+out:
+        /* The handle must not keep pointers into this frame. */
+        curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
+        slist_free(hdrs);
+        docker_buf_release(&x.body);
+        return r;
+}
+
+int docker_api_call(struct docker_api *api, const char *method, const char *path,
+                    const char *json_body, int timeout_ms, long *ret_status,
+                    struct docker_buf *ret_resp, size_t max_resp, char *ret_err)
+{
+        struct docker_request req = {
+                .method = method,
+                .path = path,
+                .body = json_body,
+                .body_len = json_body ? strlen(json_body) : 0,
+                .timeout_ms = timeout_ms,
+                .max_resp = max_resp,
+        };
+
+        return docker_api_request(api, &req, ret_status, ret_resp, ret_err);
+}
+
+char *docker_api_escape(const char *s)
+{
+        static const char hex[] = "0123456789ABCDEF";
+        size_t n = strlen(s);
+        char *e = malloc(3 * n + 1), *o = e;
+
+        if (!e)
+                return NULL;
+        for (; *s; s++) {
+                unsigned char ch = (unsigned char)*s;
+
+                if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+                        *o++ = (char)ch;
+                } else {
+                        *o++ = '%';
+                        *o++ = hex[ch >> 4];
+                        *o++ = hex[ch & 15];
+                }
+        }
+        *o = '\0';
+        return e;
+}

@@ -1,0 +1,320 @@
+/* docker_json: see docker_json.h. */
+#include "docker_json.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "json_input.h" /* json_put */
+
+/* Capabilities root inside a sandbox keeps (CapDrop ALL, then these).
+ * The multi-user mode runs commands as per-seat Linux users and lets root in
+ * the sandbox administer their homes, so root keeps just what that needs:
+ *   CHOWN, FOWNER      hand files and directories to a seat user, chmod them
+ *   DAC_OVERRIDE       reach into a seat's 0700 home (provisioning, cleanup)
+ *   SETUID, SETGID     switch to a seat user from inside (su/runuser as root;
+ *                      Docker's own exec User= switch happens in runc)
+ *   KILL               stop a seat user's runaway processes
+ * Left out on purpose: NET_RAW (raw sockets, spoofing), NET_BIND_SERVICE,
+ * MKNOD, SYS_CHROOT, SETPCAP, SETFCAP, FSETID (keeping setuid bits on write),
+ * AUDIT_WRITE. With no-new-privileges, no setuid binary (sudo) can raise a
+ * seat user above this set either. */
+const char *const docker_cap_add[] = { "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUID",
+                                       "SETGID", "KILL", NULL };
+
+static const char *const keepalive_cmd[] = { "sleep", "infinity", NULL };
+
+static int add(struct json_object *o, const char *key, struct json_object *v)
+{
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, v) < 0) {
+                json_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static int add_str(struct json_object *o, const char *key, const char *s)
+{
+        return add(o, key, json_object_new_string(s));
+}
+
+static struct json_object *str_array(const char *const *v)
+{
+        struct json_object *a = json_object_new_array();
+
+        if (!a)
+                return NULL;
+        for (; v && *v; v++) {
+                struct json_object *s = json_object_new_string(*v);
+
+                if (!s || json_object_array_add(a, s) < 0) {
+                        json_put(s);
+                        json_put(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
+static int to_string(struct json_object *o, char **ret)
+{
+        const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                              JSON_C_TO_STRING_NOSLASHESCAPE);
+
+        *ret = s ? strdup(s) : NULL;
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int host_config(const struct sandbox_spec *spec, struct json_object **ret)
+{
+        const struct sandbox_limits *l = &spec->limits;
+        struct json_object *h = json_object_new_object();
+        int r = -ENOMEM;
+
+        if (!h)
+                goto out;
+        if (l->nano_cpus > 0 && (r = add(h, "NanoCpus", json_object_new_int64(l->nano_cpus))) < 0)
+                goto out;
+        if (l->memory_bytes > 0) {
+                /* MemorySwap == Memory: no swap on top of the memory limit. */
+                if ((r = add(h, "Memory", json_object_new_int64(l->memory_bytes))) < 0 ||
+                    (r = add(h, "MemorySwap", json_object_new_int64(l->memory_bytes))) < 0)
+                        goto out;
+        }
+        if (l->pids > 0 && (r = add(h, "PidsLimit", json_object_new_int64(l->pids))) < 0)
+                goto out;
+        if ((r = add(h, "CapDrop", str_array((const char *const[]){ "ALL", NULL }))) < 0 ||
+            (r = add(h, "CapAdd", str_array(docker_cap_add))) < 0 ||
+            (r = add(h, "SecurityOpt",
+                     str_array((const char *const[]){ "no-new-privileges", NULL }))) < 0 ||
+            (r = add_str(h, "NetworkMode", spec->network ? spec->network : "none")) < 0 ||
+            (r = add(h, "Privileged", json_object_new_boolean(0))) < 0 ||
+            (r = add(h, "ReadonlyRootfs", json_object_new_boolean(0))) < 0 ||
+            /* docker-init (tini) as PID 1: it reaps the zombies exec'd commands
+             * leave behind and forwards SIGTERM, so stop does not wait out the
+             * grace period on a PID-1 `sleep` that ignores it. */
+            (r = add(h, "Init", json_object_new_boolean(1))) < 0)
+                goto out;
+        r = 0;
+out:
+        if (r < 0) {
+                json_put(h);
+                h = NULL;
+        }
+        *ret = h;
+        return r;
+}
+
+int docker_json_create_body(const struct sandbox_spec *spec, char **ret)
+{
+        struct json_object *o = NULL, *labels = NULL, *h = NULL;
+        int r = -EINVAL;
+
+        *ret = NULL;
+        if (!spec->image || !spec->image[0] || !spec->sandbox_id || !spec->sandbox_id[0])
+                goto out;
+        r = -ENOMEM;
+        o = json_object_new_object();
+        if (!o)
+                goto out;
+        if ((r = add_str(o, "Image", spec->image)) < 0 ||
+            /* Imported images have no CMD: always pass one. */
+            (r = add(o, "Cmd", str_array(spec->entrypoint ? spec->entrypoint : keepalive_cmd))) < 0 ||
+            (r = add(o, "Env", str_array(spec->env))) < 0 ||
+            (r = add(o, "Tty", json_object_new_boolean(0))) < 0 ||
+            (r = add(o, "OpenStdin", json_object_new_boolean(0))) < 0)
+                goto out;
+        if (spec->workdir && spec->workdir[0] && (r = add_str(o, "WorkingDir", spec->workdir)) < 0)
+                goto out;
+        labels = json_object_new_object();
+        if (!labels) {
+                r = -ENOMEM;
+                goto out;
+        }
+        if ((r = add_str(labels, PROVIDER_LABEL_MANAGED, "1")) < 0 ||
+            (r = add_str(labels, PROVIDER_LABEL_SANDBOX, spec->sandbox_id)) < 0 ||
+            (r = add_str(labels, PROVIDER_LABEL_PREFIX, spec->key_prefix ? spec->key_prefix : "")) < 0)
+                goto out;
+        r = add(o, "Labels", labels);
+        labels = NULL; /* owned by o, even on failure (add puts it) */
+        if (r < 0)
+                goto out;
+        if ((r = host_config(spec, &h)) < 0)
+                goto out;
+        r = add(o, "HostConfig", h);
+        if (r < 0)
+                goto out;
+        r = to_string(o, ret);
+out:
+        json_put(labels);
+        json_put(o);
+        return r;
+}
+
+int docker_json_exec_body(const char *const *argv, const char *const *env, const char *cwd,
+                          const char *user, char **ret)
+{
+        struct json_object *o = NULL;
+        int r = -EINVAL;
+
+        *ret = NULL;
+        if (!argv || !argv[0])
+                goto out;
+        r = -ENOMEM;
+        o = json_object_new_object();
+        if (!o)
+                goto out;
+        if ((r = add(o, "AttachStdin", json_object_new_boolean(0))) < 0 ||
+            (r = add(o, "AttachStdout", json_object_new_boolean(1))) < 0 ||
+            (r = add(o, "AttachStderr", json_object_new_boolean(1))) < 0 ||
+            (r = add(o, "Tty", json_object_new_boolean(0))) < 0 ||
+            (r = add(o, "Cmd", str_array(argv))) < 0)
+                goto out;
+        if (env && (r = add(o, "Env", str_array(env))) < 0)
+                goto out;
+        if (cwd && cwd[0] && (r = add_str(o, "WorkingDir", cwd)) < 0)
+                goto out;
+        if (user && user[0] && (r = add_str(o, "User", user)) < 0)
+                goto out;
+        r = to_string(o, ret);
+out:
+        json_put(o);
+        return r;
+}
+
+static struct json_object *parse(const char *body)
+{
+        return body ? json_tokener_parse(body) : NULL;
+}
+
+static const char *get_str(struct json_object *o, const char *key)
+{
+        struct json_object *v;
+
+        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static void copy(char *dst, size_t size, const char *src)
+{
+        snprintf(dst, size, "%s", src ? src : "");
+}
+
+int docker_json_parse_id(const char *body, char *ret_id, size_t size)
+{
+        struct json_object *o = parse(body);
+        const char *id = get_str(o, "Id");
+        int r = -EPROTO;
+
+        if (id && id[0] && strlen(id) < size) {
+                copy(ret_id, size, id);
+                r = 0;
+        }
+        json_put(o);
+        return r;
+}
+
+enum sandbox_run_state docker_json_state(const char *status)
+{
+        if (!status)
+                return SANDBOX_RUN_MISSING;
+        if (strcmp(status, "created") == 0)
+                return SANDBOX_RUN_CREATED;
+        if (strcmp(status, "running") == 0 || strcmp(status, "restarting") == 0)
+                return SANDBOX_RUN_RUNNING;
+        if (strcmp(status, "paused") == 0)
+                return SANDBOX_RUN_PAUSED;
+        /* exited, dead, removing: not usable any more */
+        return SANDBOX_RUN_EXITED;
+}
+
+static void info_fill(struct sandbox_info *info, const char *id, const char *status,
+                      struct json_object *labels)
+{
+        memset(info, 0, sizeof(*info));
+        info->state = docker_json_state(status);
+        copy(info->ref, sizeof(info->ref), id);
+        copy(info->sandbox_id, sizeof(info->sandbox_id), get_str(labels, PROVIDER_LABEL_SANDBOX));
+        copy(info->prefix, sizeof(info->prefix), get_str(labels, PROVIDER_LABEL_PREFIX));
+}
+
+int docker_json_parse_inspect(const char *body, struct sandbox_info *ret)
+{
+        struct json_object *o = parse(body), *state = NULL, *config = NULL, *labels = NULL;
+        const char *id = get_str(o, "Id");
+        int r = -EPROTO;
+
+        if (!id || !json_object_object_get_ex(o, "State", &state))
+                goto out;
+        if (json_object_object_get_ex(o, "Config", &config))
+                json_object_object_get_ex(config, "Labels", &labels);
+        info_fill(ret, id, get_str(state, "Status"), labels);
+        r = 0;
+out:
+        json_put(o);
+        return r;
+}
+
+int docker_json_parse_list(const char *body, void (*fn)(void *ud, const struct sandbox_info *info),
+                           void *ud)
+{
+        struct json_object *o = parse(body);
+        int r = -EPROTO;
+
+        if (!o || !json_object_is_type(o, json_type_array))
+                goto out;
+        for (size_t i = 0; i < json_object_array_length(o); i++) {
+                struct json_object *c = json_object_array_get_idx(o, i), *labels = NULL;
+                struct sandbox_info info;
+                const char *id = get_str(c, "Id");
+
+                if (!id)
+                        continue;
+                json_object_object_get_ex(c, "Labels", &labels);
+                info_fill(&info, id, get_str(c, "State"), labels);
+                fn(ud, &info);
+        }
+        r = 0;
+out:
+        json_put(o);
+        return r;
+}
+
+int docker_json_parse_exec_inspect(const char *body, bool *ret_running, int *ret_exit_code)
+{
+        struct json_object *o = parse(body), *v;
+        int r = -EPROTO;
+
+        if (!o || !json_object_is_type(o, json_type_object))
+                goto out;
+        *ret_running = json_object_object_get_ex(o, "Running", &v) && json_object_get_boolean(v);
+        *ret_exit_code = json_object_object_get_ex(o, "ExitCode", &v) &&
+                                         json_object_is_type(v, json_type_int)
+                                 ? json_object_get_int(v)
+                                 : -1;
+        r = 0;
+out:
+        json_put(o);
+        return r;
+}
+
+void docker_json_error_message(const char *what, long status, const char *body, char *ret_err)
+{
+        struct json_object *o;
+        const char *msg;
+
+        if (!ret_err)
+                return;
+        o = parse(body);
+        msg = get_str(o, "message");
+        if (msg)
+                snprintf(ret_err, PROVIDER_ERR_MAX, "docker: %s: %s", what, msg);
+        else
+                snprintf(ret_err, PROVIDER_ERR_MAX, "docker: %s: HTTP %ld%s%.120s", what, status,
+                         body && body[0] ? ": " : "", body ? body : "");
+        json_put(o);
+}

@@ -1,0 +1,46 @@
+/* docker_json: the JSON bodies the Docker provider sends and the parts of
+ * Docker's answers it reads. Pure (no I/O), so unit tests and fuzzers can
+ * drive it. Docker API reference: https://docs.docker.com/engine/api/v1.41/ */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "provider.h"
+
+/* Capabilities root in a sandbox keeps (all others are dropped); see the
+ * comment at its definition in docker_json.c. NULL-terminated. */
+extern const char *const docker_cap_add[];
+
+/* Body of POST /containers/create for spec. *ret is malloc'ed (free()).
+ * Errors: -EINVAL (no image or id), -ENOMEM. */
+int docker_json_create_body(const struct sandbox_spec *spec, char **ret);
+
+/* Body of POST /containers/{id}/exec: attached stdout+stderr, no tty, no
+ * stdin. env, cwd and user may be NULL. *ret is malloc'ed (free()).
+ * Errors: -EINVAL (empty argv), -ENOMEM. */
+int docker_json_exec_body(const char *const *argv, const char *const *env, const char *cwd,
+                          const char *user, char **ret);
+
+/* Read "Id" of a create answer into ret_id (size bytes).
+ * Errors: -EPROTO (not JSON, no Id, too long). */
+int docker_json_parse_id(const char *body, char *ret_id, size_t size);
+
+/* Map Docker's State.Status ("created", "running", ...) to our states. */
+enum sandbox_run_state docker_json_state(const char *status);
+
+/* Parse GET /containers/{id}/json into *ret (state, labels, ref = Id).
+ * Errors: -EPROTO. */
+int docker_json_parse_inspect(const char *body, struct sandbox_info *ret);
+
+/* Parse GET /containers/json (an array) and call fn for every element.
+ * Errors: -EPROTO. */
+int docker_json_parse_list(const char *body, void (*fn)(void *ud, const struct sandbox_info *info),
+                           void *ud);
+
+/* Parse GET /exec/{id}/json: *ret_running and *ret_exit_code (-1 if null).
+ * Errors: -EPROTO. */
+int docker_json_parse_exec_inspect(const char *body, bool *ret_running, int *ret_exit_code);
+
+/* Copy Docker's error "message" (or a prefix of a non-JSON body) into
+ * ret_err (PROVIDER_ERR_MAX bytes), prefixed with what; ret_err may be NULL. */
+void docker_json_error_message(const char *what, long status, const char *body, char *ret_err);

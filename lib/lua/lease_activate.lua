@@ -1,0 +1,6 @@
+-- lease_activate: a lease whose sandbox is ready. ARGV = prefix, leaseId
+-- Returns {'ok', lease-hash...} | {'notfound'}
+local id = ARGV[2]
+if redis.call('EXISTS', lease_key(id)) == 0 then return { 'notfound' } end
+redis.call('HSET', lease_key(id), 'state', 'active')
+return { 'ok', redis.call('HGETALL', lease_key(id)) }

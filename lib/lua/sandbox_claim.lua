@@ -1,0 +1,43 @@
+-- sandbox_claim: give a lease its sandbox. ARGV = prefix, leaseId, newSandboxId,
+--   image, multiUserImage, nanoCpus, memoryBytes, pids, provider
+-- The slot's sandbox if it has one; else a parked (Stopped) sandbox of the same
+-- slot; else a new Pending record. Also sets the lease's workdir and Linux user.
+-- Returns {'notfound'} | {'ok', sandboxId, state, ref, workdir, linuxUser, needs}
+-- where needs is 'create', 'start' or 'none'.
+local lease_id, new_sid, image = ARGV[2], ARGV[3], ARGV[4]
+local l = redis.call('HMGET', lease_key(lease_id), 'slot', 'mode', 'userId', 'sessionId', 'seat', 'poolId')
+if not l[1] then return { 'notfound' } end
+local slot, mode, user, session, seat, pool = l[1], l[2], l[3], l[4], l[5], l[6]
+local now = now_ms()
+local sid = redis.call('HGET', slot_key(slot), 'sandboxId')
+if not sid then
+  local parked = redis.call('GET', parked_key(slot))
+  if parked and redis.call('HGET', sandbox_key(parked), 'state') == 'Stopped' then
+    sid = parked
+    redis.call('DEL', parked_key(slot))
+    redis.call('ZREM', K_PARKED, sid)
+    sandbox_set_state(sid, 'Pending', 'STARTING', 'restarting a kept sandbox', now)
+  else
+    sid = new_sid
+    if mode == 'multi_user_shared' then image = ARGV[5] end
+    redis.call('HSET', sandbox_key(sid), 'sandboxId', sid, 'slot', slot, 'mode', mode,
+      'userId', mode == 'multi_user_shared' and '' or user, 'poolId', pool, 'image', image,
+      'nanoCpus', ARGV[6], 'memoryBytes', ARGV[7], 'pids', ARGV[8], 'provider', ARGV[9],
+      'createdAt', now, 'ref', '')
+    sandbox_set_state(sid, 'Pending', 'CREATING', 'creating the sandbox', now)
+    redis.call('ZADD', K_SANDBOXES, now, sid)
+  end
+  redis.call('HSET', slot_key(slot), 'sandboxId', sid)
+end
+local workdir, linux_user = '/workspace', 'root'
+if mode == 'user_shared' then
+  workdir = '/workspace/' .. session
+elseif mode == 'multi_user_shared' then
+  linux_user = 'sbu' .. seat
+  workdir = '/home/' .. linux_user
+end
+redis.call('HSET', lease_key(lease_id), 'sandboxId', sid, 'workdir', workdir, 'linuxUser', linux_user)
+local s = redis.call('HMGET', sandbox_key(sid), 'state', 'ref', 'reason')
+local needs = 'none'
+if s[1] == 'Pending' then needs = (s[2] == nil or s[2] == '') and 'create' or 'start' end
+return { 'ok', sid, s[1], s[2] or '', workdir, linux_user, needs }

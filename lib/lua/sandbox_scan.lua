@@ -1,0 +1,23 @@
+-- sandbox_scan: what the reconciler checks. ARGV = prefix, olderThanMs, limit
+-- Returns {{sandboxId, state, ref, stateAgeMs}...}, {leaseId of leases still
+-- provisioning after olderThanMs...}
+local older, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+local now = now_ms()
+local boxes = {}
+for _, sid in ipairs(redis.call('ZRANGE', K_SANDBOXES, 0, limit - 1)) do
+  local s = redis.call('HMGET', sandbox_key(sid), 'state', 'ref', 'lastTransitionAt')
+  if s[1] then
+    table.insert(boxes, { sid, s[1], s[2] or '', now - tonumber(s[3] or now) })
+  else
+    redis.call('ZREM', K_SANDBOXES, sid)
+  end
+end
+local stale = {}
+for _, id in ipairs(redis.call('ZRANGE', K_LEASES, 0, -1)) do
+  local l = redis.call('HMGET', lease_key(id), 'state', 'createdAt')
+  if l[1] == 'provisioning' and tonumber(l[2]) + older < now then
+    table.insert(stale, id)
+    if #stale >= limit then break end
+  end
+end
+return { boxes, stale }

@@ -1,0 +1,32 @@
+-- sandbox_state: one transition of a sandbox record.
+-- ARGV = prefix, sandboxId, fromState ('' = any), toState, reason, message, ref ('' = keep)
+-- Terminated records leave the index and expire; a Stopped record with
+-- teardown 'stop' is parked for its slot's next lease.
+-- Returns {'ok', previousState} | {'conflict', currentState} | {'notfound'}
+local sid, from, to, reason, message, ref = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local cur = redis.call('HMGET', sandbox_key(sid), 'state', 'slot', 'teardown')
+if not cur[1] then return { 'notfound' } end
+if from ~= '' and cur[1] ~= from then return { 'conflict', cur[1] } end
+local now = now_ms()
+sandbox_set_state(sid, to, reason, message, now)
+if cur[1] == 'Stopping' and to ~= 'Stopping' then
+  redis.call('LREM', K_TEARDOWN .. ':busy', 0, sid)
+end
+if ref ~= '' then redis.call('HSET', sandbox_key(sid), 'ref', ref) end
+if to == 'Terminated' or to == 'Failed' then
+  redis.call('ZREM', K_SANDBOXES, sid)
+  redis.call('ZREM', K_PARKED, sid)
+  redis.call('EXPIRE', sandbox_key(sid), SANDBOX_KEEP_S)
+  local slot = cur[2]
+  if redis.call('HGET', slot_key(slot), 'sandboxId') == sid then
+    redis.call('HDEL', slot_key(slot), 'sandboxId')
+  end
+elseif to == 'Stopped' and cur[1] == 'Stopping' then
+  redis.call('HDEL', sandbox_key(sid), 'teardown')
+  local slot = cur[2]
+  if redis.call('EXISTS', slot_key(slot)) == 0 then
+    redis.call('SET', parked_key(slot), sid)
+    redis.call('ZADD', K_PARKED, now, sid)
+  end
+end
+return { 'ok', cur[1] }

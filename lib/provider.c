@@ -1,0 +1,21 @@
+/* provider: see provider.h. The backends live in their own files (docker.c). */
+#include "provider.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void exec_result_free(struct exec_result *r)
+{
+        if (!r)
+                return;
+        free(r->out);
+        free(r->err);
+        r->out = r->err = NULL;
+        r->out_len = r->err_len = 0;
+}
+
+void provider_free(struct provider *p)
+{
+        if (p && p->ops && p->ops->free)
+                p->ops->free(p);
+}

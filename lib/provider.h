@@ -1,0 +1,113 @@
+/* provider: the one interface between the broker and a sandbox backend
+ * (Docker today, Daytona next, Kubernetes later: each is one implementation
+ * of struct provider_ops).
+ *
+ * Every call is bounded by a timeout and returns 0 or a negative errno:
+ *   -ENOENT     the sandbox (or a file in it) does not exist
+ *   -ETIMEDOUT  the backend did not answer in time
+ *   -EIO        the backend answered with an error (message in ret_err)
+ *   -ECONNREFUSED the backend is unreachable
+ *   -EFBIG      a size cap was hit
+ *   -EBUSY      conflict with the sandbox's state (name in use, not running,
+ *               paused): Docker's 409
+ *   -EINVAL     a malformed request (no image, empty argv, timeout_ms <= 0)
+ * Provider code does not log (except debug); callers log with context. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROVIDER_ERR_MAX 256
+#define PROVIDER_REF_MAX 80 /* backend's id of a sandbox (container id) */
+
+/* Labels that tie a backend object to its broker record; every managed
+ * sandbox carries them so a reconciler can find orphans. */
+#define PROVIDER_LABEL_MANAGED "io.sandbox-broker.managed"
+#define PROVIDER_LABEL_SANDBOX "io.sandbox-broker.sandbox-id"
+#define PROVIDER_LABEL_PREFIX "io.sandbox-broker.prefix"
+
+struct sandbox_limits {
+        int64_t nano_cpus;    /* 1e9 = one CPU */
+        int64_t memory_bytes;
+        int64_t pids;
+};
+
+struct sandbox_spec {
+        const char *sandbox_id;          /* our id: labels and the container name */
+        const char *key_prefix;          /* REDIS_KEY_PREFIX: which broker owns it */
+        const char *image;
+        const char *const *env;          /* "K=V", NULL-terminated, may be NULL */
+        const char *const *entrypoint;   /* argv, NULL-terminated; NULL = keep-alive default */
+        const char *workdir;
+        const char *network;             /* "none" unless policy allows more */
+        struct sandbox_limits limits;
+};
+
+struct exec_spec {
+        const char *const *argv;  /* NULL-terminated */
+        const char *const *env;   /* "K=V", may be NULL */
+        const char *cwd;          /* may be NULL */
+        const char *user;         /* Linux user, may be NULL (image default) */
+        int timeout_ms;           /* the command is killed after this */
+        size_t max_output;        /* per stream; the rest is drained and dropped */
+        const void *stdin_data;   /* may be NULL */
+        size_t stdin_len;
+};
+
+struct exec_result {
+        int exit_code;            /* -1 if unknown */
+        bool timed_out;
+        char *out, *err;          /* NUL-terminated, owned (exec_result_free) */
+        size_t out_len, err_len;
+        bool out_truncated, err_truncated;
+};
+
+enum sandbox_run_state { SANDBOX_RUN_MISSING, SANDBOX_RUN_CREATED, SANDBOX_RUN_RUNNING,
+                         SANDBOX_RUN_PAUSED, SANDBOX_RUN_EXITED };
+
+struct sandbox_info {
+        enum sandbox_run_state state;
+        char sandbox_id[64]; /* from the labels; "" if none */
+        char prefix[64];
+        char ref[PROVIDER_REF_MAX];
+};
+
+struct provider;
+
+struct provider_ops {
+        const char *name;
+        /* Create (not start) a sandbox; *ret_ref gets the backend id. */
+        int (*create)(struct provider *p, const struct sandbox_spec *spec, char *ret_ref,
+                      char *ret_err);
+        int (*start)(struct provider *p, const char *ref, char *ret_err);
+        int (*stop)(struct provider *p, const char *ref, char *ret_err);
+        int (*pause)(struct provider *p, const char *ref, char *ret_err);
+        int (*resume)(struct provider *p, const char *ref, char *ret_err);
+        /* Remove, forcibly; -ENOENT if it was already gone. */
+        int (*remove)(struct provider *p, const char *ref, char *ret_err);
+        int (*exec)(struct provider *p, const char *ref, const struct exec_spec *spec,
+                    struct exec_result *ret, char *ret_err);
+        int (*inspect)(struct provider *p, const char *ref, struct sandbox_info *ret,
+                       char *ret_err);
+        /* Call fn for every sandbox this backend holds with the managed label. */
+        int (*list_managed)(struct provider *p,
+                            void (*fn)(void *ud, const struct sandbox_info *info), void *ud,
+                            char *ret_err);
+        /* Copy a tar stream (libarchive-made) into dir / out of path. */
+        int (*put_archive)(struct provider *p, const char *ref, const char *dir,
+                           const void *tar, size_t len, char *ret_err);
+        int (*get_archive)(struct provider *p, const char *ref, const char *path,
+                           size_t max_len, void **ret_tar, size_t *ret_len, char *ret_err);
+        int (*ping)(struct provider *p, char *ret_err);
+        void (*free)(struct provider *p);
+};
+
+struct provider {
+        const struct provider_ops *ops;
+        void *impl;
+};
+
+void exec_result_free(struct exec_result *r);
+
+/* Free a provider; accepts NULL. */
+void provider_free(struct provider *p);

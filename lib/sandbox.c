@@ -1,0 +1,624 @@
+/* sandbox: see sandbox.h. */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "docker.h"
+#include "json_input.h"
+#include "lease.h"
+#include "log.h"
+#include "timeutil.h"
+
+#define WAIT_STEP_US 100000
+#define SCAN_LIMIT 10000
+
+static bool str_reply(const redisReply *r)
+{
+        return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+}
+
+static int copy_str(const redisReply *r, char *buf, size_t size)
+{
+        if (!str_reply(r) || r->len >= size)
+                return -EPROTO;
+        memcpy(buf, r->str, r->len + 1);
+        return 0;
+}
+
+int sandbox_provider_new(const struct broker_config *cfg, struct provider **ret, char *err)
+{
+        int r;
+
+        *ret = NULL;
+        if (strcmp(cfg->provider, "none") == 0)
+                return 0;
+        r = docker_provider_new(cfg->docker_socket, cfg->docker_timeout_ms, ret);
+        if (r < 0)
+                snprintf(err, SANDBOX_ERR_MAX, "docker provider: %s", strerror(-r));
+        return r;
+}
+
+/* A lock holder may spend a create and a start, each bounded by the timeout. */
+static int lock_ttl_ms(const struct broker_config *cfg)
+{
+        return 2 * cfg->docker_timeout_ms + 5000;
+}
+
+static int lock_take(struct redis_conn *rc, const char *name, const char *token, int ttl)
+{
+        char ttl_s[16];
+        redisReply *rep = NULL;
+        int r;
+
+        snprintf(ttl_s, sizeof(ttl_s), "%d", ttl);
+        const char *argv[] = { name, token, ttl_s };
+        r = redis_conn_script(rc, LUA_LOCK, 3, argv, &rep);
+        if (r == 0)
+                r = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1 ? 1 : 0;
+        reply_free(rep);
+        return r;
+}
+
+static void lock_drop(struct redis_conn *rc, const char *name, const char *token)
+{
+        redisReply *rep = NULL;
+        const char *argv[] = { name, token };
+
+        redis_conn_script(rc, LUA_UNLOCK, 2, argv, &rep);
+        reply_free(rep);
+}
+
+int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from, const char *to,
+                       const char *reason, const char *message, const char *ref)
+{
+        redisReply *rep = NULL;
+        const char *argv[] = { sid, from, to, reason, message, ref ? ref : "" };
+        int r = redis_conn_script(rc, LUA_SANDBOX_STATE, 6, argv, &rep);
+
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !str_reply(rep->element[0]))
+                r = -EPROTO;
+        else if (strcmp(rep->element[0]->str, "notfound") == 0)
+                r = -ENOENT;
+        else if (strcmp(rep->element[0]->str, "conflict") == 0)
+                r = -EBUSY;
+        reply_free(rep);
+        return r;
+}
+
+static int claim(struct redis_conn *rc, const struct broker_config *cfg, const char *lease_id,
+                 struct sandbox_claim *c)
+{
+        char sid[33], cpus[24], mem[24], pids[16];
+        redisReply *rep = NULL;
+        int r;
+
+        memset(c, 0, sizeof(*c));
+        r = timeutil_random_id(sid, sizeof(sid));
+        if (r < 0)
+                return r;
+        snprintf(cpus, sizeof(cpus), "%lld", (long long)cfg->sandbox_millicpus * 1000000LL);
+        snprintf(mem, sizeof(mem), "%lld", (long long)cfg->sandbox_memory_mb * 1024 * 1024);
+        snprintf(pids, sizeof(pids), "%d", cfg->sandbox_pids);
+        const char *argv[] = { lease_id, sid, cfg->sandbox_image, cfg->sandbox_multiuser_image,
+                               cpus, mem, pids, cfg->provider };
+        r = redis_conn_script(rc, LUA_SANDBOX_CLAIM, 8, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !str_reply(rep->element[0])) {
+                r = -EPROTO;
+        } else if (strcmp(rep->element[0]->str, "notfound") == 0) {
+                r = -ENOENT;
+        } else if (rep->elements != 7 ||
+                   copy_str(rep->element[1], c->sandbox_id, sizeof(c->sandbox_id)) < 0 ||
+                   copy_str(rep->element[2], c->state, sizeof(c->state)) < 0 ||
+                   copy_str(rep->element[3], c->ref, sizeof(c->ref)) < 0 ||
+                   copy_str(rep->element[4], c->workdir, sizeof(c->workdir)) < 0 ||
+                   copy_str(rep->element[5], c->linux_user, sizeof(c->linux_user)) < 0 ||
+                   copy_str(rep->element[6], c->needs, sizeof(c->needs)) < 0) {
+                r = -EPROTO;
+        }
+        reply_free(rep);
+        return r;
+}
+
+/* The fields of a record that provisioning needs. */
+struct record {
+        char state[16];
+        char ref[PROVIDER_REF_MAX];
+        char image[256];
+        long long nano_cpus, memory, pids;
+};
+
+static int record_read(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                       struct record *rec)
+{
+        char key[160];
+        redisReply *rep = NULL;
+        int r;
+
+        memset(rec, 0, sizeof(*rec));
+        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        const char *argv[] = { "HMGET", key, "state", "ref", "image", "nanoCpus", "memoryBytes", "pids" };
+        r = redis_conn_command(rc, 8, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 6) {
+                r = -EPROTO;
+        } else if (!str_reply(rep->element[0])) {
+                r = -ENOENT;
+        } else {
+                copy_str(rep->element[0], rec->state, sizeof(rec->state));
+                if (str_reply(rep->element[1]))
+                        copy_str(rep->element[1], rec->ref, sizeof(rec->ref));
+                if (str_reply(rep->element[2]))
+                        copy_str(rep->element[2], rec->image, sizeof(rec->image));
+                rec->nano_cpus = str_reply(rep->element[3]) ? atoll(rep->element[3]->str) : 0;
+                rec->memory = str_reply(rep->element[4]) ? atoll(rep->element[4]->str) : 0;
+                rec->pids = str_reply(rep->element[5]) ? atoll(rep->element[5]->str) : 0;
+        }
+        reply_free(rep);
+        return r;
+}
+
+/* Create the container of sid (or find the one a crashed attempt made). */
+static int create_container(struct redis_conn *rc, struct provider *pv,
+                            const struct broker_config *cfg, const char *sid,
+                            const struct record *rec, char *ref, char *err)
+{
+        char env_sid[64], name[48];
+        const char *env[] = { env_sid, NULL };
+        struct sandbox_spec spec = {
+                .sandbox_id = sid,
+                .key_prefix = cfg->key_prefix,
+                .image = rec->image,
+                .env = env,
+                .workdir = "/workspace",
+                .network = cfg->sandbox_network,
+                .limits = { rec->nano_cpus, rec->memory, rec->pids },
+        };
+        struct sandbox_info info;
+        int r;
+
+        snprintf(env_sid, sizeof(env_sid), "SANDBOX_ID=%s", sid);
+        r = pv->ops->create(pv, &spec, ref, err);
+        if (r == -EBUSY) {
+                /* The name is taken: an earlier attempt created it. Adopt it. */
+                snprintf(name, sizeof(name), "sb-%s", sid);
+                r = pv->ops->inspect(pv, name, &info, err);
+                if (r == 0)
+                        snprintf(ref, PROVIDER_REF_MAX, "%s", info.ref);
+        }
+        if (r < 0)
+                return r;
+        /* Record the ref at once: a crash from here on leaves a findable container. */
+        r = sandbox_transition(rc, sid, "Pending", "Pending", "STARTING", "starting the sandbox", ref);
+        return r == -EBUSY ? -ECANCELED : r;
+}
+
+/* Make sid run, holding its lock. */
+static int provision_locked(struct redis_conn *rc, struct provider *pv,
+                            const struct broker_config *cfg, const char *sid, char *err)
+{
+        struct record rec;
+        char ref[PROVIDER_REF_MAX] = "";
+        int r, attempt;
+
+        r = record_read(rc, cfg, sid, &rec);
+        if (r < 0)
+                return r;
+        if (strcmp(rec.state, "Running") == 0)
+                return 0;
+        if (strcmp(rec.state, "Pending") != 0) {
+                snprintf(err, SANDBOX_ERR_MAX, "sandbox %s is %s", sid, rec.state);
+                return -ECANCELED;
+        }
+        snprintf(ref, sizeof(ref), "%s", rec.ref);
+        for (attempt = 0; attempt < 2; attempt++) {
+                if (!ref[0]) {
+                        r = create_container(rc, pv, cfg, sid, &rec, ref, err);
+                        if (r < 0)
+                                return r;
+                }
+                r = pv->ops->start(pv, ref, err);
+                if (r != -ENOENT)
+                        break;
+                ref[0] = '\0'; /* the container vanished since: make it again */
+        }
+        if (r < 0)
+                return r;
+        r = sandbox_transition(rc, sid, "Pending", "Running", "READY", "", ref);
+        return r == -EBUSY ? -ECANCELED : r;
+}
+
+/* Wait for another process's provisioning of sid, or take it over. */
+static int provision(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                     const char *sid, char *err)
+{
+        char lock[48], token[33];
+        int64_t deadline = timeutil_mono_ms() + lock_ttl_ms(cfg) + 1000;
+        struct record rec;
+        int r;
+
+        snprintf(lock, sizeof(lock), "sandbox:%s", sid);
+        r = timeutil_random_id(token, sizeof(token));
+        if (r < 0)
+                return r;
+        for (;;) {
+                r = lock_take(rc, lock, token, lock_ttl_ms(cfg));
+                if (r < 0)
+                        return r;
+                if (r == 1)
+                        break;
+                r = record_read(rc, cfg, sid, &rec);
+                if (r < 0)
+                        return r;
+                if (strcmp(rec.state, "Pending") != 0)
+                        break; /* the other holder finished: judge the outcome below */
+                if (timeutil_mono_ms() > deadline) {
+                        snprintf(err, SANDBOX_ERR_MAX, "sandbox %s: timed out waiting for its creation", sid);
+                        return -ETIMEDOUT;
+                }
+                usleep(WAIT_STEP_US);
+        }
+        if (r == 1) {
+                r = provision_locked(rc, pv, cfg, sid, err);
+                if (r < 0 && r != -EIO && r != -ECANCELED) {
+                        /* A provider failure: nothing half-made stays behind. */
+                        char ignored[PROVIDER_ERR_MAX];
+                        if (record_read(rc, cfg, sid, &rec) == 0 && rec.ref[0])
+                                pv->ops->remove(pv, rec.ref, ignored);
+                        sandbox_transition(rc, sid, "", "Failed", "PROVIDER_ERROR", err, "");
+                }
+                lock_drop(rc, lock, token);
+                return r;
+        }
+        if (strcmp(rec.state, "Running") == 0)
+                return 0;
+        snprintf(err, SANDBOX_ERR_MAX, "sandbox %s is %s", sid, rec.state);
+        return -ECANCELED;
+}
+
+/* Per-lease setup inside a running sandbox: a session directory for
+ * user_shared leases (the image has /workspace and the seat homes). */
+static int prepare_workdir(struct provider *pv, const struct broker_config *cfg,
+                           const char *ref, const struct sandbox_claim *c, char *err)
+{
+        const char *argv[] = { "mkdir", "-p", "--", c->workdir, NULL };
+        struct exec_spec spec = { .argv = argv, .user = c->linux_user,
+                                  .timeout_ms = cfg->docker_timeout_ms, .max_output = 4096 };
+        struct exec_result res = { 0 };
+        int r;
+
+        if (strncmp(c->workdir, "/workspace/", 11) != 0)
+                return 0;
+        r = pv->ops->exec(pv, ref, &spec, &res, err);
+        if (r == 0 && res.exit_code != 0) {
+                snprintf(err, SANDBOX_ERR_MAX, "cannot create %s: %s", c->workdir,
+                         res.err ? res.err : "mkdir failed");
+                r = -EIO;
+        }
+        exec_result_free(&res);
+        return r;
+}
+
+int sandbox_lease_ready(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                        const char *lease_id, struct json_object **ret_lease, char *err)
+{
+        struct sandbox_claim c;
+        struct lease_outcome out = { 0 };
+        struct record rec;
+        int r;
+
+        if (ret_lease)
+                *ret_lease = NULL;
+        err[0] = '\0';
+        r = claim(rc, cfg, lease_id, &c);
+        if (r < 0)
+                return r;
+        if (strcmp(c.state, "Running") != 0) {
+                r = provision(rc, pv, cfg, c.sandbox_id, err);
+                if (r < 0)
+                        goto fail;
+        }
+        r = record_read(rc, cfg, c.sandbox_id, &rec);
+        if (r < 0)
+                goto fail;
+        r = prepare_workdir(pv, cfg, rec.ref, &c, err);
+        if (r < 0)
+                goto fail;
+        r = lease_activate(rc, lease_id, &out);
+        if (r < 0)
+                return r;
+        if (out.kind != LEASE_GRANTED) {
+                lease_outcome_clear(&out);
+                return -ENOENT; /* released while its sandbox was being made */
+        }
+        if (ret_lease) {
+                *ret_lease = out.lease;
+                out.lease = NULL;
+        }
+        lease_outcome_clear(&out);
+        return 0;
+fail:
+        if (r == -EIO && !err[0])
+                snprintf(err, SANDBOX_ERR_MAX, "Redis is unavailable");
+        if (!err[0])
+                snprintf(err, SANDBOX_ERR_MAX, "sandbox %s could not be made: %s", c.sandbox_id,
+                         strerror(-r));
+        if (r != -EIO)
+                lease_fail(rc, lease_id, err);
+        return r;
+}
+
+int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
+                          const struct broker_config *cfg, char *ret_sid, char *err)
+{
+        redisReply *rep = NULL;
+        char ref[PROVIDER_REF_MAX] = "", action[16] = "";
+        int r;
+
+        (void)cfg;
+        ret_sid[0] = '\0';
+        r = redis_conn_script(rc, LUA_TEARDOWN_TAKE, 0, NULL, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || (rep->elements != 0 && rep->elements != 3)) {
+                reply_free(rep);
+                return -EPROTO;
+        }
+        if (rep->elements == 0) {
+                reply_free(rep);
+                return 0;
+        }
+        r = copy_str(rep->element[0], ret_sid, 33);
+        if (r == 0)
+                r = copy_str(rep->element[1], ref, sizeof(ref));
+        if (r == 0)
+                r = copy_str(rep->element[2], action, sizeof(action));
+        reply_free(rep);
+        if (r < 0)
+                return r;
+        if (strcmp(action, "none") == 0)
+                return 1;
+        if (strcmp(action, "stop") == 0 && ref[0]) {
+                r = pv->ops->stop(pv, ref, err);
+                if (r == 0)
+                        r = sandbox_transition(rc, ret_sid, "Stopping", "Stopped", "",
+                                               "stopped; kept for its slot's next lease", "");
+                if (r != -ENOENT)
+                        return r < 0 ? r : 1;
+        }
+        if (ref[0]) {
+                r = pv->ops->remove(pv, ref, err);
+                if (r < 0 && r != -ENOENT)
+                        return r; /* left in the busy list: the reconciler retries */
+        }
+        r = sandbox_transition(rc, ret_sid, "Stopping", "Terminated", "", "removed", "");
+        return r < 0 && r != -EBUSY ? r : 1;
+}
+
+int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const char *lease_id,
+                   const char *sid, struct sandbox_access *a)
+{
+        char key[160];
+        redisReply *rep = NULL;
+        int r;
+
+        memset(a, 0, sizeof(*a));
+        snprintf(key, sizeof(key), "%slease:%s", cfg->key_prefix, lease_id);
+        const char *largv[] = { "HMGET", key, "state", "sandboxId", "workdir", "linuxUser", "mode",
+                                "userId", "sessionId", "slot" };
+        r = redis_conn_command(rc, 10, largv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 8) {
+                r = -EPROTO;
+                goto out;
+        }
+        for (size_t i = 0; i < 8; i++)
+                if (!str_reply(rep->element[i])) {
+                        r = -ENOENT;
+                        goto out;
+                }
+        if (strcmp(rep->element[0]->str, "active") || strcmp(rep->element[1]->str, sid)) {
+                r = -ENOENT;
+                goto out;
+        }
+        if (copy_str(rep->element[2], a->workdir, sizeof(a->workdir)) < 0 ||
+            copy_str(rep->element[3], a->linux_user, sizeof(a->linux_user)) < 0 ||
+            copy_str(rep->element[4], a->mode, sizeof(a->mode)) < 0 ||
+            copy_str(rep->element[5], a->user_id, sizeof(a->user_id)) < 0 ||
+            copy_str(rep->element[6], a->session_id, sizeof(a->session_id)) < 0 ||
+            copy_str(rep->element[7], a->slot, sizeof(a->slot)) < 0) {
+                r = -EPROTO;
+                goto out;
+        }
+        reply_free(rep);
+        rep = NULL;
+        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        const char *sargv[] = { "HMGET", key, "state", "ref" };
+        r = redis_conn_command(rc, 4, sargv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 || !str_reply(rep->element[0])) {
+                r = -ENOENT;
+                goto out;
+        }
+        copy_str(rep->element[0], a->state, sizeof(a->state));
+        if (str_reply(rep->element[1]))
+                copy_str(rep->element[1], a->ref, sizeof(a->ref));
+        r = 0;
+out:
+        reply_free(rep);
+        return r;
+}
+
+int sandbox_slot_refs(struct redis_conn *rc, const struct broker_config *cfg, const char *slot)
+{
+        char key[400];
+        redisReply *rep = NULL;
+        int r;
+
+        snprintf(key, sizeof(key), "%sslot:%s", cfg->key_prefix, slot);
+        const char *argv[] = { "HGET", key, "refs" };
+        r = redis_conn_command(rc, 3, argv, &rep);
+        if (r < 0)
+                return r;
+        r = str_reply(rep) ? atoi(rep->str) : 0;
+        reply_free(rep);
+        return r;
+}
+
+struct managed_list {
+        struct sandbox_info *items;
+        size_t len, cap;
+        int oom;
+};
+
+static void collect_managed(void *ud, const struct sandbox_info *info)
+{
+        struct managed_list *l = ud;
+
+        if (l->len == l->cap) {
+                size_t cap = l->cap ? 2 * l->cap : 64;
+                struct sandbox_info *n = realloc(l->items, cap * sizeof(*n));
+                if (!n) {
+                        l->oom = 1;
+                        return;
+                }
+                l->items = n;
+                l->cap = cap;
+        }
+        l->items[l->len++] = *info;
+}
+
+static int requeue_teardowns(struct redis_conn *rc, const struct broker_config *cfg, int *count)
+{
+        char src[96], dst[96];
+        int r = 0;
+
+        snprintf(src, sizeof(src), "%steardown:busy", cfg->key_prefix);
+        snprintf(dst, sizeof(dst), "%steardown", cfg->key_prefix);
+        for (;;) {
+                redisReply *rep = NULL;
+                const char *argv[] = { "LMOVE", src, dst, "LEFT", "RIGHT" };
+                r = redis_conn_command(rc, 5, argv, &rep);
+                if (r < 0)
+                        return r;
+                int moved = str_reply(rep);
+                reply_free(rep);
+                if (!moved)
+                        return 0;
+                (*count)++;
+        }
+}
+
+static int record_state(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                        char *state, size_t size)
+{
+        char key[160];
+        redisReply *rep = NULL;
+        int r;
+
+        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        const char *argv[] = { "HGET", key, "state" };
+        r = redis_conn_command(rc, 3, argv, &rep);
+        if (r < 0)
+                return r;
+        state[0] = '\0';
+        if (str_reply(rep))
+                copy_str(rep, state, size);
+        reply_free(rep);
+        return 0;
+}
+
+int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                      struct sandbox_reconcile_stats *st, char *err)
+{
+        struct managed_list l = { 0 };
+        redisReply *rep = NULL, *boxes, *stale;
+        char older[16], limit[16], state[16], ignored[PROVIDER_ERR_MAX];
+        int r;
+
+        memset(st, 0, sizeof(*st));
+        err[0] = '\0';
+        r = requeue_teardowns(rc, cfg, &st->teardowns_requeued);
+        if (r < 0)
+                return r;
+        r = pv->ops->list_managed(pv, collect_managed, &l, err);
+        if (r < 0 || l.oom) {
+                free(l.items);
+                return r < 0 ? r : -ENOMEM;
+        }
+        /* Containers of ours whose record is gone or finished are orphans. */
+        for (size_t i = 0; i < l.len; i++) {
+                const struct sandbox_info *c = &l.items[i];
+                if (strcmp(c->prefix, cfg->key_prefix) != 0)
+                        continue; /* another broker's (or test's) sandbox */
+                r = record_state(rc, cfg, c->sandbox_id, state, sizeof(state));
+                if (r < 0)
+                        goto out;
+                if (state[0] && strcmp(state, "Terminated") && strcmp(state, "Failed"))
+                        continue;
+                if (pv->ops->remove(pv, c->ref, ignored) == 0) {
+                        st->orphans_removed++;
+                        log_info(LOG_KV({ "SANDBOX_ID", c->sandbox_id }),
+                                 "reconciler: removed orphan container %.12s (record %s)", c->ref,
+                                 state[0] ? state : "missing");
+                }
+        }
+        /* Records whose container vanished; leases a crash left provisioning. */
+        snprintf(older, sizeof(older), "%d", lock_ttl_ms(cfg));
+        snprintf(limit, sizeof(limit), "%d", SCAN_LIMIT);
+        const char *argv[] = { older, limit };
+        r = redis_conn_script(rc, LUA_SANDBOX_SCAN, 2, argv, &rep);
+        if (r < 0)
+                goto out;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
+                r = -EPROTO;
+                goto out;
+        }
+        boxes = rep->element[0];
+        stale = rep->element[1];
+        for (size_t i = 0; i < boxes->elements; i++) {
+                const redisReply *b = boxes->element[i];
+                bool live = false;
+                if (b->type != REDIS_REPLY_ARRAY || b->elements != 4 || !str_reply(b->element[0]) ||
+                    !str_reply(b->element[1]))
+                        continue;
+                const char *sid = b->element[0]->str, *bstate = b->element[1]->str;
+                if (strcmp(bstate, "Running") && strcmp(bstate, "Paused") && strcmp(bstate, "Stopped"))
+                        continue;
+                for (size_t j = 0; j < l.len && !live; j++)
+                        live = strcmp(l.items[j].sandbox_id, sid) == 0;
+                if (live)
+                        continue;
+                if (sandbox_transition(rc, sid, bstate, "Failed", "CONTAINER_MISSING",
+                                       "the sandbox's container disappeared", "") == 0) {
+                        st->records_failed++;
+                        log_warn(LOG_KV({ "SANDBOX_ID", sid }),
+                                 "reconciler: container of a %s sandbox is gone; marked Failed", bstate);
+                }
+        }
+        for (size_t i = 0; i < stale->elements; i++) {
+                char why[SANDBOX_ERR_MAX];
+                if (!str_reply(stale->element[i]))
+                        continue;
+                if (sandbox_lease_ready(rc, pv, cfg, stale->element[i]->str, NULL, why) == 0) {
+                        st->leases_recovered++;
+                        log_info(LOG_KV({ "LEASE_ID", stale->element[i]->str }),
+                                 "reconciler: finished a lease left provisioning");
+                }
+        }
+        r = 0;
+out:
+        reply_free(rep);
+        free(l.items);
+        return r;
+}

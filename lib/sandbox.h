@@ -1,0 +1,80 @@
+/* sandbox: a lease's sandbox, from Redis record to running container.
+ *
+ * Records live in Redis (lib/lua/sandbox_*.lua); this module makes them real
+ * through a provider, with a Redis lock per sandbox so that two processes
+ * never create the same one. Every function is safe to repeat: a create that
+ * crashed half-way is finished (or cleaned) by the next attempt.
+ *
+ * Errors: the provider's (see provider.h), -EIO (Redis), -ENOENT (lease or
+ * sandbox gone), -EPROTO, -ENOMEM; err gets a client-facing explanation. */
+#pragma once
+#include <json-c/json.h>
+
+#include "config.h"
+#include "provider.h"
+#include "redis_conn.h"
+
+#define SANDBOX_ERR_MAX 320
+
+struct sandbox_claim {
+        char sandbox_id[33];
+        char state[16];
+        char ref[PROVIDER_REF_MAX];
+        char workdir[256];
+        char linux_user[32];
+        char needs[8]; /* create | start | none */
+};
+
+/* Attach lease_id to its slot's sandbox (a parked or new one if the slot has
+ * none) and make it run; then activate the lease. On success *ret_lease (if
+ * non-NULL) gets the active lease object. On a provider failure the sandbox
+ * is marked Failed, its container removed and the lease released (its ticket,
+ * if any, reads failed); -ENOENT if the lease is gone. */
+int sandbox_lease_ready(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                        const char *lease_id, struct json_object **ret_lease, char *err);
+
+/* Take one sandbox off the teardown list and stop (park) or remove it.
+ * Returns 1 if one was handled, 0 if the list was empty. *ret_sid names it. */
+int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
+                          const struct broker_config *cfg, char *ret_sid, char *err);
+
+/* Record a transition (from "" = any state). Returns 0, -ENOENT, -EBUSY when
+ * the record was not in `from`. */
+int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from, const char *to,
+                       const char *reason, const char *message, const char *ref);
+
+/* The reconciler: requeue interrupted teardowns, remove managed containers
+ * with no live record, fail records whose container vanished, and finish
+ * leases left provisioning by a crashed process. Counts what it did. */
+struct sandbox_reconcile_stats {
+        int orphans_removed;
+        int records_failed;
+        int leases_recovered;
+        int teardowns_requeued;
+};
+int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                      struct sandbox_reconcile_stats *ret, char *err);
+
+/* What a lease may do in its sandbox. */
+struct sandbox_access {
+        char state[16];            /* the sandbox's */
+        char ref[PROVIDER_REF_MAX];
+        char workdir[256];
+        char linux_user[32];
+        char mode[24];
+        char user_id[130];
+        char session_id[130];
+        char slot[300];
+};
+
+/* Look up lease_id (which must be active) and its sandbox, which must be sid.
+ * -ENOENT when the lease is unknown, not active, or holds another sandbox:
+ * to a foreign tenant a sandbox does not exist. */
+int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const char *lease_id,
+                   const char *sid, struct sandbox_access *ret);
+
+/* Number of leases on a slot (0 if the slot is gone). */
+int sandbox_slot_refs(struct redis_conn *rc, const struct broker_config *cfg, const char *slot);
+
+/* Build the configured provider (NULL for SANDBOX_PROVIDER=none). */
+int sandbox_provider_new(const struct broker_config *cfg, struct provider **ret, char *err);

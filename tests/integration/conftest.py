@@ -1,0 +1,121 @@
+"""Integration test harness: real nginx, FastCGI handlers, supervisor, Redis
+and Kafka, started with scripts/stack on free loopback ports.
+
+- session fixture `services`: Redis + Kafka once per run (own state dir).
+- function fixture `broker`: a factory, broker(**env) -> brokerlib.Broker,
+  each with its own state dir, HTTP port, Redis key prefix, Kafka topic and
+  consumer group. Torn down with `scripts/stack down` for its state dir.
+- on a failed test, the tail of that test's broker logs is added to the
+  report, and its state dir is kept (path printed).
+
+Environment knobs: IT_TMPDIR (where state dirs go), IT_KEEP=1 (keep every
+state dir), IT_LOG_LEVEL (LOG_LEVEL of the broker programs), IT_SEED (seed of
+the random choices in the crash test).
+"""
+
+import os
+import re
+import tempfile
+
+import pytest
+
+import brokerlib
+from brokerlib import Broker, Services, StackError
+
+KEEP = os.environ.get("IT_KEEP") == "1"
+
+
+def pytest_configure(config):
+    config._it_failed = False
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+    if rep.failed:
+        item.config._it_failed = True
+        for b in getattr(item, "_it_brokers", []):
+            rep.sections.append((
+                "broker logs (%s) [%s]" % (b.state_dir, rep.when),
+                b.logs_tail(60)))
+        svc = getattr(item.config, "_it_services", None)
+        if svc is not None and rep.when == "setup" and not getattr(item, "_it_brokers", []):
+            rep.sections.append(("services logs (%s)" % svc.state_dir,
+                                 brokerlib.logs_tail(svc.state_dir, 40)))
+
+
+@pytest.fixture(scope="session")
+def it_root(request):
+    root = tempfile.mkdtemp(prefix="sbit-", dir=os.environ.get("IT_TMPDIR"))
+
+    def fin():
+        if KEEP or request.config._it_failed:
+            print("\nintegration state kept under %s" % root)
+        else:
+            brokerlib.rmtree_quiet(root)
+    request.addfinalizer(fin)
+    return root
+
+
+@pytest.fixture(scope="session")
+def services(request, it_root):
+    svc = Services(it_root)
+    request.config._it_services = svc
+    request.addfinalizer(svc.down)
+    err = None
+    try:
+        svc.up()
+    except StackError as e:
+        err = "services-up failed: %s\n%s" % (e, brokerlib.logs_tail(svc.state_dir, 40))
+    if err:
+        pytest.fail(err, pytrace=False)
+    return svc
+
+
+_counter = [0]
+
+
+def _state_dir(root, name):
+    _counter[0] += 1
+    short = re.sub(r"[^A-Za-z0-9_]+", "_", name)[:28]
+    return os.path.join(root, "%03d-%s" % (_counter[0], short))
+
+
+def make_broker(request, services, root, **env):
+    """Start a broker; register it for log dumps and teardown on `request`."""
+    b = Broker(services, _state_dir(root, request.node.name), **env)
+    node = request.node
+    if not hasattr(node, "_it_brokers"):
+        node._it_brokers = []
+    node._it_brokers.append(b)
+
+    def fin():
+        b.down()
+        failed = any(getattr(node, "rep_" + w, None) is not None
+                     and getattr(node, "rep_" + w).failed
+                     for w in ("setup", "call"))
+        if not isinstance(node, pytest.Item):  # module/session scoped broker
+            failed = failed or request.config._it_failed
+        if failed or KEEP:
+            print("\nbroker state kept: %s" % b.state_dir)
+        else:
+            brokerlib.rmtree_quiet(b.state_dir)
+    request.addfinalizer(fin)
+    err = None
+    try:
+        b.up()
+    except StackError as e:
+        err = "broker-up failed: %s" % e
+    if err:
+        pytest.fail(err, pytrace=False)
+    return b
+
+
+@pytest.fixture
+def broker(request, services, it_root):
+    """Factory: broker(BROKER_CAPACITY=1, ...) -> a running Broker."""
+    def factory(**env):
+        return make_broker(request, services, it_root, **env)
+    return factory

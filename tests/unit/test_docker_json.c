@@ -1,0 +1,333 @@
+/* Unit tests for lib/docker_json.c: the container-create body carries the
+ * sandbox's image, command, labels, limits and hardening; exec bodies; and
+ * the parsers of Docker's answers map states and labels. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "docker_json.h"
+
+static struct json_object *get(struct json_object *o, const char *path)
+{
+        char buf[256], *save = NULL;
+
+        snprintf(buf, sizeof(buf), "%s", path);
+        for (char *k = strtok_r(buf, ".", &save); k; k = strtok_r(NULL, ".", &save)) {
+                struct json_object *v;
+
+                if (!json_object_object_get_ex(o, k, &v))
+                        fail_msg("no %s in %s", k, path);
+                o = v;
+        }
+        return o;
+}
+
+static const char *get_s(struct json_object *o, const char *path)
+{
+        return json_object_get_string(get(o, path));
+}
+
+/* Label keys contain dots: look them up directly. */
+static const char *label(struct json_object *o, const char *key)
+{
+        struct json_object *v;
+
+        if (!json_object_object_get_ex(get(o, "Labels"), key, &v))
+                fail_msg("no label %s", key);
+        return json_object_get_string(v);
+}
+
+static void assert_array(struct json_object *a, const char *const *want)
+{
+        size_t n = 0;
+
+        assert_true(json_object_is_type(a, json_type_array));
+        for (; want[n]; n++)
+                assert_string_equal(json_object_get_string(json_object_array_get_idx(a, n)), want[n]);
+        assert_int_equal(json_object_array_length(a), n);
+}
+
+static const struct sandbox_spec base_spec = {
+        .sandbox_id = "sbx-1",
+        .key_prefix = "broker:",
+        .image = "sandbox-broker/base:latest",
+        .env = (const char *const[]){ "A=1", "B=two words", NULL },
+        .workdir = "/workspace",
+        .network = "none",
+        .limits = { .nano_cpus = 500000000, .memory_bytes = 512LL << 20, .pids = 256 },
+};
+
+static void test_create_body_full(void **state)
+{
+        char *body = NULL;
+        struct json_object *o, *h;
+
+        (void)state;
+        assert_int_equal(docker_json_create_body(&base_spec, &body), 0);
+        o = json_tokener_parse(body);
+        assert_non_null(o);
+        assert_string_equal(get_s(o, "Image"), "sandbox-broker/base:latest");
+        /* No entrypoint: keep-alive default, imported images have no CMD. */
+        assert_array(get(o, "Cmd"), (const char *const[]){ "sleep", "infinity", NULL });
+        assert_array(get(o, "Env"), (const char *const[]){ "A=1", "B=two words", NULL });
+        assert_string_equal(get_s(o, "WorkingDir"), "/workspace");
+        assert_string_equal(label(o, PROVIDER_LABEL_MANAGED), "1");
+        assert_string_equal(label(o, PROVIDER_LABEL_SANDBOX), "sbx-1");
+        assert_string_equal(label(o, PROVIDER_LABEL_PREFIX), "broker:");
+        h = get(o, "HostConfig");
+        assert_int_equal(json_object_get_int64(get(h, "NanoCpus")), 500000000);
+        assert_int_equal(json_object_get_int64(get(h, "Memory")), 512LL << 20);
+        assert_int_equal(json_object_get_int64(get(h, "MemorySwap")), 512LL << 20);
+        assert_int_equal(json_object_get_int64(get(h, "PidsLimit")), 256);
+        assert_array(get(h, "CapDrop"), (const char *const[]){ "ALL", NULL });
+        assert_array(get(h, "CapAdd"), docker_cap_add);
+        assert_array(get(h, "SecurityOpt"), (const char *const[]){ "no-new-privileges", NULL });
+        assert_string_equal(get_s(h, "NetworkMode"), "none");
+        assert_false(json_object_get_boolean(get(h, "Privileged")));
+        assert_false(json_object_get_boolean(get(h, "ReadonlyRootfs")));
+        assert_true(json_object_get_boolean(get(h, "Init")));
+        /* What must never be added. */
+        for (const char *const *c = docker_cap_add; *c; c++) {
+                assert_true(strcmp(*c, "SYS_ADMIN") != 0);
+                assert_true(strcmp(*c, "NET_RAW") != 0);
+                assert_true(strcmp(*c, "ALL") != 0);
+        }
+        json_object_put(o);
+        free(body);
+}
+
+static void test_create_body_minimal(void **state)
+{
+        struct sandbox_spec s = { .sandbox_id = "x", .image = "img",
+                                  .entrypoint = (const char *const[]){ "/bin/agent", "-v", NULL } };
+        char *body = NULL;
+        struct json_object *o, *h, *v;
+
+        (void)state;
+        assert_int_equal(docker_json_create_body(&s, &body), 0);
+        o = json_tokener_parse(body);
+        assert_non_null(o);
+        assert_array(get(o, "Cmd"), (const char *const[]){ "/bin/agent", "-v", NULL });
+        assert_array(get(o, "Env"), (const char *const[]){ NULL });
+        assert_false(json_object_object_get_ex(o, "WorkingDir", &v));
+        assert_string_equal(label(o, PROVIDER_LABEL_PREFIX), "");
+        h = get(o, "HostConfig");
+        /* Zero limits are left out (Docker: unlimited), network defaults to none. */
+        assert_false(json_object_object_get_ex(h, "NanoCpus", &v));
+        assert_false(json_object_object_get_ex(h, "Memory", &v));
+        assert_false(json_object_object_get_ex(h, "PidsLimit", &v));
+        assert_string_equal(get_s(h, "NetworkMode"), "none");
+        json_object_put(o);
+        free(body);
+}
+
+/* Values with JSON specials stay one string each (no injection). */
+static void test_create_body_escaping(void **state)
+{
+        struct sandbox_spec s = base_spec;
+        char *body = NULL;
+        struct json_object *o;
+
+        (void)state;
+        s.sandbox_id = "a\"b\\c";
+        s.env = (const char *const[]){ "X=\"},\"HostConfig\":{\"Privileged\":true}", NULL };
+        assert_int_equal(docker_json_create_body(&s, &body), 0);
+        o = json_tokener_parse(body);
+        assert_non_null(o);
+        assert_string_equal(label(o, PROVIDER_LABEL_SANDBOX), "a\"b\\c");
+        assert_array(get(o, "Env"), s.env);
+        assert_false(json_object_get_boolean(get(o, "HostConfig.Privileged")));
+        json_object_put(o);
+        free(body);
+}
+
+static void test_create_body_invalid(void **state)
+{
+        struct sandbox_spec s = base_spec;
+        char *body = (char *)1;
+
+        (void)state;
+        s.image = NULL;
+        assert_int_equal(docker_json_create_body(&s, &body), -EINVAL);
+        assert_null(body);
+        s = base_spec;
+        s.sandbox_id = "";
+        assert_int_equal(docker_json_create_body(&s, &body), -EINVAL);
+}
+
+static void test_exec_body(void **state)
+{
+        char *body = NULL;
+        struct json_object *o, *v;
+
+        (void)state;
+        assert_int_equal(docker_json_exec_body((const char *const[]){ "ls", "-l", NULL },
+                                               (const char *const[]){ "K=V", NULL }, "/w", "sbu1",
+                                               &body),
+                         0);
+        o = json_tokener_parse(body);
+        assert_true(json_object_get_boolean(get(o, "AttachStdout")));
+        assert_true(json_object_get_boolean(get(o, "AttachStderr")));
+        assert_false(json_object_get_boolean(get(o, "AttachStdin")));
+        assert_false(json_object_get_boolean(get(o, "Tty")));
+        assert_array(get(o, "Cmd"), (const char *const[]){ "ls", "-l", NULL });
+        assert_array(get(o, "Env"), (const char *const[]){ "K=V", NULL });
+        assert_string_equal(get_s(o, "WorkingDir"), "/w");
+        assert_string_equal(get_s(o, "User"), "sbu1");
+        json_object_put(o);
+        free(body);
+
+        assert_int_equal(docker_json_exec_body((const char *const[]){ "true", NULL }, NULL, NULL,
+                                               NULL, &body),
+                         0);
+        o = json_tokener_parse(body);
+        assert_false(json_object_object_get_ex(o, "User", &v));
+        assert_false(json_object_object_get_ex(o, "WorkingDir", &v));
+        assert_false(json_object_object_get_ex(o, "Env", &v));
+        json_object_put(o);
+        free(body);
+
+        assert_int_equal(docker_json_exec_body((const char *const[]){ NULL }, NULL, NULL, NULL,
+                                               &body),
+                         -EINVAL);
+}
+
+static void test_parse_id(void **state)
+{
+        char id[PROVIDER_REF_MAX];
+
+        (void)state;
+        assert_int_equal(docker_json_parse_id("{\"Id\":\"abc123\",\"Warnings\":[]}", id, sizeof(id)),
+                         0);
+        assert_string_equal(id, "abc123");
+        assert_int_equal(docker_json_parse_id("{\"Warnings\":[]}", id, sizeof(id)), -EPROTO);
+        assert_int_equal(docker_json_parse_id("not json", id, sizeof(id)), -EPROTO);
+        assert_int_equal(docker_json_parse_id("{\"Id\":\"0123456789\"}", id, 5), -EPROTO);
+        assert_int_equal(docker_json_parse_id(NULL, id, sizeof(id)), -EPROTO);
+}
+
+static void test_states(void **state)
+{
+        (void)state;
+        assert_int_equal(docker_json_state("created"), SANDBOX_RUN_CREATED);
+        assert_int_equal(docker_json_state("running"), SANDBOX_RUN_RUNNING);
+        assert_int_equal(docker_json_state("restarting"), SANDBOX_RUN_RUNNING);
+        assert_int_equal(docker_json_state("paused"), SANDBOX_RUN_PAUSED);
+        assert_int_equal(docker_json_state("exited"), SANDBOX_RUN_EXITED);
+        assert_int_equal(docker_json_state("dead"), SANDBOX_RUN_EXITED);
+        assert_int_equal(docker_json_state(NULL), SANDBOX_RUN_MISSING);
+}
+
+static void test_parse_inspect(void **state)
+{
+        struct sandbox_info info;
+
+        (void)state;
+        assert_int_equal(docker_json_parse_inspect(
+                                 "{\"Id\":\"c0ffee\",\"State\":{\"Status\":\"paused\",\"Paused\":true},"
+                                 "\"Config\":{\"Labels\":{\"" PROVIDER_LABEL_SANDBOX "\":\"s1\",\"" PROVIDER_LABEL_PREFIX
+                                 "\":\"p:\"}}}",
+                                 &info),
+                         0);
+        assert_int_equal(info.state, SANDBOX_RUN_PAUSED);
+        assert_string_equal(info.ref, "c0ffee");
+        assert_string_equal(info.sandbox_id, "s1");
+        assert_string_equal(info.prefix, "p:");
+        /* No labels: empty strings. */
+        assert_int_equal(docker_json_parse_inspect(
+                                 "{\"Id\":\"c\",\"State\":{\"Status\":\"running\"},\"Config\":{\"Labels\":null}}",
+                                 &info),
+                         0);
+        assert_string_equal(info.sandbox_id, "");
+        assert_int_equal(docker_json_parse_inspect("{\"message\":\"x\"}", &info), -EPROTO);
+        assert_int_equal(docker_json_parse_inspect("[", &info), -EPROTO);
+}
+
+struct seen {
+        int n;
+        struct sandbox_info last;
+};
+
+static void on_info(void *ud, const struct sandbox_info *info)
+{
+        struct seen *s = ud;
+
+        s->n++;
+        s->last = *info;
+}
+
+static void test_parse_list(void **state)
+{
+        struct seen s = { 0 };
+
+        (void)state;
+        assert_int_equal(docker_json_parse_list(
+                                 "[{\"Id\":\"a\",\"State\":\"exited\",\"Labels\":{}},"
+                                 "{\"Names\":[\"/noid\"]},"
+                                 "{\"Id\":\"b\",\"State\":\"running\",\"Labels\":{\"" PROVIDER_LABEL_SANDBOX
+                                 "\":\"sb\"}}]",
+                                 on_info, &s),
+                         0);
+        assert_int_equal(s.n, 2);
+        assert_string_equal(s.last.ref, "b");
+        assert_string_equal(s.last.sandbox_id, "sb");
+        assert_int_equal(s.last.state, SANDBOX_RUN_RUNNING);
+        assert_int_equal(docker_json_parse_list("{}", on_info, &s), -EPROTO);
+        assert_int_equal(docker_json_parse_list("[]", on_info, &s), 0);
+        assert_int_equal(s.n, 2);
+}
+
+static void test_parse_exec_inspect(void **state)
+{
+        bool running = true;
+        int code = 5;
+
+        (void)state;
+        assert_int_equal(docker_json_parse_exec_inspect("{\"Running\":false,\"ExitCode\":3}", &running,
+                                                        &code),
+                         0);
+        assert_false(running);
+        assert_int_equal(code, 3);
+        assert_int_equal(docker_json_parse_exec_inspect("{\"Running\":true,\"ExitCode\":null}",
+                                                        &running, &code),
+                         0);
+        assert_true(running);
+        assert_int_equal(code, -1);
+        assert_int_equal(docker_json_parse_exec_inspect("nope", &running, &code), -EPROTO);
+}
+
+static void test_error_message(void **state)
+{
+        char err[PROVIDER_ERR_MAX];
+
+        (void)state;
+        docker_json_error_message("create", 409,
+                                  "{\"message\":\"Conflict. The container name \\\"/sb-1\\\" is already in use\"}",
+                                  err);
+        assert_string_equal(err, "docker: create: Conflict. The container name \"/sb-1\" is already in use");
+        docker_json_error_message("start", 500, "plain text", err);
+        assert_string_equal(err, "docker: start: HTTP 500: plain text");
+        docker_json_error_message("start", 502, NULL, err);
+        assert_string_equal(err, "docker: start: HTTP 502");
+        docker_json_error_message("x", 500, "y", NULL); /* tolerated */
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_create_body_full),   cmocka_unit_test(test_create_body_minimal),
+                cmocka_unit_test(test_create_body_escaping), cmocka_unit_test(test_create_body_invalid),
+                cmocka_unit_test(test_exec_body),          cmocka_unit_test(test_parse_id),
+                cmocka_unit_test(test_states),             cmocka_unit_test(test_parse_inspect),
+                cmocka_unit_test(test_parse_list),         cmocka_unit_test(test_parse_exec_inspect),
+                cmocka_unit_test(test_error_message),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
