@@ -104,6 +104,8 @@ integration: all
 test:
 	scripts/deps-install
 	scripts/kafka-fetch
+	scripts/docker-up
+	scripts/build-images
 	$(MAKE) all
 	BUILD=$(BUILD) scripts/run-tests
 

@@ -270,7 +270,19 @@ class Services:
 
     def up(self):
         self.started = True
-        run_stack(self.env(), "services-up")
+        for attempt in range(3):
+            try:
+                run_stack(self.env(), "services-up")
+                return
+            except StackError as e:
+                # a free port picked here was taken by someone else before
+                # the service bound it (a shared machine): new ports, retry
+                if "already in use" not in str(e) or attempt == 2:
+                    raise
+                run_stack(self.env(), "down", check=False, timeout=120)
+                self.redis_port = free_port()
+                self.kafka_port = free_port()
+                self.kafka_controller_port = free_port()
 
     def down(self):
         if self.started:
@@ -328,7 +340,15 @@ class Broker:
 
     def up(self):
         self.started = True
-        run_stack(self.env(), "broker-up")
+        for attempt in range(3):
+            try:
+                run_stack(self.env(), "broker-up")
+                return
+            except StackError as e:
+                if "already in use" not in str(e) or attempt == 2:
+                    raise
+                run_stack(self.env(), "down", check=False, timeout=120)
+                self.port = free_port()
 
     def down(self):
         if self.started:
