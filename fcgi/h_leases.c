@@ -64,7 +64,7 @@ static const char *lease_field(struct json_object *lease, const char *name)
 
 /* Produce a new ticket to Kafka; on failure take it back out of Redis.
  * Returns 0 when the ticket is queued (or already served), else replies. */
-static int queue_ticket(struct request *req, const struct lease_request *lr,
+int leases_queue_ticket(struct request *req, const struct lease_request *lr,
                         const struct lease_outcome *out)
 {
         char *msg = NULL;
@@ -160,7 +160,7 @@ void h_leases_acquire(struct request *req)
                 reply_lease(req, 200, "granted", out.lease);
                 break;
         case LEASE_QUEUED:
-                if (out.new_ticket && queue_ticket(req, &lr, &out) < 0)
+                if (out.new_ticket && leases_queue_ticket(req, &lr, &out) < 0)
                         break;
                 if (out.new_ticket)
                         log_info(LOG_KV({ "TICKET_ID", out.ticket_id }, { "USER_ID", lr.user_id },

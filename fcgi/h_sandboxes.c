@@ -14,6 +14,7 @@
 #include "json_input.h"
 #include "lease.h"
 #include "log.h"
+#include "metrics.h"
 #include "routes.h"
 #include "sandbox.h"
 #include "sandbox_path.h"
@@ -231,6 +232,7 @@ void h_sbx_exec(struct request *req)
                 goto out;
         t0 = timeutil_mono_ms();
         r = req->w->provider->ops->exec(req->w->provider, x.a.ref, &spec, &res, err);
+        metrics_observe_ms(METRICS_SANDBOX_EXEC, timeutil_mono_ms() - t0);
         if (r < 0) {
                 reply_provider(req, &x, r, "exec", err);
                 goto out;
@@ -471,6 +473,12 @@ void h_sbx_delete(struct request *req)
         struct sbx x;
         int r;
 
+        /* One path, two APIs: a lease holder (X-Lease-ID) or an OpenSandbox
+         * client (OPEN-SANDBOX-API-KEY). */
+        if (!FCGX_GetParam("HTTP_X_LEASE_ID", req->fcgx->envp)) {
+                h_osb_delete(req);
+                return;
+        }
         if (sbx_open(req, &x, 0) < 0)
                 return;
         r = sandbox_slot_refs(req->w->redis, req->w->cfg, x.a.slot);

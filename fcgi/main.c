@@ -6,6 +6,7 @@
  * (LISTEN_FDS) or, per the FastCGI spec, fd 0. FCGI_THREADS threads each
  * serve one connection at a time (libfcgi's model), so nginx must not keep
  * more upstream connections open than there are threads (DESIGN §8). */
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcgiapp.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #include "config.h"
 #include "kafka.h"
 #include "log.h"
+#include "metrics.h"
 #include "redis_conn.h"
 #include "request.h"
 #include "routes.h"
@@ -50,6 +52,12 @@ static void serve_one(struct worker *w, FCGX_Request *fcgx)
                 routes_dispatch(app.group, &req);
         if (!req.status)
                 reply_error(&req, API_INTERNAL, "handler sent no response");
+        metrics_request(app.group, req.route, req.method, req.status);
+        if (req.after) {
+                /* the client has its answer; the work goes on in this thread */
+                FCGX_Finish_r(fcgx);
+                req.after(&req);
+        }
         request_done(&req);
 }
 
@@ -152,6 +160,7 @@ int main(int argc, char **argv)
             max_body < (size_t)app.cfg.file_max_bytes / 3 * 4 + 65536)
                 max_body = (size_t)app.cfg.file_max_bytes / 3 * 4 + 65536;
         signal(SIGPIPE, SIG_IGN);
+        curl_global_init(CURL_GLOBAL_DEFAULT); /* once, before any thread (docker.h) */
         sigemptyset(&sigs);
         sigaddset(&sigs, SIGTERM);
         sigaddset(&sigs, SIGINT);
@@ -187,6 +196,8 @@ int main(int argc, char **argv)
                 }
                 started++;
         }
+        if (metrics_flusher_start(&app.cfg) < 0)
+                log_warn(NULL, "metrics: cannot start the flusher; counts stay in this process");
         log_info(NULL, "serving group %s on %s with %d threads", app.group,
                  socket_path ? socket_path : "the inherited socket", app.cfg.fcgi_threads);
         sigwait(&sigs, &sig);
@@ -199,6 +210,7 @@ out:
         for (int64_t t0 = timeutil_mono_ms(); started && atomic_load(&app.busy) > 0 &&
                                               timeutil_mono_ms() - t0 < DRAIN_TIMEOUT_MS;)
                 usleep(10000);
+        metrics_flusher_stop(); /* after the drain: the last requests count too */
         if (socket_path && app.listen_fd > 0)
                 unlink(socket_path);
         if (!started) {

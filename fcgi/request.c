@@ -48,14 +48,19 @@ void request_done(struct request *req)
         req->body = NULL;
 }
 
+/* application/json, or a structured-syntax "+json" type such as
+ * application/merge-patch+json (RFC 7396, what metadata PATCH sends). */
 static int content_type_is_json(const char *ct)
 {
-        static const char json[] = "application/json";
-        size_t n = sizeof(json) - 1;
+        size_t n;
 
         while (*ct == ' ')
                 ct++;
-        return strncasecmp(ct, json, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+        n = strcspn(ct, "; ");
+        if (n < 16 || strncasecmp(ct, "application/", 12) != 0)
+                return 0;
+        return (n == 16 && strncasecmp(ct + 12, "json", 4) == 0) ||
+               (n > 17 && strncasecmp(ct + n - 5, "+json", 5) == 0);
 }
 
 int request_json_body(struct request *req, struct json_object **ret)
@@ -139,6 +144,17 @@ static void reply_raw(struct request *req, int status, const char *extra_header,
         FCGX_PutS(body, req->fcgx->out);
 }
 
+void reply_text(struct request *req, int status, const char *content_type, const char *body,
+                size_t len)
+{
+        if (req->status)
+                return;
+        req->status = status;
+        FCGX_FPrintF(req->fcgx->out, "Status: %d %s\r\nContent-Type: %s\r\nCache-Control: no-store\r\n\r\n",
+                     status, api_status_reason(status), content_type);
+        FCGX_PutStr(body, (int)len, req->fcgx->out);
+}
+
 void reply_empty(struct request *req, int status)
 {
         if (req->status)
@@ -150,7 +166,71 @@ void reply_empty(struct request *req, int status)
 
 void reply_json(struct request *req, int status, struct json_object *obj)
 {
-        reply_raw(req, status, NULL, json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        reply_json_hdr(req, status, NULL, obj);
+}
+
+void reply_json_hdr(struct request *req, int status, const char *header, struct json_object *obj)
+{
+        reply_raw(req, status, header,
+                  json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+static int hexval(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+int url_decode(const char *src, size_t len, char *dst, size_t dsz)
+{
+        size_t o = 0;
+
+        for (size_t i = 0; i < len; i++) {
+                char c = src[i];
+                if (c == '%') {
+                        int hi = i + 1 < len ? hexval(src[i + 1]) : -1;
+                        int lo = i + 2 < len ? hexval(src[i + 2]) : -1;
+                        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+                                return -EINVAL; /* malformed, or an encoded NUL */
+                        c = (char)(hi * 16 + lo);
+                        i += 2;
+                } else if (c == '+') {
+                        c = ' ';
+                }
+                if (o + 1 >= dsz)
+                        return -E2BIG;
+                dst[o++] = c;
+        }
+        dst[o] = '\0';
+        return 0;
+}
+
+int request_query_next(const char **cursor, char *name, size_t nsz, char *value, size_t vsz)
+{
+        const char *p = *cursor;
+        size_t seg, eq;
+        int r;
+
+        while (*p == '&')
+                p++;
+        if (!*p) {
+                *cursor = p;
+                return 0;
+        }
+        seg = strcspn(p, "&");
+        eq = strcspn(p, "=");
+        if (eq > seg)
+                eq = seg;
+        *cursor = p + seg;
+        r = url_decode(p, eq, name, nsz);
+        if (r == 0)
+                r = url_decode(p + eq + (eq < seg), seg - eq - (eq < seg), value, vsz);
+        return r < 0 ? r : 1;
 }
 
 void reply_error_hdr(struct request *req, enum api_error e, const char *extra_header,

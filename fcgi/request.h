@@ -26,12 +26,18 @@ struct request {
         struct worker *w;
         const char *method;
         char path[512];
-        char path_arg[64]; /* the {id} segment of a route pattern */
+        char path_arg[64];  /* the first {} segment of the route pattern */
+        char path_arg2[64]; /* the second, if the pattern has one */
         const char *query;
         const char *request_id;
+        const char *route; /* the matched pattern of the route table, for metrics */
         char *body; /* owned */
         size_t body_len;
         int status; /* 0 until a response was written */
+        /* Work to do after the response is complete (e.g. make a sandbox
+         * whose create was answered 202): run by the accept loop. */
+        void (*after)(struct request *req);
+        char after_arg[64];
 };
 
 /* Fill req from the FastCGI parameters. Returns 0, or -EINVAL when the
@@ -51,6 +57,21 @@ int request_query_param(const struct request *req, const char *name, char *buf, 
 
 /* Send status with body obj (borrowed). */
 void reply_json(struct request *req, int status, struct json_object *obj);
+
+/* Same with one extra header line (no CRLF), e.g. "Location: /v1/...". */
+void reply_json_hdr(struct request *req, int status, const char *header, struct json_object *obj);
+
+/* Iterate the query string: each call yields the next name=value pair,
+ * both percent-decoded ('+' is a space), into the given buffers. Returns 1
+ * with a pair, 0 at the end, -E2BIG for a pair too long for the buffers. */
+int request_query_next(const char **cursor, char *name, size_t nsz, char *value, size_t vsz);
+
+/* Percent-decode src into dst (dsz). Returns 0 or -E2BIG/-EINVAL. */
+int url_decode(const char *src, size_t len, char *dst, size_t dsz);
+
+/* Send status with a non-JSON body of len bytes (e.g. the Prometheus text). */
+void reply_text(struct request *req, int status, const char *content_type, const char *body,
+                size_t len);
 
 /* Send a status without a body (e.g. 204). */
 void reply_empty(struct request *req, int status);

@@ -15,6 +15,7 @@ struct route {
 static const struct route routes[] = {
         { "status", "GET", "/health", h_health },
         { "status", "GET", "/v1/status", h_status },
+        { "status", "GET", "/metrics", h_metrics },
         { "leases", "POST", "/v1/leases/acquire", h_leases_acquire },
         { "leases", "GET", "/v1/leases/poll", h_leases_poll },
         { "leases", "POST", "/v1/leases/heartbeat", h_leases_heartbeat },
@@ -24,7 +25,16 @@ static const struct route routes[] = {
         { "sandboxes", "POST", "/v1/sandboxes/{}/files/write", h_sbx_file_write },
         { "sandboxes", "POST", "/v1/sandboxes/{}/start", h_sbx_start },
         { "sandboxes", "POST", "/v1/sandboxes/{}/stop", h_sbx_stop },
-        { "sandboxes", "DELETE", "/v1/sandboxes/{}", h_sbx_delete },
+        { "sandboxes", "DELETE", "/v1/sandboxes/{}", h_sbx_delete }, /* or h_osb_delete */
+        /* OpenSandbox lifecycle (sandbox-lifecycle.yml), OPEN-SANDBOX-API-KEY */
+        { "sandboxes", "POST", "/v1/sandboxes", h_osb_create },
+        { "sandboxes", "GET", "/v1/sandboxes", h_osb_list },
+        { "sandboxes", "GET", "/v1/sandboxes/{}", h_osb_get },
+        { "sandboxes", "POST", "/v1/sandboxes/{}/pause", h_osb_pause },
+        { "sandboxes", "POST", "/v1/sandboxes/{}/resume", h_osb_resume },
+        { "sandboxes", "POST", "/v1/sandboxes/{}/renew-expiration", h_osb_renew },
+        { "sandboxes", "PATCH", "/v1/sandboxes/{}/metadata", h_osb_metadata },
+        { "sandboxes", "GET", "/v1/sandboxes/{}/endpoints/{}", h_osb_endpoint },
 };
 
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -37,41 +47,53 @@ int routes_group_known(const char *group)
         return 0;
 }
 
-/* Match path against pattern, where "{}" stands for one non-empty segment
- * of at most sizeof(req->path_arg) - 1 bytes, copied into arg. */
-static int path_match(const char *pattern, const char *path, char *arg, size_t argsz)
+/* Match path against pattern, where each "{}" stands for one non-empty
+ * segment of at most 63 bytes; the first two are copied into args[0..1]. */
+static int path_match(const char *pattern, const char *path, char args[][64], int max_args)
 {
-        const char *hole = strstr(pattern, "{}");
-        size_t pre, seg;
+        int n = 0;
 
-        if (!hole)
-                return strcmp(pattern, path) == 0;
-        pre = (size_t)(hole - pattern);
-        if (strncmp(pattern, path, pre) != 0)
-                return 0;
-        seg = strcspn(path + pre, "/");
-        if (seg == 0 || seg >= argsz || strcmp(hole + 2, path + pre + seg) != 0)
-                return 0;
-        memcpy(arg, path + pre, seg);
-        arg[seg] = '\0';
-        return 1;
+        for (;;) {
+                const char *hole = strstr(pattern, "{}");
+                size_t pre, seg;
+
+                if (!hole)
+                        return strcmp(pattern, path) == 0;
+                pre = (size_t)(hole - pattern);
+                if (strncmp(pattern, path, pre) != 0)
+                        return 0;
+                path += pre;
+                seg = strcspn(path, "/");
+                if (seg == 0 || seg >= 64 || n >= max_args)
+                        return 0;
+                memcpy(args[n], path, seg);
+                args[n][seg] = '\0';
+                n++;
+                path += seg;
+                pattern = hole + 2;
+        }
 }
 
 void routes_dispatch(const char *group, struct request *req)
 {
-        char allow[64] = "";
+        char allow[96] = "";
 
         for (size_t i = 0; i < N_ROUTES; i++) {
                 const struct route *r = &routes[i];
-                if (strcmp(r->group, group) ||
-                    !path_match(r->path, req->path, req->path_arg, sizeof(req->path_arg)))
+                char args[2][64] = { "", "" };
+                if (strcmp(r->group, group) || !path_match(r->path, req->path, args, 2))
                         continue;
+                memcpy(req->path_arg, args[0], sizeof(args[0]));
+                memcpy(req->path_arg2, args[1], sizeof(args[1]));
                 if (strcmp(r->method, req->method) == 0 ||
                     (strcmp(req->method, "HEAD") == 0 && strcmp(r->method, "GET") == 0)) {
+                        req->route = r->path;
                         r->handler(req);
                         return;
                 }
-                snprintf(allow, sizeof(allow), "Allow: %s", r->method);
+                /* every method the path has, e.g. "Allow: GET, POST" */
+                size_t n = strlen(allow);
+                snprintf(allow + n, sizeof(allow) - n, "%s%s", n ? ", " : "Allow: ", r->method);
         }
         if (allow[0])
                 reply_error_hdr(req, API_METHOD_NOT_ALLOWED, allow, "%s is not allowed on %s",

@@ -11,9 +11,18 @@ int routes_group_known(const char *group);
  * Allow header) answered here. */
 void routes_dispatch(const char *group, struct request *req);
 
+struct lease_request;
+struct lease_outcome;
+
+/* Produce a new ticket to Kafka (h_leases.c); on failure the ticket is taken
+ * back out of Redis and a 503 is answered. Returns 0 when it is queued. */
+int leases_queue_ticket(struct request *req, const struct lease_request *lr,
+                        const struct lease_outcome *out);
+
 /* Handlers (h_*.c). */
 void h_health(struct request *req);
 void h_status(struct request *req);
+void h_metrics(struct request *req);
 void h_leases_acquire(struct request *req);
 void h_leases_poll(struct request *req);
 void h_leases_heartbeat(struct request *req);
@@ -24,3 +33,12 @@ void h_sbx_file_write(struct request *req);
 void h_sbx_start(struct request *req);
 void h_sbx_stop(struct request *req);
 void h_sbx_delete(struct request *req);
+void h_osb_create(struct request *req);
+void h_osb_list(struct request *req);
+void h_osb_get(struct request *req);
+void h_osb_delete(struct request *req);
+void h_osb_pause(struct request *req);
+void h_osb_resume(struct request *req);
+void h_osb_renew(struct request *req);
+void h_osb_metadata(struct request *req);
+void h_osb_endpoint(struct request *req);

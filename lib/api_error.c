@@ -23,6 +23,7 @@ static const struct {
         [API_FILE_TOO_LARGE] = { 413, "FILE_TOO_LARGE" },
         [API_CONFLICT] = { 409, "CONFLICT" },
         [API_PERMISSION_DENIED] = { 403, "PERMISSION_DENIED" },
+        [API_UNAUTHORIZED] = { 401, "UNAUTHORIZED" },
         [API_INTERNAL] = { 500, "INTERNAL_ERROR" },
 };
 
@@ -48,6 +49,7 @@ const char *api_status_reason(int status)
         case 202: return "Accepted";
         case 204: return "No Content";
         case 400: return "Bad Request";
+        case 401: return "Unauthorized";
         case 403: return "Forbidden";
         case 404: return "Not Found";
         case 405: return "Method Not Allowed";

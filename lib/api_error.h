@@ -21,6 +21,7 @@ enum api_error {
         API_FILE_TOO_LARGE,
         API_CONFLICT,
         API_PERMISSION_DENIED,
+        API_UNAUTHORIZED,
         API_INTERNAL,
         API_ERROR_COUNT,
 };

@@ -49,6 +49,11 @@ static const struct int_opt int_opts[] = {
         INT_OPT("FILE_MAX_BYTES", file_max_bytes, 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
         INT_OPT("RECONCILE_MS", reconcile_ms, 30000, 500, 3600000),
         INT_OPT("PROVISION_TIMEOUT_MS", provision_timeout_ms, 120000, 1000, 3600000),
+        INT_OPT("DAYTONA_TIMEOUT_MS", daytona_timeout_ms, 15000, 1000, 600000),
+        INT_OPT("DAYTONA_POLL_MAX_MS", daytona_poll_max_ms, 45000, 1000, 3600000),
+        INT_OPT("DAYTONA_AUTO_STOP_MIN", daytona_auto_stop_min, 0, 0, 525600),
+        INT_OPT("OPENSANDBOX_MAX_TIMEOUT_S", osb_max_timeout_s, 86400, 60, 31536000),
+        INT_OPT("OPENSANDBOX_MAX_PER_TENANT", osb_max_per_tenant, 50, 1, 100000),
 };
 
 static const struct str_opt str_opts[] = {
@@ -63,7 +68,49 @@ static const struct str_opt str_opts[] = {
         STR_OPT("SANDBOX_MULTIUSER_IMAGE", sandbox_multiuser_image, "sandbox-broker/multiuser:latest"),
         STR_OPT("SANDBOX_NETWORK", sandbox_network, "none"),
         STR_OPT("IDLE_POLICY", idle_policy, "stop_keep"),
+        STR_OPT("DAYTONA_API_URL", daytona_api_url, ""),
+        STR_OPT("DAYTONA_API_KEY", daytona_api_key, ""),
+        STR_OPT("DAYTONA_ORGANIZATION_ID", daytona_org_id, ""),
+        STR_OPT("DAYTONA_SNAPSHOT", daytona_snapshot, ""),
+        STR_OPT("DAYTONA_MULTIUSER_SNAPSHOT", daytona_multiuser_snapshot, ""),
+        STR_OPT("DAYTONA_TARGET", daytona_target, ""),
+        STR_OPT("DAYTONA_USER", daytona_user, "root"),
+        STR_OPT("OPENSANDBOX_API_KEYS", osb_api_keys, ""),
+        STR_OPT("OPENSANDBOX_ENDPOINT_HOST", osb_endpoint_host, ""),
 };
+
+/* SANDBOX_PROVIDER=daytona: what it needs, and the snapshots standing in
+ * for the images (records keep the snapshot name as their image). The
+ * provisioning lock lives 2 * DOCKER_TIMEOUT_MS + 5 s (lib/sandbox.c): a
+ * create (one call plus the wait for `started`) must fit in it. Messages
+ * never quote the key. */
+static int config_daytona(struct broker_config *cfg, char *err, size_t errsz)
+{
+        if (strncmp(cfg->daytona_api_url, "http://", 7) && strncmp(cfg->daytona_api_url, "https://", 8)) {
+                snprintf(err, errsz, "DAYTONA_API_URL: an http:// or https:// URL is required");
+                return -EINVAL;
+        }
+        if (!cfg->daytona_api_key[0] ||
+            strcspn(cfg->daytona_api_key, "\r\n") != strlen(cfg->daytona_api_key)) {
+                snprintf(err, errsz, "DAYTONA_API_KEY: required (one line)");
+                return -EINVAL;
+        }
+        if (strcspn(cfg->daytona_org_id, "\r\n") != strlen(cfg->daytona_org_id)) {
+                snprintf(err, errsz, "DAYTONA_ORGANIZATION_ID: must be one line");
+                return -EINVAL;
+        }
+        if ((long)cfg->daytona_timeout_ms + cfg->daytona_poll_max_ms > 2L * cfg->docker_timeout_ms) {
+                snprintf(err, errsz, "DAYTONA_TIMEOUT_MS + DAYTONA_POLL_MAX_MS must not exceed "
+                         "2 * DOCKER_TIMEOUT_MS (the provisioning lock)");
+                return -EINVAL;
+        }
+        if (cfg->daytona_snapshot[0])
+                snprintf(cfg->sandbox_image, sizeof(cfg->sandbox_image), "%s", cfg->daytona_snapshot);
+        if (cfg->daytona_multiuser_snapshot[0])
+                snprintf(cfg->sandbox_multiuser_image, sizeof(cfg->sandbox_multiuser_image), "%s",
+                         cfg->daytona_multiuser_snapshot);
+        return 0;
+}
 
 static const char *env_lookup(const char *name)
 {
@@ -120,10 +167,14 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
                 snprintf(err, errsz, "REDIS_KEY_PREFIX: must not contain spaces or braces");
                 return -EINVAL;
         }
-        if (strcmp(cfg->provider, "none") && strcmp(cfg->provider, "docker")) {
-                snprintf(err, errsz, "SANDBOX_PROVIDER=%s: expected none or docker", cfg->provider);
+        if (strcmp(cfg->provider, "none") && strcmp(cfg->provider, "docker") &&
+            strcmp(cfg->provider, "daytona")) {
+                snprintf(err, errsz, "SANDBOX_PROVIDER=%s: expected none, docker or daytona",
+                         cfg->provider);
                 return -EINVAL;
         }
+        if (strcmp(cfg->provider, "daytona") == 0 && config_daytona(cfg, err, errsz) < 0)
+                return -EINVAL;
         if (strcmp(cfg->idle_policy, "stop_keep") && strcmp(cfg->idle_policy, "delete")) {
                 snprintf(err, errsz, "IDLE_POLICY=%s: expected stop_keep or delete", cfg->idle_policy);
                 return -EINVAL;

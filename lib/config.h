@@ -38,6 +38,22 @@ struct broker_config {
         int file_max_bytes;
         int reconcile_ms;
         int provision_timeout_ms; /* a Pending sandbox older than this is retried */
+        /* SANDBOX_PROVIDER=daytona (docs/DAYTONA.md); the key is never logged */
+        char daytona_api_url[512];
+        char daytona_api_key[512];
+        char daytona_org_id[128];
+        char daytona_snapshot[256];           /* overrides sandbox_image */
+        char daytona_multiuser_snapshot[256]; /* overrides sandbox_multiuser_image */
+        char daytona_target[64];
+        char daytona_user[32];
+        int daytona_timeout_ms;
+        int daytona_poll_max_ms;
+        int daytona_auto_stop_min;
+        /* OpenSandbox API */
+        char osb_api_keys[4096];  /* "key:tenant,key:tenant" */
+        int osb_max_timeout_s;
+        int osb_max_per_tenant;
+        char osb_endpoint_host[256]; /* host[:port] in endpoint answers; "" = the request's Host */
 };
 
 /* Fill *cfg from getenv() (tests pass their own lookup through config_load_from).

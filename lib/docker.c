@@ -322,20 +322,34 @@ static int exec_sink(void *ud, const void *data, size_t len)
         return docker_demux_feed(&s->dm, data, len, &s->out, &s->err);
 }
 
-/* Run a final argv (already wrapped): exec create, attached start, exit code.
- * ret is filled on 0; a transfer that outlives timeout_ms + grace gives 0
- * with timed_out set and exit_code -1. */
-static int exec_run(struct docker *d, const char *ref, const char *const *argv,
-                    const char *const *env, const char *cwd, const char *user, int timeout_ms,
-                    size_t max_output, struct exec_result *ret, char *ret_err)
+/* How an exec's output is taken: into buffers (sink + ud), streamed
+ * (sink + ud + tick), or not at all (detach). */
+struct exec_io {
+        int (*sink)(void *ud, const void *data, size_t len);
+        int (*tick)(void *ud);
+        void *ud;
+        bool detach;
+};
+
+/* Run a final argv (already wrapped): exec create, start (attached, or
+ * detached), exit code. On 0, *ret_exit is the exit code (-1 if detached or
+ * timed out); a transfer that outlives timeout_ms + grace gives 0 with
+ * *ret_timed_out set. */
+static int exec_run_io(struct docker *d, const char *ref, const char *const *argv,
+                       const char *const *env, const char *cwd, const char *user,
+                       int timeout_ms, const struct exec_io *io, int *ret_exit,
+                       bool *ret_timed_out, char *ret_err)
 {
-        struct exec_stream s = { .out.max = max_output, .err.max = max_output };
+        static const char attached[] = "{\"Detach\":false,\"Tty\":false}";
+        static const char detached[] = "{\"Detach\":true,\"Tty\":false}";
         struct docker_buf resp = { 0 };
         char *body = NULL, *path = NULL, id[DOCKER_EXEC_ID_MAX];
         struct docker_request req = { 0 };
         long status = 0;
         int r, grace = d->timeout_ms < DOCKER_EXEC_GRACE_MS ? d->timeout_ms : DOCKER_EXEC_GRACE_MS;
 
+        *ret_exit = -1;
+        *ret_timed_out = false;
         r = docker_json_exec_body(argv, env, cwd, user, &body);
         if (r < 0) {
                 err_printf(ret_err, "docker: exec: %s", r == -EINVAL ? "empty argv" : "out of memory");
@@ -357,21 +371,23 @@ static int exec_run(struct docker *d, const char *ref, const char *const *argv,
         req = (struct docker_request){
                 .method = "POST",
                 .path = path,
-                .body = "{\"Detach\":false,\"Tty\":false}",
-                .body_len = strlen("{\"Detach\":false,\"Tty\":false}"),
-                .timeout_ms = timeout_ms + grace,
+                .body = io->detach ? detached : attached,
+                .body_len = io->detach ? strlen(detached) : strlen(attached),
+                .timeout_ms = io->detach ? d->timeout_ms : timeout_ms + grace,
                 .max_resp = DOCKER_RESP_MAX,
-                .sink = exec_sink,
-                .sink_ud = &s,
+                .sink = io->sink,
+                .sink_ud = io->ud,
+                .tick = io->tick,
+                .tick_ud = io->ud,
         };
         r = path ? docker_api_request(d->api, &req, &status, &resp, ret_err) : -ENOMEM;
-        if (r == -ETIMEDOUT) {
+        if (r == -ETIMEDOUT && !io->detach) {
                 /* The wrapper did not end it in time (the sandbox was
                  * frozen, or dockerd is stuck; a background child holding
                  * stdout open does not count: dockerd closes an exec's
                  * streams 2 s after its process exits). Report what we
                  * have; Docker has no exec kill. */
-                ret->timed_out = true;
+                *ret_timed_out = true;
                 r = 0;
         } else if (r == -EPROTO) {
                 err_printf(ret_err, "docker: exec: malformed output stream");
@@ -385,8 +401,7 @@ static int exec_run(struct docker *d, const char *ref, const char *const *argv,
         }
         docker_buf_release(&resp);
 
-        ret->exit_code = -1;
-        if (!ret->timed_out) {
+        if (!*ret_timed_out && !io->detach) {
                 free(path);
                 path = path_fmt("/exec/%s/json", id, NULL);
                 /* The stream can close a moment before Docker records the
@@ -398,7 +413,7 @@ static int exec_run(struct docker *d, const char *ref, const char *const *argv,
                                  "exec inspect", ret_err);
                         if (r < 0)
                                 goto out;
-                        r = docker_json_parse_exec_inspect(resp.data, &running, &ret->exit_code);
+                        r = docker_json_parse_exec_inspect(resp.data, &running, ret_exit);
                         docker_buf_release(&resp);
                         if (r < 0) {
                                 err_printf(ret_err, "docker: exec inspect: unexpected answer");
@@ -409,6 +424,28 @@ static int exec_run(struct docker *d, const char *ref, const char *const *argv,
                         nanosleep(&(struct timespec){ 0, 5 * 1000 * 1000 }, NULL);
                 }
         }
+        r = 0;
+out:
+        docker_buf_release(&resp);
+        free(body);
+        free(path);
+        return r;
+}
+
+/* exec_run_io with the output buffered into ret (capped at max_output per
+ * stream); detach: started only. */
+static int exec_run(struct docker *d, const char *ref, const char *const *argv,
+                    const char *const *env, const char *cwd, const char *user, int timeout_ms,
+                    size_t max_output, bool detach, struct exec_result *ret, char *ret_err)
+{
+        struct exec_stream s = { .out.max = max_output, .err.max = max_output };
+        struct exec_io io = { .sink = detach ? NULL : exec_sink, .ud = &s, .detach = detach };
+        int r;
+
+        r = exec_run_io(d, ref, argv, env, cwd, user, timeout_ms, &io, &ret->exit_code,
+                        &ret->timed_out, ret_err);
+        if (r < 0)
+                goto out;
         ret->out_truncated = s.out.truncated;
         ret->err_truncated = s.err.truncated;
         if ((r = docker_buf_steal(&s.out, &ret->out, &ret->out_len)) < 0 ||
@@ -418,9 +455,6 @@ static int exec_run(struct docker *d, const char *ref, const char *const *argv,
 out:
         docker_buf_release(&s.out);
         docker_buf_release(&s.err);
-        docker_buf_release(&resp);
-        free(body);
-        free(path);
         return r;
 }
 
@@ -475,7 +509,7 @@ static int stdin_stage(struct docker *d, const char *ref, const struct exec_spec
                 const char *argv[] = { "chown", "--", spec->user, path, NULL };
                 struct exec_result cr = { 0 };
 
-                r = exec_run(d, ref, argv, NULL, NULL, NULL, d->timeout_ms, 1024, &cr, ret_err);
+                r = exec_run(d, ref, argv, NULL, NULL, NULL, d->timeout_ms, 1024, false, &cr, ret_err);
                 if (r == 0 && cr.exit_code != 0) {
                         err_printf(ret_err, "docker: exec stdin: chown to %s failed: %.120s",
                                    spec->user, cr.err ? cr.err : "");
@@ -494,8 +528,35 @@ static void stdin_unstage(struct docker *d, const char *ref, const char *path)
         const char *argv[] = { "rm", "-f", "--", path, NULL };
         struct exec_result rr = { 0 };
 
-        exec_run(d, ref, argv, NULL, NULL, NULL, d->timeout_ms, 0, &rr, NULL);
+        exec_run(d, ref, argv, NULL, NULL, NULL, d->timeout_ms, 0, false, &rr, NULL);
         exec_result_free(&rr);
+}
+
+/* Output of exec_stream: demultiplexed straight to the caller. */
+static int stream_piece(void *ud, int stream, const void *p, size_t n)
+{
+        const struct exec_stream_cb *cb = ud;
+
+        return cb->on_output(cb->ud, stream, p, n);
+}
+
+struct stream_state {
+        struct docker_demux dm;
+        const struct exec_stream_cb *cb;
+};
+
+static int stream_sink(void *ud, const void *data, size_t len)
+{
+        struct stream_state *st = ud;
+
+        return docker_demux_feed_fn(&st->dm, data, len, stream_piece, (void *)st->cb);
+}
+
+static int stream_tick(void *ud)
+{
+        struct stream_state *st = ud;
+
+        return st->cb->on_tick ? st->cb->on_tick(st->cb->ud) : 0;
 }
 
 /* exec: argv runs as `timeout -s KILL <secs> argv...` so the command dies at
@@ -503,20 +564,22 @@ static void stdin_unstage(struct docker *d, const char *ref, const char *path)
  * timeout kills the command's whole process group at once; busybox's polls
  * once a second and kills only its direct child. timed_out
  * is set when the wrapper killed it (137 after at least timeout_ms) or the
- * transfer outlived the timeout. */
-static int docker_exec(struct provider *p, const char *ref, const struct exec_spec *spec,
-                       struct exec_result *ret, char *ret_err)
+ * transfer outlived the timeout. A detached command has no wrapper (its
+ * timeout bounds the start only). With cb, the output is streamed to it
+ * (exec_stream) instead of buffered into ret. */
+static int exec_common(struct docker *d, const char *ref, const struct exec_spec *spec,
+                       const struct exec_stream_cb *cb, struct exec_result *ret, char *ret_err)
 {
-        struct docker *d = impl(p);
         const char **argv = NULL;
         char secs[32], stdin_path[128] = "";
         size_t n = 0, i = 0;
+        bool detach = spec->detach && !cb;
         int64_t t0;
         int r = -EINVAL;
 
         memset(ret, 0, sizeof(*ret));
         ret->exit_code = -1;
-        if (!spec->argv || !spec->argv[0] || spec->timeout_ms <= 0) {
+        if (!spec->argv || !spec->argv[0] || spec->timeout_ms <= 0 || (cb && !cb->on_output)) {
                 err_printf(ret_err, "docker: exec: argv and a positive timeout are required");
                 goto out;
         }
@@ -536,10 +599,12 @@ static int docker_exec(struct provider *p, const char *ref, const struct exec_sp
         /* Fractional seconds: coreutils honours them to the ms; busybox
          * accepts them but works in whole seconds. */
         snprintf(secs, sizeof(secs), "%d.%03d", spec->timeout_ms / 1000, spec->timeout_ms % 1000);
-        argv[i++] = "timeout";
-        argv[i++] = "-s";
-        argv[i++] = "KILL";
-        argv[i++] = secs;
+        if (!detach) {
+                argv[i++] = "timeout";
+                argv[i++] = "-s";
+                argv[i++] = "KILL";
+                argv[i++] = secs;
+        }
         if (stdin_path[0]) {
                 argv[i++] = "sh";
                 argv[i++] = "-c";
@@ -549,8 +614,20 @@ static int docker_exec(struct provider *p, const char *ref, const struct exec_sp
         memcpy(argv + i, spec->argv, n * sizeof(*argv));
 
         t0 = timeutil_mono_ms();
-        r = exec_run(d, ref, argv, spec->env, spec->cwd, spec->user, spec->timeout_ms,
-                     spec->max_output, ret, ret_err);
+        if (cb) {
+                struct stream_state st = { .cb = cb };
+                struct exec_io io = { .sink = stream_sink, .tick = stream_tick, .ud = &st };
+
+                r = exec_run_io(d, ref, argv, spec->env, spec->cwd, spec->user, spec->timeout_ms,
+                                &io, &ret->exit_code, &ret->timed_out, ret_err);
+                if (r == 0 && !ret->timed_out && !docker_demux_complete(&st.dm)) {
+                        err_printf(ret_err, "docker: exec: output stream ended inside a frame");
+                        r = -EIO;
+                }
+        } else {
+                r = exec_run(d, ref, argv, spec->env, spec->cwd, spec->user, spec->timeout_ms,
+                             spec->max_output, detach, ret, ret_err);
+        }
         if (r < 0)
                 goto out;
         /* 137 is also an OOM kill: only count it near the deadline. busybox
@@ -568,6 +645,19 @@ out:
         }
         free(argv);
         return r;
+}
+
+static int docker_exec(struct provider *p, const char *ref, const struct exec_spec *spec,
+                       struct exec_result *ret, char *ret_err)
+{
+        return exec_common(impl(p), ref, spec, NULL, ret, ret_err);
+}
+
+static int docker_exec_stream(struct provider *p, const char *ref, const struct exec_spec *spec,
+                              const struct exec_stream_cb *cb, struct exec_result *ret,
+                              char *ret_err)
+{
+        return exec_common(impl(p), ref, spec, cb, ret, ret_err);
 }
 
 static void docker_free(struct provider *p)
@@ -589,6 +679,7 @@ static const struct provider_ops docker_ops = {
         .resume = docker_resume,
         .remove = docker_remove,
         .exec = docker_exec,
+        .exec_stream = docker_exec_stream,
         .inspect = docker_inspect,
         .list_managed = docker_list_managed,
         .put_archive = docker_put_archive,

@@ -75,8 +75,8 @@ int docker_buf_steal(struct docker_buf *b, char **ret, size_t *ret_len)
 
 /* ---- demultiplexer ---- */
 
-int docker_demux_feed(struct docker_demux *d, const void *data, size_t len,
-                      struct docker_buf *out, struct docker_buf *err)
+int docker_demux_feed_fn(struct docker_demux *d, const void *data, size_t len,
+                         int (*fn)(void *ud, int stream, const void *p, size_t n), void *ud)
 {
         const uint8_t *p = data;
 
@@ -110,7 +110,7 @@ int docker_demux_feed(struct docker_demux *d, const void *data, size_t len,
                         continue;
                 }
                 take = d->remaining < len ? d->remaining : len;
-                r = docker_buf_append(d->stream == 2 ? err : out, p, take);
+                r = fn(ud, d->stream == 2 ? 2 : 1, p, take);
                 if (r < 0)
                         return r;
                 p += take;
@@ -119,6 +119,25 @@ int docker_demux_feed(struct docker_demux *d, const void *data, size_t len,
                 d->in_frame = d->remaining > 0;
         }
         return d->failed ? -EPROTO : 0;
+}
+
+struct demux_bufs {
+        struct docker_buf *out, *err;
+};
+
+static int demux_to_bufs(void *ud, int stream, const void *p, size_t n)
+{
+        struct demux_bufs *b = ud;
+
+        return docker_buf_append(stream == 2 ? b->err : b->out, p, n);
+}
+
+int docker_demux_feed(struct docker_demux *d, const void *data, size_t len,
+                      struct docker_buf *out, struct docker_buf *err)
+{
+        struct demux_bufs b = { out, err };
+
+        return docker_demux_feed_fn(d, data, len, demux_to_bufs, &b);
 }
 
 bool docker_demux_complete(const struct docker_demux *d)
@@ -209,6 +228,22 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
         return len;
 }
 
+/* libcurl's progress callback: the request's tick, for keep-alives. */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+        struct xfer *x = ud;
+        int r;
+
+        (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+        r = x->req->tick(x->req->tick_ud);
+        if (r < 0) {
+                x->err = r;
+                return 1; /* aborts with CURLE_ABORTED_BY_CALLBACK */
+        }
+        return 0;
+}
+
 static void err_set(char *ret_err, const char *fmt, const char *a, const char *b)
 {
         if (ret_err)
@@ -274,6 +309,11 @@ int docker_api_request(struct docker_api *api, const struct docker_request *req,
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+        if (req->tick) {
+                curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+                curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
+                curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        }
         if (strcmp(req->method, "GET") == 0) {
                 curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
         } else if (strcmp(req->method, "HEAD") == 0) {
@@ -290,7 +330,8 @@ int docker_api_request(struct docker_api *api, const struct docker_request *req,
 
         cc = curl_easy_perform(c);
         if (cc != CURLE_OK) {
-                r = cc == CURLE_WRITE_ERROR && x.err ? x.err : curl_errno(cc);
+                r = (cc == CURLE_WRITE_ERROR || cc == CURLE_ABORTED_BY_CALLBACK) && x.err
+                            ? x.err : curl_errno(cc);
                 if (r == -EFBIG)
                         err_set(ret_err, "docker: %s %s: answer over the size cap", req->method,
                                 req->path);

@@ -56,6 +56,12 @@ struct docker_demux {
 int docker_demux_feed(struct docker_demux *d, const void *data, size_t len,
                       struct docker_buf *out, struct docker_buf *err);
 
+/* The same, handing each payload piece to fn as it arrives (stream 1 for
+ * stdout, also for 0; 2 for stderr), in stream order. A negative return of
+ * fn stops the feed and is returned. */
+int docker_demux_feed_fn(struct docker_demux *d, const void *data, size_t len,
+                         int (*fn)(void *ud, int stream, const void *p, size_t n), void *ud);
+
 /* True if the stream ended cleanly on a frame boundary. */
 bool docker_demux_complete(const struct docker_demux *d);
 
@@ -76,6 +82,11 @@ struct docker_request {
         size_t max_resp;
         int (*sink)(void *ud, const void *data, size_t len);
         void *sink_ud;
+        /* Optional: called about once a second while the transfer waits
+         * (libcurl's progress callback); a negative return aborts it and is
+         * returned. For keep-alives of a streamed answer. */
+        int (*tick)(void *ud);
+        void *tick_ud;
 };
 
 /* Create a client for socket_path (copied). No connection is made yet.

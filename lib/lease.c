@@ -205,8 +205,9 @@ int lease_acquire(struct redis_conn *c, const struct broker_config *cfg,
         snprintf(tttl, sizeof(tttl), "%d", cfg->ticket_ttl_ms);
         snprintf(seats, sizeof(seats), "%d", cfg->pool_seats);
         const char *argv[] = { req->user_id, req->session_id, req->mode, req->pool_id, cap, ttl,
-                               tttl, seats, lease_id, ticket_id, cfg->provider };
-        return run_mapped(c, LUA_ACQUIRE, 11, argv, ret);
+                               tttl, seats, lease_id, ticket_id, cfg->provider,
+                               req->sandbox_id ? req->sandbox_id : "" };
+        return run_mapped(c, LUA_ACQUIRE, 12, argv, ret);
 }
 
 int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char *ticket_id,

@@ -21,6 +21,7 @@ struct lease_request {
         const char *session_id;
         const char *mode;    /* one of lease_modes */
         const char *pool_id; /* "" unless mode is multi_user_shared */
+        const char *sandbox_id; /* NULL, or the OpenSandbox record the lease is for */
 };
 
 enum lease_outcome_kind {

@@ -52,6 +52,21 @@ struct exec_spec {
         size_t max_output;        /* per stream; the rest is drained and dropped */
         const void *stdin_data;   /* may be NULL */
         size_t stdin_len;
+        /* exec only: start the command and return at once, without waiting
+         * or output (exit_code -1); the backend reaps it. timeout_ms then
+         * bounds only the start, not the command. */
+        bool detach;
+};
+
+/* Callbacks of exec_stream. on_output gets the command's output as it
+ * arrives, in order (stream 1 = stdout, 2 = stderr; pieces of any size,
+ * not split at lines); on_tick (may be NULL) is called about once a second
+ * while waiting. A negative return of either aborts the transfer (the
+ * command is not killed: that is the caller's) and is returned. */
+struct exec_stream_cb {
+        int (*on_output)(void *ud, int stream, const char *data, size_t len);
+        int (*on_tick)(void *ud);
+        void *ud;
 };
 
 struct exec_result {
@@ -87,6 +102,12 @@ struct provider_ops {
         int (*remove)(struct provider *p, const char *ref, char *ret_err);
         int (*exec)(struct provider *p, const char *ref, const struct exec_spec *spec,
                     struct exec_result *ret, char *ret_err);
+        /* Optional (NULL if the backend cannot): exec with the output streamed
+         * to cb instead of buffered. spec as for exec (max_output and detach
+         * unused); ret gets exit_code and timed_out, no output. */
+        int (*exec_stream)(struct provider *p, const char *ref, const struct exec_spec *spec,
+                           const struct exec_stream_cb *cb, struct exec_result *ret,
+                           char *ret_err);
         int (*inspect)(struct provider *p, const char *ref, struct sandbox_info *ret,
                        char *ret_err);
         /* Call fn for every sandbox this backend holds with the managed label. */

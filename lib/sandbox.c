@@ -7,10 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daytona.h"
 #include "docker.h"
 #include "json_input.h"
 #include "lease.h"
+#include "opensandbox.h"
 #include "log.h"
+#include "metrics.h"
+#include "provider_metered.h"
 #include "timeutil.h"
 
 #define WAIT_STEP_US 100000
@@ -36,9 +40,14 @@ int sandbox_provider_new(const struct broker_config *cfg, struct provider **ret,
         *ret = NULL;
         if (strcmp(cfg->provider, "none") == 0)
                 return 0;
-        r = docker_provider_new(cfg->docker_socket, cfg->docker_timeout_ms, ret);
+        if (strcmp(cfg->provider, "daytona") == 0)
+                r = daytona_provider_from_config(cfg, ret);
+        else
+                r = docker_provider_new(cfg->docker_socket, cfg->docker_timeout_ms, ret);
+        if (r == 0)
+                r = provider_metered(ret); /* broker_provider_errors_total */
         if (r < 0)
-                snprintf(err, SANDBOX_ERR_MAX, "docker provider: %s", strerror(-r));
+                snprintf(err, SANDBOX_ERR_MAX, "%s provider: %s", cfg->provider, strerror(-r));
         return r;
 }
 
@@ -114,6 +123,8 @@ static int claim(struct redis_conn *rc, const struct broker_config *cfg, const c
                 r = -EPROTO;
         } else if (strcmp(rep->element[0]->str, "notfound") == 0) {
                 r = -ENOENT;
+        } else if (strcmp(rep->element[0]->str, "gone") == 0) {
+                r = -ESTALE;
         } else if (rep->elements != 7 ||
                    copy_str(rep->element[1], c->sandbox_id, sizeof(c->sandbox_id)) < 0 ||
                    copy_str(rep->element[2], c->state, sizeof(c->state)) < 0 ||
@@ -133,6 +144,8 @@ struct record {
         char ref[PROVIDER_REF_MAX];
         char image[256];
         long long nano_cpus, memory, pids;
+        char entrypoint[OSB_ENTRYPOINT_MAX]; /* JSON array; "" = keep-alive default */
+        char env[OSB_ENV_MAX];               /* JSON object; "" = none */
 };
 
 static int record_read(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
@@ -144,11 +157,12 @@ static int record_read(struct redis_conn *rc, const struct broker_config *cfg, c
 
         memset(rec, 0, sizeof(*rec));
         snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        const char *argv[] = { "HMGET", key, "state", "ref", "image", "nanoCpus", "memoryBytes", "pids" };
-        r = redis_conn_command(rc, 8, argv, &rep);
+        const char *argv[] = { "HMGET", key, "state", "ref", "image", "nanoCpus", "memoryBytes", "pids",
+                               "entrypoint", "env" };
+        r = redis_conn_command(rc, 10, argv, &rep);
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 6) {
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 8) {
                 r = -EPROTO;
         } else if (!str_reply(rep->element[0])) {
                 r = -ENOENT;
@@ -161,9 +175,44 @@ static int record_read(struct redis_conn *rc, const struct broker_config *cfg, c
                 rec->nano_cpus = str_reply(rep->element[3]) ? atoll(rep->element[3]->str) : 0;
                 rec->memory = str_reply(rep->element[4]) ? atoll(rep->element[4]->str) : 0;
                 rec->pids = str_reply(rep->element[5]) ? atoll(rep->element[5]->str) : 0;
+                if (str_reply(rep->element[6]))
+                        copy_str(rep->element[6], rec->entrypoint, sizeof(rec->entrypoint));
+                if (str_reply(rep->element[7]))
+                        copy_str(rep->element[7], rec->env, sizeof(rec->env));
         }
         reply_free(rep);
         return r;
+}
+
+#define SPEC_MAX_ARGS 65
+#define SPEC_MAX_ENV 130
+
+/* The record's entrypoint and env (JSON, validated at create) as argv/envp;
+ * strings borrow from *ep_obj / *env_obj, which the caller releases. */
+static void spec_from_record(const struct record *rec, const char *sid, char *env_sid,
+                             struct json_object **ep_obj, struct json_object **env_obj,
+                             const char **argv, char (*envbuf)[1024], const char **envp)
+{
+        size_t n = 0, e = 0;
+
+        snprintf(env_sid, 64, "SANDBOX_ID=%s", sid);
+        envp[e++] = env_sid;
+        *ep_obj = rec->entrypoint[0] ? json_tokener_parse(rec->entrypoint) : NULL;
+        if (*ep_obj && json_object_is_type(*ep_obj, json_type_array))
+                for (; n < json_object_array_length(*ep_obj) && n + 1 < SPEC_MAX_ARGS; n++)
+                        argv[n] = json_object_get_string(json_object_array_get_idx(*ep_obj, n));
+        argv[n] = NULL;
+        *env_obj = rec->env[0] ? json_tokener_parse(rec->env) : NULL;
+        if (*env_obj && json_object_is_type(*env_obj, json_type_object)) {
+                json_object_object_foreach(*env_obj, k, v) {
+                        if (e + 1 >= SPEC_MAX_ENV)
+                                break;
+                        snprintf(envbuf[e], 1024, "%s=%s", k, json_object_get_string(v));
+                        envp[e] = envbuf[e];
+                        e++;
+                }
+        }
+        envp[e] = NULL;
 }
 
 /* Create the container of sid (or find the one a crashed attempt made). */
@@ -171,13 +220,15 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
                             const struct broker_config *cfg, const char *sid,
                             const struct record *rec, char *ref, char *err)
 {
+        static __thread char envbuf[SPEC_MAX_ENV][1024];
+        const char *argv[SPEC_MAX_ARGS], *envp[SPEC_MAX_ENV];
+        struct json_object *ep_obj = NULL, *env_obj = NULL;
         char env_sid[64], name[48];
-        const char *env[] = { env_sid, NULL };
         struct sandbox_spec spec = {
                 .sandbox_id = sid,
                 .key_prefix = cfg->key_prefix,
                 .image = rec->image,
-                .env = env,
+                .env = envp,
                 .workdir = "/workspace",
                 .network = cfg->sandbox_network,
                 .limits = { rec->nano_cpus, rec->memory, rec->pids },
@@ -185,8 +236,11 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
         struct sandbox_info info;
         int r;
 
-        snprintf(env_sid, sizeof(env_sid), "SANDBOX_ID=%s", sid);
+        spec_from_record(rec, sid, env_sid, &ep_obj, &env_obj, argv, envbuf, envp);
+        spec.entrypoint = argv[0] ? argv : NULL;
         r = pv->ops->create(pv, &spec, ref, err);
+        json_put(ep_obj);
+        json_put(env_obj);
         if (r == -EBUSY) {
                 /* The name is taken: an earlier attempt created it. Adopt it. */
                 snprintf(name, sizeof(name), "sb-%s", sid);
@@ -207,6 +261,7 @@ static int provision_locked(struct redis_conn *rc, struct provider *pv,
 {
         struct record rec;
         char ref[PROVIDER_REF_MAX] = "";
+        int64_t t0;
         int r, attempt;
 
         r = record_read(rc, cfg, sid, &rec);
@@ -219,6 +274,7 @@ static int provision_locked(struct redis_conn *rc, struct provider *pv,
                 return -ECANCELED;
         }
         snprintf(ref, sizeof(ref), "%s", rec.ref);
+        t0 = timeutil_mono_ms();
         for (attempt = 0; attempt < 2; attempt++) {
                 if (!ref[0]) {
                         r = create_container(rc, pv, cfg, sid, &rec, ref, err);
@@ -232,6 +288,7 @@ static int provision_locked(struct redis_conn *rc, struct provider *pv,
         }
         if (r < 0)
                 return r;
+        metrics_observe_ms(METRICS_SANDBOX_CREATE, timeutil_mono_ms() - t0);
         r = sandbox_transition(rc, sid, "Pending", "Running", "READY", "", ref);
         return r == -EBUSY ? -ECANCELED : r;
 }
@@ -319,6 +376,11 @@ int sandbox_lease_ready(struct redis_conn *rc, struct provider *pv, const struct
                 *ret_lease = NULL;
         err[0] = '\0';
         r = claim(rc, cfg, lease_id, &c);
+        if (r == -ESTALE) {
+                snprintf(err, SANDBOX_ERR_MAX, "the sandbox was deleted before it got a slot");
+                lease_fail(rc, lease_id, err);
+                return r;
+        }
         if (r < 0)
                 return r;
         if (strcmp(c.state, "Running") != 0) {

@@ -4,6 +4,7 @@
  * every tick, sleep on the wake channel. SIGTERM/SIGINT finish the current
  * step (no half-granted ticket: every step is one Redis script) and leave
  * the consumer group cleanly. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "lease.h"
 #include "log.h"
+#include "metrics.h"
 #include "sandbox.h"
 #include "supervisor.h"
 #include "timeutil.h"
@@ -60,6 +62,8 @@ static void run(struct sup *s)
                 int64_t now = timeutil_mono_ms();
                 int r, got;
 
+                sup_notify_turn(s); /* WATCHDOG=1 only from a turning loop */
+                metrics_flush_due(s->redis, &s->cfg);
                 got = sup_queue_fetch(s, 0);
                 if (got < 0)
                         log_warn(NULL, "kafka: consumer error: %s", strerror(-got));
@@ -105,6 +109,7 @@ int main(void)
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
+        curl_global_init(CURL_GLOBAL_DEFAULT); /* once, before any provider (docker.h) */
 
         if (redis_conn_new(&s->cfg, &s->redis) < 0)
                 goto out;
@@ -123,10 +128,15 @@ int main(void)
         }
         log_info(NULL, "supervising: capacity %d, topic %s, group %s, lease ttl %d ms",
                  s->cfg.capacity, s->cfg.kafka_topic, s->cfg.kafka_group, s->cfg.lease_ttl_ms);
-        run(s);
+        if (sup_notify_wait_ready(s, &stop_signal) == 0)
+                run(s);
+        /* run() returns between steps: every granted ticket is committed. */
+        sup_notify_stopping();
         log_info(NULL, "signal %d: stopping", (int)stop_signal);
         rc = 0;
 out:
+        if (s->redis)
+                metrics_flush(s->redis, &s->cfg);
         sup_queue_clear(s);
         kafka_consumer_free(s->consumer);
         sup_wake_close(s);

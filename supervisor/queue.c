@@ -10,6 +10,7 @@
 
 #include "lease.h"
 #include "log.h"
+#include "metrics.h"
 #include "supervisor.h"
 
 static void on_granted(void *ud, const char *ticket, const char *lease, const char *user,
@@ -19,6 +20,8 @@ static void on_granted(void *ud, const char *ticket, const char *lease, const ch
 
         if (s->provider && s->n_granted < SUP_GRANTED_MAX)
                 snprintf(s->granted[s->n_granted++], sizeof(s->granted[0]), "%s", lease);
+        metrics_add("broker_tickets_granted_total", 1);
+        metrics_grant_wait(s->redis, &s->cfg, ticket);
         log_info(LOG_KV({ "TICKET_ID", ticket }, { "LEASE_ID", lease }, { "USER_ID", user },
                         { "SESSION_ID", session }),
                  "ticket granted");
@@ -27,6 +30,7 @@ static void on_granted(void *ud, const char *ticket, const char *lease, const ch
 static void on_expired(void *ud, const char *ticket)
 {
         (void)ud;
+        metrics_add("broker_tickets_expired_total", 1);
         log_info(LOG_KV({ "TICKET_ID", ticket }), "ticket expired: nobody polled it within TICKET_TTL_MS");
 }
 

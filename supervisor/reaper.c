@@ -3,6 +3,7 @@
  * supervisor; the script is atomic, so concurrent reapers never double-free. */
 #include "lease.h"
 #include "log.h"
+#include "metrics.h"
 #include "supervisor.h"
 
 #define REAP_BATCH 500
@@ -10,6 +11,7 @@
 static void on_reaped(void *ud, const char *lease, const char *user, const char *session)
 {
         (void)ud;
+        metrics_add("broker_leases_reaped_total", 1);
         log_info(LOG_KV({ "LEASE_ID", lease }, { "USER_ID", user }, { "SESSION_ID", session }),
                  "lease expired: no heartbeat within LEASE_TTL_MS; released");
 }
@@ -17,6 +19,7 @@ static void on_reaped(void *ud, const char *lease, const char *user, const char 
 static void on_expired(void *ud, const char *ticket)
 {
         (void)ud;
+        metrics_add("broker_tickets_expired_total", 1);
         log_info(LOG_KV({ "TICKET_ID", ticket }), "ticket expired: nobody polled it within TICKET_TTL_MS");
 }
 

@@ -17,6 +17,7 @@ void sup_sandboxes_provision(struct sup *s)
         for (int i = 0; i < s->n_granted; i++) {
                 const char *id = s->granted[i];
                 int r = sandbox_lease_ready(s->redis, s->provider, &s->cfg, id, NULL, err);
+                sup_notify_progress(); /* each sandbox made is progress; a batch may be long */
                 if (r == 0)
                         log_info(LOG_KV({ "LEASE_ID", id }), "sandbox ready for a lease granted from the queue");
                 else if (r != -ENOENT)

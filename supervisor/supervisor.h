@@ -4,6 +4,7 @@
  * supervisors can run at once; only the one holding the Kafka partition
  * consumes the queue, all of them reap. */
 #pragma once
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <hiredis/hiredis.h>
@@ -60,6 +61,16 @@ void sup_sandboxes_reconcile(struct sup *s);
  * timeout_ms and returns 1 if woken, 0 otherwise (reconnecting as needed). */
 int sup_wake_wait(struct sup *s, int timeout_ms);
 void sup_wake_close(struct sup *s);
+
+/* notify.c: systemd's service protocol. sup_notify_wait_ready() waits (until
+ * *stop) for Redis and the provider to answer, then sends READY=1; returns 0
+ * or -ECANCELED. sup_notify_turn() once per loop turn feeds the watchdog and
+ * refreshes STATUS=; sup_notify_progress() only feeds the watchdog (long
+ * steps inside a turn); sup_notify_stopping() sends STOPPING=1. */
+int sup_notify_wait_ready(struct sup *s, volatile sig_atomic_t *stop);
+void sup_notify_turn(struct sup *s);
+void sup_notify_progress(void);
+void sup_notify_stopping(void);
 
 /* Log a Redis failure once per outage; log recovery once. */
 void sup_redis_status(struct sup *s, int r, const char *what);

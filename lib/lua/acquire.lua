@@ -1,10 +1,12 @@
 -- acquire: ARGV = prefix, userId, sessionId, mode, poolId ('' if none), capacity,
---   leaseTtlMs, ticketTtlMs, poolSeats, newLeaseId, newTicketId, provider
+--   leaseTtlMs, ticketTtlMs, poolSeats, newLeaseId, newTicketId, provider,
+--   sandboxId ('' unless an OpenSandbox create: the record it is for)
 -- Returns {'granted', lease-hash...} | {'queued', ticketId, position, 'new'|'existing'}
 --       | {'conflict', mode, poolId}
 local user, session, mode, pool = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local capacity, ttl, ticket_ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local seats, lease_id, ticket_id, provider = tonumber(ARGV[9]), ARGV[10], ARGV[11], ARGV[12]
+local want_sid = ARGV[13] or ''
 local now = now_ms()
 
 local held = redis.call('GET', session_key(user, session))
@@ -13,9 +15,11 @@ if held then
   if l[1] then
     if l[1] ~= mode or l[2] ~= pool then return { 'conflict', l[1], l[2] } end
     -- A repeated acquire is a sign of life: it renews like a heartbeat.
-    local exp = now + ttl
-    redis.call('HSET', lease_key(held), 'expiresAt', exp)
-    redis.call('ZADD', K_LEASES, exp, held)
+    if redis.call('HGET', lease_key(held), 'fixedExpiry') ~= '1' then
+      local exp = now + ttl
+      redis.call('HSET', lease_key(held), 'expiresAt', exp)
+      redis.call('ZADD', K_LEASES, exp, held)
+    end
     return { 'granted', redis.call('HGETALL', lease_key(held)) }
   end
   redis.call('DEL', session_key(user, session))
@@ -34,7 +38,7 @@ end
 
 local p = place(user, session, mode, pool, seats)
 if not p.newslot or (slot_free(capacity) and redis.call('ZCARD', K_QUEUE) == 0) then
-  grant_lease(p, user, session, mode, pool, lease_id, provider, ttl, now)
+  grant_lease(p, user, session, mode, pool, lease_id, provider, ttl, now, want_sid)
   return { 'granted', redis.call('HGETALL', lease_key(lease_id)) }
 end
 
@@ -44,8 +48,17 @@ local last = redis.call('ZRANGE', K_QUEUE, -1, -1, 'WITHSCORES')
 local seq = (last[2] and tonumber(last[2]) or 0) + 1
 redis.call('HSET', ticket_key(ticket_id), 'ticketId', ticket_id, 'userId', user,
   'sessionId', session, 'mode', mode, 'poolId', pool, 'seq', seq, 'state', 'queued',
-  'createdAt', now)
+  'createdAt', now, 'sandboxId', want_sid)
 redis.call('ZADD', K_QUEUE, seq, ticket_id)
-redis.call('ZADD', K_TPOLL, now, ticket_id)
+if want_sid ~= '' then
+  -- Nobody polls an OpenSandbox create: it waits until its sandbox would
+  -- expire. The poll index holds "last sign of life"; place it so that the
+  -- ticket counts as abandoned exactly at the sandbox's expiry.
+  local rexp = redis.call('HGET', sandbox_key(want_sid), 'expiresAt')
+  local until_ms = (rexp and rexp ~= '') and tonumber(rexp) or NEVER_MS
+  redis.call('ZADD', K_TPOLL, until_ms - ticket_ttl, ticket_id)
+else
+  redis.call('ZADD', K_TPOLL, now, ticket_id)
+end
 redis.call('SET', tsession_key(user, session), ticket_id)
 return { 'queued', ticket_id, ticket_position(ticket_id), 'new' }

@@ -32,6 +32,7 @@ local K_TPOLL, K_MODES, K_WAKE = P .. 'ticketpoll', P .. 'modes', P .. 'wake'
 local K_SANDBOXES, K_TEARDOWN, K_PARKED = P .. 'sandboxes', P .. 'teardown', P .. 'parked'
 local TICKET_KEEP_S = 3600 -- how long a finished ticket still answers polls
 local SANDBOX_KEEP_S = 3600 -- how long a Terminated sandbox record stays readable
+local NEVER_MS = 253402300799000 -- 9999-12-31: "no expiry" (manual cleanup)
 
 local function now_ms()
   local t = redis.call('TIME')
@@ -55,6 +56,19 @@ local function sandbox_set_state(sid, state, reason, message, now)
   redis.call('HSET', sandbox_key(sid), 'state', state, 'message', message or '',
     'lastTransitionAt', now or now_ms())
   if reason and reason ~= '' then redis.call('HSET', sandbox_key(sid), 'reason', reason) end
+end
+
+-- A record leaves for good (Terminated or Failed): out of the indexes, kept
+-- readable for SANDBOX_KEEP_S, and its slot no longer points at it.
+local function sandbox_finish(sid, state, reason, message)
+  sandbox_set_state(sid, state, reason, message)
+  redis.call('ZREM', K_SANDBOXES, sid)
+  redis.call('ZREM', K_PARKED, sid)
+  redis.call('EXPIRE', sandbox_key(sid), SANDBOX_KEEP_S)
+  local slot = redis.call('HGET', sandbox_key(sid), 'slot')
+  if slot and slot ~= '' and redis.call('HGET', slot_key(slot), 'sandboxId') == sid then
+    redis.call('HDEL', slot_key(slot), 'sandboxId')
+  end
 end
 
 -- Hand a sandbox to the supervisor's teardown: action 'stop' parks it for
@@ -109,7 +123,9 @@ local function slot_free(capacity)
 end
 
 -- Store a lease at place p. Returns the lease id.
-local function grant_lease(p, user, session, mode, pool, lease_id, provider, ttl, now)
+-- want_sid ('' for none): the sandbox record this lease is for (an OpenSandbox
+-- create); such a lease expires when its sandbox does, not by heartbeats.
+local function grant_lease(p, user, session, mode, pool, lease_id, provider, ttl, now, want_sid)
   local slot = p.slot
   if p.newslot then
     redis.call('SADD', K_ACTIVE, slot)
@@ -126,6 +142,11 @@ local function grant_lease(p, user, session, mode, pool, lease_id, provider, ttl
     redis.call('HINCRBY', seatrefs_key(slot), user, 1)
   end
   local exp = now + ttl
+  if want_sid and want_sid ~= '' then
+    local rexp = redis.call('HGET', sandbox_key(want_sid), 'expiresAt')
+    exp = (rexp and rexp ~= '') and tonumber(rexp) or NEVER_MS
+    redis.call('HSET', lease_key(lease_id), 'sandboxId', want_sid, 'fixedExpiry', '1')
+  end
   redis.call('HSET', lease_key(lease_id), 'leaseId', lease_id, 'userId', user,
     'sessionId', session, 'mode', mode, 'poolId', pool, 'slot', slot,
     'seat', p.seat or '', 'provider', provider,
@@ -191,8 +212,11 @@ local function ticket_unqueue(tid, user, session)
 end
 
 local function ticket_expire(tid)
-  local t = redis.call('HMGET', ticket_key(tid), 'userId', 'sessionId')
+  local t = redis.call('HMGET', ticket_key(tid), 'userId', 'sessionId', 'sandboxId')
   ticket_unqueue(tid, t[1], t[2])
+  if t[3] and t[3] ~= '' and redis.call('HGET', sandbox_key(t[3]), 'state') == 'Pending' then
+    sandbox_finish(t[3], 'Terminated', 'ttl_expiry', 'expired while waiting for a slot')
+  end
   if t[1] then
     redis.call('HSET', ticket_key(tid), 'state', 'expired')
     redis.call('EXPIRE', ticket_key(tid), TICKET_KEEP_S)

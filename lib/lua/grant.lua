@@ -14,7 +14,7 @@ local next_id = 8
 while next_id <= #ARGV do
   local head = redis.call('ZRANGE', K_QUEUE, 0, 0)[1]
   if not head then break end
-  local t = redis.call('HMGET', ticket_key(head), 'state', 'userId', 'sessionId', 'mode', 'poolId')
+  local t = redis.call('HMGET', ticket_key(head), 'state', 'userId', 'sessionId', 'mode', 'poolId', 'sandboxId')
   if t[1] ~= 'queued' then
     ticket_unqueue(head, t[2], t[3])
   elseif ticket_abandoned(head, now, ticket_ttl) then
@@ -26,7 +26,7 @@ while next_id <= #ARGV do
     if not lease_id or redis.call('EXISTS', lease_key(lease_id)) == 0 then
       local p = place(user, session, mode, pool, seats)
       if p.newslot and not slot_free(capacity) then break end
-      lease_id = grant_lease(p, user, session, mode, pool, ARGV[next_id], provider, ttl, now)
+      lease_id = grant_lease(p, user, session, mode, pool, ARGV[next_id], provider, ttl, now, t[6])
       next_id = next_id + 1
     end
     ticket_unqueue(head, user, session)

@@ -6,7 +6,10 @@ if id == '' then
   if not id then return { 'notfound' } end
 end
 if redis.call('EXISTS', lease_key(id)) == 0 then return { 'notfound' } end
-local exp = now_ms() + ttl
-redis.call('HSET', lease_key(id), 'expiresAt', exp)
-redis.call('ZADD', K_LEASES, exp, id)
+-- An OpenSandbox lease lives until its sandbox's expiresAt (renew-expiration).
+if redis.call('HGET', lease_key(id), 'fixedExpiry') ~= '1' then
+  local exp = now_ms() + ttl
+  redis.call('HSET', lease_key(id), 'expiresAt', exp)
+  redis.call('ZADD', K_LEASES, exp, id)
+end
 return { 'ok', redis.call('HGETALL', lease_key(id)) }

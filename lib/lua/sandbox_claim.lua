@@ -2,7 +2,8 @@
 --   image, multiUserImage, nanoCpus, memoryBytes, pids, provider
 -- The slot's sandbox if it has one; else a parked (Stopped) sandbox of the same
 -- slot; else a new Pending record. Also sets the lease's workdir and Linux user.
--- Returns {'notfound'} | {'ok', sandboxId, state, ref, workdir, linuxUser, needs}
+-- Returns {'notfound'} (no lease) | {'gone'} (its OpenSandbox record was deleted)
+--       | {'ok', sandboxId, state, ref, workdir, linuxUser, needs}
 -- where needs is 'create', 'start' or 'none'.
 local lease_id, new_sid, image = ARGV[2], ARGV[3], ARGV[4]
 local l = redis.call('HMGET', lease_key(lease_id), 'slot', 'mode', 'userId', 'sessionId', 'seat', 'poolId')
@@ -10,6 +11,15 @@ if not l[1] then return { 'notfound' } end
 local slot, mode, user, session, seat, pool = l[1], l[2], l[3], l[4], l[5], l[6]
 local now = now_ms()
 local sid = redis.call('HGET', slot_key(slot), 'sandboxId')
+local want = redis.call('HGET', lease_key(lease_id), 'sandboxId')
+if not sid and want and want ~= '' then
+  -- an OpenSandbox create: its record was made at create time
+  if redis.call('HGET', sandbox_key(want), 'state') ~= 'Pending' then return { 'gone' } end
+  sid = want
+  redis.call('HSET', sandbox_key(sid), 'slot', slot)
+  sandbox_set_state(sid, 'Pending', 'CREATING', 'creating the sandbox', now)
+  redis.call('HSET', slot_key(slot), 'sandboxId', sid)
+end
 if not sid then
   local parked = redis.call('GET', parked_key(slot))
   if parked and redis.call('HGET', sandbox_key(parked), 'state') == 'Stopped' then

@@ -14,13 +14,7 @@ if cur[1] == 'Stopping' and to ~= 'Stopping' then
 end
 if ref ~= '' then redis.call('HSET', sandbox_key(sid), 'ref', ref) end
 if to == 'Terminated' or to == 'Failed' then
-  redis.call('ZREM', K_SANDBOXES, sid)
-  redis.call('ZREM', K_PARKED, sid)
-  redis.call('EXPIRE', sandbox_key(sid), SANDBOX_KEEP_S)
-  local slot = cur[2]
-  if redis.call('HGET', slot_key(slot), 'sandboxId') == sid then
-    redis.call('HDEL', slot_key(slot), 'sandboxId')
-  end
+  sandbox_finish(sid, to, reason, message)
 elseif to == 'Stopped' and cur[1] == 'Stopping' then
   redis.call('HDEL', sandbox_key(sid), 'teardown')
   local slot = cur[2]

@@ -163,7 +163,8 @@ def test_reacquire_of_held_pool_session_with_other_pool_conflicts(broker):
 
 
 def test_abandoned_ticket_is_skipped(broker):
-    ttl = 2000
+    # c is polled every 0.3 s: a stall of up to ~2.5 s does not expire it
+    ttl = 3000
     b = broker(BROKER_CAPACITY=1, TICKET_TTL_MS=ttl)
     assert b.acquire("a", "s").status == 200
     rb = b.acquire("b", "s")

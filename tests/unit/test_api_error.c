@@ -66,6 +66,7 @@ static void test_table_values(void **state)
                 { API_FILE_TOO_LARGE, 413, "FILE_TOO_LARGE" },
                 { API_CONFLICT, 409, "CONFLICT" },
                 { API_PERMISSION_DENIED, 403, "PERMISSION_DENIED" },
+                { API_UNAUTHORIZED, 401, "UNAUTHORIZED" },
                 { API_INTERNAL, 500, "INTERNAL_ERROR" },
         };
         (void)state;

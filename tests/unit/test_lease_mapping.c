@@ -522,7 +522,7 @@ static void test_outcome_clear(void **state)
 
 static void test_ticket_message(void **state)
 {
-        const struct lease_request req = { "u1", "s1", "exclusive", "" };
+        const struct lease_request req = { "u1", "s1", "exclusive", "", NULL };
         struct json_object *o, *v;
         char *msg = NULL, id[33];
         int64_t before = timeutil_now_ms(), after;
@@ -556,7 +556,7 @@ static void test_ticket_message(void **state)
 
 static void test_ticket_message_pool(void **state)
 {
-        const struct lease_request req = { "u.2@x", "s-2", "multi_user_shared", "pool_1" };
+        const struct lease_request req = { "u.2@x", "s-2", "multi_user_shared", "pool_1", NULL };
         struct json_object *o, *v;
         char *msg = NULL;
 
@@ -572,7 +572,7 @@ static void test_ticket_message_pool(void **state)
         free(msg);
 
         /* A NULL pool is the same as "". */
-        const struct lease_request nopool = { "u", "s", "user_shared", NULL };
+        const struct lease_request nopool = { "u", "s", "user_shared", NULL, NULL };
         assert_int_equal(lease_ticket_message(&nopool, TICKET_ID, &msg), 0);
         assert_non_null(strstr(msg, "\"poolId\":null"));
         free(msg);
@@ -698,7 +698,7 @@ static void assert_hex_id(const char *s)
 
 static void test_acquire_args(void **state)
 {
-        const struct lease_request req = { "u1", "s1", "multi_user_shared", "pool-9" };
+        const struct lease_request req = { "u1", "s1", "multi_user_shared", "pool-9", NULL };
         struct lease_outcome o;
 
         (void)state;
@@ -711,8 +711,8 @@ static void test_acquire_args(void **state)
         assert_int_equal(lease_acquire(NULL, &test_cfg, &req, &o), 0);
         assert_int_equal(fake.calls, 1);
         assert_int_equal(fake.id, LUA_ACQUIRE);
-        /* lib/lua/acquire.lua: ARGV[2..12] (the prefix is added by redis_conn). */
-        assert_int_equal(fake.argc, 11);
+        /* lib/lua/acquire.lua: ARGV[2..13] (the prefix is added by redis_conn). */
+        assert_int_equal(fake.argc, 12);
         assert_string_equal(fake.argv[0], "u1");
         assert_string_equal(fake.argv[1], "s1");
         assert_string_equal(fake.argv[2], "multi_user_shared");
@@ -735,7 +735,7 @@ static void test_acquire_args(void **state)
 
 static void test_acquire_fresh_ids(void **state)
 {
-        const struct lease_request req = { "u1", "s1", "exclusive", "" };
+        const struct lease_request req = { "u1", "s1", "exclusive", "", NULL };
         struct lease_outcome o;
         char first[2][80];
 
@@ -760,7 +760,7 @@ static void test_acquire_fresh_ids(void **state)
 static void test_acquire_errors(void **state)
 {
         static const int errs[] = { -EIO, -EPROTO, -ENOMEM, -E2BIG };
-        const struct lease_request req = { "u1", "s1", "exclusive", "" };
+        const struct lease_request req = { "u1", "s1", "exclusive", "", NULL };
         struct lease_outcome o;
 
         (void)state;

@@ -1,0 +1,25 @@
+-- osb_renew: move an OpenSandbox sandbox's expiry. ARGV = prefix, sandboxId, tenant,
+--   newExpiresAtMs, latestAllowedMs, ticketTtlMs
+-- Returns {'ok'} | {'notfound'} | {'invalid', reason} | {'conflict', state}
+local sid, tenant, new, latest = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local s = redis.call('HMGET', sandbox_key(sid), 'tenant', 'state', 'expiresAt')
+if s[1] ~= tenant then return { 'notfound' } end
+if s[2] == 'Stopping' or s[2] == 'Terminated' or s[2] == 'Failed' then return { 'conflict', s[2] } end
+local now = now_ms()
+if new <= now then return { 'invalid', 'expiresAt must be in the future' } end
+if s[3] and s[3] ~= '' and new <= tonumber(s[3]) then
+  return { 'invalid', 'expiresAt must be after the current expiresAt' }
+end
+if new > latest then return { 'invalid', 'expiresAt is beyond the longest timeout this server allows' } end
+redis.call('HSET', sandbox_key(sid), 'expiresAt', new)
+local lease = redis.call('GET', session_key(tenant, sid))
+if lease and redis.call('EXISTS', lease_key(lease)) == 1 then
+  redis.call('HSET', lease_key(lease), 'expiresAt', new)
+  redis.call('ZADD', K_LEASES, new, lease)
+end
+local tid = redis.call('GET', tsession_key(tenant, sid))
+if tid and redis.call('ZSCORE', K_TPOLL, tid) then
+  -- a queued create now waits until the new expiry (see acquire.lua)
+  redis.call('ZADD', K_TPOLL, new - tonumber(ARGV[6] or 0), tid)
+end
+return { 'ok' }

@@ -1,0 +1,441 @@
+/* opensandbox: see opensandbox.h. */
+#include "opensandbox.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "json_input.h"
+#include "timeutil.h"
+
+#define KEY_CMP_MAX 256 /* API keys are compared over this many bytes */
+
+/* Compare a and b over KEY_CMP_MAX bytes without data-dependent branches. */
+static int ct_equal(const char *a, size_t alen, const char *b, size_t blen)
+{
+        unsigned char diff = (unsigned char)(alen != blen);
+
+        for (size_t i = 0; i < KEY_CMP_MAX; i++) {
+                unsigned char x = i < alen ? (unsigned char)a[i] : 0;
+                unsigned char y = i < blen ? (unsigned char)b[i] : 0;
+                diff |= x ^ y;
+        }
+        return diff == 0;
+}
+
+int osb_tenant_for_key(const struct broker_config *cfg, const char *key, char *tenant)
+{
+        const char *p = cfg->osb_api_keys;
+        size_t klen = strlen(key);
+        int found = 0;
+
+        tenant[0] = '\0';
+        if (klen == 0 || klen >= KEY_CMP_MAX)
+                return -EACCES;
+        while (*p) {
+                size_t n = strcspn(p, ","), klen_cfg = strcspn(p, ":");
+                if (klen_cfg < n && n - klen_cfg - 1 < 129) {
+                        /* every entry is compared, the match only remembered */
+                        int eq = ct_equal(p, klen_cfg, key, klen);
+                        if (eq && !found) {
+                                memcpy(tenant, p + klen_cfg + 1, n - klen_cfg - 1);
+                                tenant[n - klen_cfg - 1] = '\0';
+                                found = 1;
+                        }
+                }
+                p += n;
+                if (*p == ',')
+                        p++;
+        }
+        return found && json_input_id_valid(tenant) ? 0 : -EACCES;
+}
+
+int osb_parse_cpu(const char *s, int64_t *ret)
+{
+        char *end;
+        double v;
+
+        if (!*s || isspace((unsigned char)*s))
+                return -EINVAL;
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s)
+                return -EINVAL;
+        if (strcmp(end, "m") == 0)
+                v /= 1000.0;
+        else if (*end)
+                return -EINVAL;
+        if (!(v >= 0.01 && v <= 64.0))
+                return -EINVAL;
+        *ret = (int64_t)(v * 1e9 + 0.5);
+        return 0;
+}
+
+int osb_parse_memory(const char *s, int64_t *ret)
+{
+        static const struct { const char *suffix; double mult; } units[] = {
+                { "", 1 }, { "Ki", 1024.0 }, { "Mi", 1048576.0 }, { "Gi", 1073741824.0 },
+                { "Ti", 1099511627776.0 }, { "K", 1e3 }, { "M", 1e6 }, { "G", 1e9 }, { "T", 1e12 },
+        };
+        char *end;
+        double v;
+
+        if (!*s || !isdigit((unsigned char)*s))
+                return -EINVAL;
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno || end == s)
+                return -EINVAL;
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+                if (strcmp(end, units[i].suffix) == 0) {
+                        v *= units[i].mult;
+                        /* Docker's floor is 6 MiB; above 1 TiB is a typo */
+                        if (!(v >= 6.0 * 1048576 && v <= 1099511627776.0))
+                                return -EINVAL;
+                        *ret = (int64_t)v;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+/* [a-z0-9]([-a-z0-9]*[a-z0-9])? of at most max characters (n of them). */
+static bool dns_label(const char *s, size_t n, size_t max, bool upper_ok, const char *extra)
+{
+        if (n == 0 || n > max)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char)s[i];
+                bool alnum = isdigit(c) || (c >= 'a' && c <= 'z') || (upper_ok && c >= 'A' && c <= 'Z');
+                if (!alnum && !(i > 0 && i + 1 < n && strchr(extra, c)))
+                        return false;
+        }
+        return true;
+}
+
+bool osb_metadata_key_valid(const char *key)
+{
+        const char *slash = strchr(key, '/');
+        const char *name = slash ? slash + 1 : key;
+
+        if (strncmp(key, "opensandbox.io/", 15) == 0)
+                return false; /* reserved by the spec */
+        if (slash) {
+                /* prefix: a DNS subdomain of labels joined by '.', at most 253 */
+                size_t plen = (size_t)(slash - key);
+                const char *p = key;
+                if (plen == 0 || plen > 253)
+                        return false;
+                while (p < slash) {
+                        size_t n = strcspn(p, "./");
+                        if (p + n > slash || !dns_label(p, n, 63, false, "-"))
+                                return false;
+                        p += n;
+                        if (*p == '.')
+                                p++;
+                }
+        }
+        return dns_label(name, strlen(name), 63, true, "-_.");
+}
+
+bool osb_metadata_value_valid(const char *value)
+{
+        size_t n = strlen(value);
+        return n == 0 || dns_label(value, n, 63, true, "-_.");
+}
+
+int osb_metadata_check(struct json_object *md, char *err)
+{
+        if (!json_object_is_type(md, json_type_object)) {
+                snprintf(err, OSB_ERR_MAX, "metadata must be an object of strings");
+                return -EINVAL;
+        }
+        json_object_object_foreach(md, k, v) {
+                if (!osb_metadata_key_valid(k)) {
+                        snprintf(err, OSB_ERR_MAX,
+                                 "metadata key '%.64s' is not a valid label key (or is reserved)", k);
+                        return -EINVAL;
+                }
+                if (!json_object_is_type(v, json_type_string) ||
+                    !osb_metadata_value_valid(json_object_get_string(v))) {
+                        snprintf(err, OSB_ERR_MAX,
+                                 "metadata value of '%.64s' must be a string of at most 63 label characters", k);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
+static int store_json(struct json_object *o, char *buf, size_t size, const char *what, char *err)
+{
+        const char *s = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                                  JSON_C_TO_STRING_NOSLASHESCAPE)
+                          : "{}";
+        if (strlen(s) >= size) {
+                snprintf(err, OSB_ERR_MAX, "%s is larger than %zu bytes", what, size - 1);
+                return -EINVAL;
+        }
+        strcpy(buf, s);
+        return 0;
+}
+
+static int parse_entrypoint(struct json_object *ep, struct osb_create *c, char *err)
+{
+        size_t n;
+
+        if (!json_object_is_type(ep, json_type_array) || (n = json_object_array_length(ep)) == 0 ||
+            n > 64) {
+                snprintf(err, OSB_ERR_MAX, "entrypoint must be an array of 1 to 64 strings");
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct json_object *a = json_object_array_get_idx(ep, i);
+                if (!json_object_is_type(a, json_type_string) ||
+                    (i == 0 && json_object_get_string_len(a) == 0) ||
+                    strlen(json_object_get_string(a)) != (size_t)json_object_get_string_len(a)) {
+                        snprintf(err, OSB_ERR_MAX, "entrypoint[%zu] must be a non-empty string", i);
+                        return -EINVAL;
+                }
+        }
+        return store_json(ep, c->entrypoint, sizeof(c->entrypoint), "entrypoint", err);
+}
+
+static int parse_env(struct json_object *env, struct osb_create *c, char *err)
+{
+        if (!env || json_object_is_type(env, json_type_null))
+                return store_json(NULL, c->env, sizeof(c->env), "env", err);
+        if (!json_object_is_type(env, json_type_object) || json_object_object_length(env) > 128) {
+                snprintf(err, OSB_ERR_MAX, "env must be an object of at most 128 strings");
+                return -EINVAL;
+        }
+        json_object_object_foreach(env, k, v) {
+                bool ok = *k && !isdigit((unsigned char)*k) && strlen(k) < 128;
+                for (const char *p = k; ok && *p; p++)
+                        ok = isalnum((unsigned char)*p) || *p == '_';
+                if (!ok || !json_object_is_type(v, json_type_string) ||
+                    strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v)) {
+                        snprintf(err, OSB_ERR_MAX, "env: '%.64s' must be [A-Za-z_][A-Za-z0-9_]* with a string value", k);
+                        return -EINVAL;
+                }
+        }
+        return store_json(env, c->env, sizeof(c->env), "env", err);
+}
+
+int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
+                     struct osb_create *c, char *err)
+{
+        struct json_object *image, *uri, *v, *limits;
+
+        memset(c, 0, sizeof(*c));
+        if (json_object_object_get_ex(body, "snapshotId", &v) && !json_object_is_type(v, json_type_null)) {
+                snprintf(err, OSB_ERR_MAX, "snapshotId is not supported by this server: create from an image");
+                return -EINVAL;
+        }
+        if (!json_object_object_get_ex(body, "image", &image) ||
+            !json_object_is_type(image, json_type_object) ||
+            !json_object_object_get_ex(image, "uri", &uri) || !json_object_is_type(uri, json_type_string) ||
+            json_object_get_string_len(uri) == 0 || json_object_get_string_len(uri) >= (int)sizeof(c->image)) {
+                snprintf(err, OSB_ERR_MAX, "image.uri is required (a string of at most %zu characters)",
+                         sizeof(c->image) - 1);
+                return -EINVAL;
+        }
+        for (const char *p = json_object_get_string(uri); *p; p++)
+                if (!isgraph((unsigned char)*p)) {
+                        snprintf(err, OSB_ERR_MAX, "image.uri must not contain spaces or control characters");
+                        return -EINVAL;
+                }
+        strcpy(c->image, json_object_get_string(uri));
+        if (json_object_object_get_ex(image, "auth", &v) && !json_object_is_type(v, json_type_null)) {
+                snprintf(err, OSB_ERR_MAX, "image.auth is not supported: no registry is used, images are local");
+                return -EINVAL;
+        }
+        if (!json_object_object_get_ex(body, "entrypoint", &v)) {
+                snprintf(err, OSB_ERR_MAX, "entrypoint is required when image is given");
+                return -EINVAL;
+        }
+        if (parse_entrypoint(v, c, err) < 0)
+                return -EINVAL;
+
+        c->timeout_s = -1;
+        if (json_object_object_get_ex(body, "timeout", &v) && !json_object_is_type(v, json_type_null)) {
+                int64_t t = json_object_get_int64(v);
+                if (!json_object_is_type(v, json_type_int) || t < 60 || t > cfg->osb_max_timeout_s) {
+                        snprintf(err, OSB_ERR_MAX, "timeout must be an integer from 60 to %d seconds, or null",
+                                 cfg->osb_max_timeout_s);
+                        return -EINVAL;
+                }
+                c->timeout_s = t;
+        }
+
+        c->nano_cpus = (int64_t)cfg->sandbox_millicpus * 1000000;
+        c->memory_bytes = (int64_t)cfg->sandbox_memory_mb * 1048576;
+        if (json_object_object_get_ex(body, "resourceLimits", &limits) &&
+            !json_object_is_type(limits, json_type_null)) {
+                if (!json_object_is_type(limits, json_type_object)) {
+                        snprintf(err, OSB_ERR_MAX, "resourceLimits must be an object of strings");
+                        return -EINVAL;
+                }
+                json_object_object_foreach(limits, k, lv) {
+                        const char *s = json_object_is_type(lv, json_type_string) ? json_object_get_string(lv) : NULL;
+                        if (strcmp(k, "cpu") == 0) {
+                                if (!s || osb_parse_cpu(s, &c->nano_cpus) < 0) {
+                                        snprintf(err, OSB_ERR_MAX, "resourceLimits.cpu must be like \"500m\" or \"1\" (0.01 to 64 CPUs)");
+                                        return -EINVAL;
+                                }
+                        } else if (strcmp(k, "memory") == 0) {
+                                if (!s || osb_parse_memory(s, &c->memory_bytes) < 0) {
+                                        snprintf(err, OSB_ERR_MAX, "resourceLimits.memory must be like \"512Mi\" or \"2Gi\" (6Mi to 1Ti)");
+                                        return -EINVAL;
+                                }
+                        } else if (strcmp(k, "gpu") == 0) {
+                                if (!s || strcmp(s, "0") != 0) {
+                                        snprintf(err, OSB_ERR_MAX, "resourceLimits.gpu: this server has no GPUs");
+                                        return -EINVAL;
+                                }
+                        } else {
+                                snprintf(err, OSB_ERR_MAX, "resourceLimits.%.64s is not a resource this server knows", k);
+                                return -EINVAL;
+                        }
+                }
+        }
+        if (parse_env(json_object_object_get_ex(body, "env", &v) ? v : NULL, c, err) < 0)
+                return -EINVAL;
+        if (json_object_object_get_ex(body, "metadata", &v) && !json_object_is_type(v, json_type_null)) {
+                if (osb_metadata_check(v, err) < 0)
+                        return -EINVAL;
+                if (store_json(v, c->metadata, sizeof(c->metadata), "metadata", err) < 0)
+                        return -EINVAL;
+        } else {
+                strcpy(c->metadata, "{}");
+        }
+        if (json_object_object_get_ex(body, "platform", &v) && !json_object_is_type(v, json_type_null)) {
+                struct json_object *os, *arch;
+                if (!json_object_object_get_ex(v, "os", &os) || !json_object_object_get_ex(v, "arch", &arch) ||
+                    strcmp(json_object_get_string(os), "linux") || strcmp(json_object_get_string(arch), "amd64")) {
+                        snprintf(err, OSB_ERR_MAX, "platform: this server runs linux/amd64 only");
+                        return -EINVAL;
+                }
+        }
+        if (json_object_object_get_ex(body, "volumes", &v) && json_object_is_type(v, json_type_array) &&
+            json_object_array_length(v) > 0) {
+                snprintf(err, OSB_ERR_MAX, "volumes are not supported by this server");
+                return -EINVAL;
+        }
+        /* networkPolicy: sandboxes have no network at all (egress denied),
+         * which is stricter than any policy; extensions are opaque. */
+        return 0;
+}
+
+static const char *hash_get(const redisReply *h, const char *name)
+{
+        for (size_t i = 0; i + 1 < h->elements; i += 2)
+                if (h->element[i]->type == REDIS_REPLY_STRING && strcmp(h->element[i]->str, name) == 0 &&
+                    h->element[i + 1]->type == REDIS_REPLY_STRING)
+                        return h->element[i + 1]->str;
+        return NULL;
+}
+
+static struct json_object *iso_time(const char *ms)
+{
+        char buf[32];
+        long long v;
+
+        if (!ms || !*ms)
+                return NULL;
+        v = atoll(ms);
+        if (timeutil_format_iso(v, buf, sizeof(buf)) < 0)
+                return NULL;
+        return json_object_new_string(buf);
+}
+
+static struct json_object *parsed(const char *text, const char *fallback)
+{
+        struct json_object *o = text ? json_tokener_parse(text) : NULL;
+        return o ? o : json_tokener_parse(fallback);
+}
+
+int osb_sandbox_json(const redisReply *h, bool full, struct json_object **ret)
+{
+        struct json_object *o, *st;
+        const char *id, *state, *v;
+
+        *ret = NULL;
+        if (!h || h->type != REDIS_REPLY_ARRAY || h->elements % 2)
+                return -EPROTO;
+        if (h->elements == 0)
+                return -ENOENT;
+        id = hash_get(h, "sandboxId");
+        state = hash_get(h, "state");
+        if (!id || !state)
+                return -EPROTO;
+        o = json_object_new_object();
+        st = json_object_new_object();
+        json_object_object_add(o, "id", json_object_new_string(id));
+        if (full && (v = hash_get(h, "image"))) {
+                struct json_object *img = json_object_new_object();
+                json_object_object_add(img, "uri", json_object_new_string(v));
+                json_object_object_add(o, "image", img);
+        }
+        json_object_object_add(st, "state", json_object_new_string(state));
+        if ((v = hash_get(h, "reason")) && *v)
+                json_object_object_add(st, "reason", json_object_new_string(v));
+        if ((v = hash_get(h, "message")) && *v)
+                json_object_object_add(st, "message", json_object_new_string(v));
+        if ((v = hash_get(h, "lastTransitionAt")))
+                json_object_object_add(st, "lastTransitionAt", iso_time(v));
+        json_object_object_add(o, "status", st);
+        json_object_object_add(o, "metadata", parsed(hash_get(h, "metadata"), "{}"));
+        json_object_object_add(o, "entrypoint", parsed(hash_get(h, "entrypoint"), "[\"sleep\",\"infinity\"]"));
+        /* expiresAt is omitted for manual cleanup, as the spec says */
+        if ((v = hash_get(h, "expiresAt")) && *v)
+                json_object_object_add(o, "expiresAt", iso_time(v));
+        json_object_object_add(o, "createdAt", iso_time(hash_get(h, "createdAt")));
+        *ret = o;
+        return 0;
+}
+
+int osb_parse_time(const char *s, int64_t *ret)
+{
+        struct tm tm = { 0 };
+        int ms = 0, n = 0, off = 0;
+        const char *p;
+        time_t t;
+
+        if (strlen(s) > 40 || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                                    &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 || n != 19)
+                return -EINVAL;
+        p = s + n;
+        if (*p == '.') {
+                int digits = 0;
+                for (p++; isdigit((unsigned char)*p); p++, digits++)
+                        if (digits < 3)
+                                ms = ms * 10 + (*p - '0');
+                if (digits == 0)
+                        return -EINVAL;
+                for (; digits < 3; digits++)
+                        ms *= 10;
+        }
+        if (*p == 'Z' || *p == 'z') {
+                p++;
+        } else if ((*p == '+' || *p == '-') && isdigit((unsigned char)p[1]) && isdigit((unsigned char)p[2]) &&
+                   p[3] == ':' && isdigit((unsigned char)p[4]) && isdigit((unsigned char)p[5])) {
+                off = ((p[1] - '0') * 10 + (p[2] - '0')) * 60 + (p[4] - '0') * 10 + (p[5] - '0');
+                if (*p == '-')
+                        off = -off;
+                p += 6;
+        } else {
+                return -EINVAL;
+        }
+        if (*p || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+            tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+                return -EINVAL;
+        tm.tm_year -= 1900;
+        tm.tm_mon -= 1;
+        t = timegm(&tm);
+        if (t == (time_t)-1)
+                return -EINVAL;
+        *ret = ((int64_t)t - (int64_t)off * 60) * 1000 + ms;
+        return 0;
+}

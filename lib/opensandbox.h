@@ -1,0 +1,62 @@
+/* opensandbox: the OpenSandbox lifecycle contract
+ * (../shared/specs/opensandbox/sandbox-lifecycle.yml) as data: API keys to
+ * tenants, validation of create requests and metadata, and rendering of
+ * sandbox records as the spec's Sandbox object. No I/O. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <hiredis/hiredis.h>
+#include <json-c/json.h>
+
+#include "config.h"
+
+#define OSB_EXECD_PORT 44772
+#define OSB_EGRESS_PORT 18080
+#define OSB_ENTRYPOINT_MAX 4096 /* bytes of the entrypoint as JSON */
+#define OSB_ENV_MAX 16384       /* bytes of env as JSON */
+#define OSB_METADATA_MAX 8192   /* bytes of metadata as JSON */
+#define OSB_ERR_MAX 256
+
+/* The tenant of an API key, comparing against every configured key in
+ * constant time (no early exit on the first match or mismatch). Returns 0
+ * with tenant (size >= 129) filled, or -EACCES. */
+int osb_tenant_for_key(const struct broker_config *cfg, const char *key, char *tenant);
+
+/* "500m", "1", "0.25" -> nano-CPUs. Returns 0 or -EINVAL. */
+int osb_parse_cpu(const char *s, int64_t *ret_nano);
+
+/* "512Mi", "2Gi", "1G", "1048576" -> bytes. Returns 0 or -EINVAL. */
+int osb_parse_memory(const char *s, int64_t *ret_bytes);
+
+/* Metadata rules of the spec (Kubernetes labels): a DNS label or
+ * prefix/name key, not under opensandbox.io/; a value of at most 63
+ * characters matching [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?. */
+bool osb_metadata_key_valid(const char *key);
+bool osb_metadata_value_valid(const char *value);
+
+/* Check a metadata object (strings only); err explains the first problem. */
+int osb_metadata_check(struct json_object *md, char *err);
+
+/* A validated create request. Strings are JSON texts ready to store. */
+struct osb_create {
+        char image[256];
+        char entrypoint[OSB_ENTRYPOINT_MAX]; /* JSON array */
+        char env[OSB_ENV_MAX];               /* JSON object */
+        char metadata[OSB_METADATA_MAX];     /* JSON object */
+        int64_t nano_cpus, memory_bytes;
+        int64_t timeout_s;                   /* -1: manual cleanup */
+};
+
+/* Validate a CreateSandboxRequest body. Returns 0, or -EINVAL with err. */
+int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
+                     struct osb_create *ret, char *err);
+
+/* Render a record (flat HGETALL array) as the spec's Sandbox object; with
+ * !full, the create response's subset (no image, no updatedAt).
+ * Returns 0, -ENOENT (empty), -EPROTO. */
+int osb_sandbox_json(const redisReply *hash, bool full, struct json_object **ret);
+
+/* Parse an RFC 3339 UTC timestamp ("2025-11-16T14:30:45Z", fractional
+ * seconds and +00:00 accepted) to ms. Returns 0 or -EINVAL. */
+int osb_parse_time(const char *s, int64_t *ret_ms);
