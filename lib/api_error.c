@@ -24,6 +24,9 @@ static const struct {
         [API_CONFLICT] = { 409, "CONFLICT" },
         [API_PERMISSION_DENIED] = { 403, "PERMISSION_DENIED" },
         [API_UNAUTHORIZED] = { 401, "UNAUTHORIZED" },
+        [API_RANGE_NOT_SATISFIABLE] = { 416, "RANGE_NOT_SATISFIABLE" },
+        [API_TOO_MANY_REQUESTS] = { 429, "TOO_MANY_REQUESTS" },
+        [API_NOT_IMPLEMENTED] = { 501, "NOT_IMPLEMENTED" },
         [API_INTERNAL] = { 500, "INTERNAL_ERROR" },
 };
 
@@ -45,6 +48,7 @@ const char *api_status_reason(int status)
 {
         switch (status) {
         case 200: return "OK";
+        case 206: return "Partial Content";
         case 201: return "Created";
         case 202: return "Accepted";
         case 204: return "No Content";
@@ -56,7 +60,10 @@ const char *api_status_reason(int status)
         case 409: return "Conflict";
         case 413: return "Payload Too Large";
         case 415: return "Unsupported Media Type";
+        case 416: return "Range Not Satisfiable";
+        case 429: return "Too Many Requests";
         case 500: return "Internal Server Error";
+        case 501: return "Not Implemented";
         case 502: return "Bad Gateway";
         case 504: return "Gateway Timeout";
         case 503: return "Service Unavailable";

@@ -22,6 +22,9 @@ enum api_error {
         API_CONFLICT,
         API_PERMISSION_DENIED,
         API_UNAUTHORIZED,
+        API_RANGE_NOT_SATISFIABLE,
+        API_TOO_MANY_REQUESTS,
+        API_NOT_IMPLEMENTED,
         API_INTERNAL,
         API_ERROR_COUNT,
 };

@@ -252,7 +252,14 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
                 return r;
         /* Record the ref at once: a crash from here on leaves a findable container. */
         r = sandbox_transition(rc, sid, "Pending", "Pending", "STARTING", "starting the sandbox", ref);
-        return r == -EBUSY ? -ECANCELED : r;
+        if (r == -EBUSY || r == -ENOENT) {
+                /* deleted while we created it: its teardown never saw this container */
+                char ignored[PROVIDER_ERR_MAX];
+                pv->ops->remove(pv, ref, ignored);
+                snprintf(err, SANDBOX_ERR_MAX, "sandbox %s was deleted while being created", sid);
+                return -ECANCELED;
+        }
+        return r;
 }
 
 /* Make sid run, holding its lock. */

@@ -65,7 +65,10 @@ class _Req:
         self.parameters = RequestParameters(
             query=ImmutableMultiDict(query), header=Headers(headers), cookie=ImmutableMultiDict())
         self.body = body if body else None
-        self.content_type = (content_type or "").lower()
+        # The media type is case-insensitive, a multipart boundary is not.
+        ct = content_type or ""
+        mt, sep, params = ct.partition(";")
+        self.content_type = mt.strip().lower() + (sep + params if sep else "")
 
     @property
     def full_url_pattern(self):

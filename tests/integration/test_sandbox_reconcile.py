@@ -89,7 +89,11 @@ def test_container_removed_by_hand_marks_record_failed(docker_broker):
     assert_no_leak(sb)
 
 
-def test_supervisor_killed_while_creating_leaves_no_orphan(docker_broker):
+@pytest.mark.parametrize("kill_at", ["pending", "created"])
+def test_supervisor_killed_while_creating_leaves_no_orphan(docker_broker, kill_at):
+    """kill_at: "pending" = as soon as the new record is Pending (before or
+    during the container create); "created" = once the container exists
+    (its create answered or the ref is recorded), before it is Running."""
     # DOCKER_TIMEOUT_MS bounds the provisioning lock (2x + 5 s): a lease left
     # provisioning by the crash is picked up after that, here ~11 s.
     sb = docker_broker(BROKER_CAPACITY=1, RECONCILE_MS=RECONCILE_MS,
@@ -105,7 +109,13 @@ def test_supervisor_killed_while_creating_leaves_no_orphan(docker_broker):
 
     def pending_new():
         for sid in sb.b.redis.zrange(sandboxes, 0, -1):
-            if sid != holder["sandboxId"] and sb.record(sid).get("state") == "Pending":
+            if sid == holder["sandboxId"]:
+                continue
+            rec = sb.record(sid)
+            if kill_at == "pending" and rec.get("state") == "Pending":
+                return sid
+            if kill_at == "created" and (rec.get("state") != "Pending" or rec.get("ref")
+                                         or DOCKER.inspect("sb-" + sid) is not None):
                 return sid
         return None
 
@@ -137,7 +147,7 @@ def test_supervisor_killed_while_creating_leaves_no_orphan(docker_broker):
     time.sleep(3 * RECONCILE_MS / 1000.0)
     assert [c["Labels"]["io.sandbox-broker.sandbox-id"] for c in sb.containers()] == [sid]
     assert_no_leak(sb)
-    print("state at kill: %r; at restart: %r" % (at_kill, at_restart))
+    print("kill at %s: state at kill: %r; at restart: %r" % (kill_at, at_kill, at_restart))
 
 
 def test_lease_expiry_and_idle_policies_remove_containers(docker_broker):

@@ -1,0 +1,247 @@
+/* execd: see execd.h. */
+#include "execd.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+/* Sandbox ids as the lifecycle API makes them: [A-Za-z0-9_-], 1..63. */
+static bool id_valid(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > 63)
+                return false;
+        for (; *s; s++)
+                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') ||
+                      (*s >= 'A' && *s <= 'Z') || *s == '-' || *s == '_'))
+                        return false;
+        return true;
+}
+
+/* Equal strings, in time that depends only on their lengths (no early
+ * exit at the first differing byte). */
+static bool token_equal(const char *given, const char *want)
+{
+        size_t gl = strlen(given), wl = strlen(want), n = gl > wl ? gl : wl;
+        unsigned char diff = gl != wl;
+
+        for (size_t i = 0; i < n; i++)
+                diff |= (unsigned char)(i < gl ? given[i] : 0) ^ (unsigned char)(i < wl ? want[i] : 0);
+        return diff == 0;
+}
+
+static int copy_reply(const redisReply *e, char *out, size_t size)
+{
+        if (!e || e->type != REDIS_REPLY_STRING || e->len >= size)
+                return -1;
+        memcpy(out, e->str, e->len);
+        out[e->len] = '\0';
+        return 0;
+}
+
+int execd_open(struct request *req, struct execd *x, bool need_running)
+{
+        const char *tok = FCGX_GetParam("HTTP_X_EXECD_ACCESS_TOKEN", req->fcgx->envp);
+        char key[160], token[129] = "";
+        redisReply *rep = NULL;
+        int r, ret = -1;
+
+        memset(x, 0, sizeof(*x));
+        if (!tok)
+                tok = FCGX_GetParam("HTTP_OPENSANDBOX_EGRESS_AUTH", req->fcgx->envp);
+        if (!req->w->provider) {
+                reply_error(req, API_NOT_FOUND, "this broker runs without a sandbox provider");
+                return -1;
+        }
+        if (!id_valid(req->path_arg)) {
+                reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %.64s", req->path_arg);
+                return -1;
+        }
+        snprintf(x->sandbox_id, sizeof(x->sandbox_id), "%s", req->path_arg);
+        snprintf(key, sizeof(key), "%ssandbox:%s", req->w->cfg->key_prefix, x->sandbox_id);
+        const char *argv[] = { "HMGET", key, "state", "ref", "token", "mode" };
+        r = redis_conn_command(req->w->redis, 6, argv, &rep);
+        if (r < 0) {
+                reply_errno(req, r, "sandbox lookup");
+                return -1;
+        }
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 ||
+            copy_reply(rep->element[0], x->state, sizeof(x->state)) < 0 ||
+            copy_reply(rep->element[2], token, sizeof(token)) < 0 || !token[0]) {
+                /* no record, or a lease's sandbox: not one of the lifecycle API */
+                reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", x->sandbox_id);
+                goto out;
+        }
+        copy_reply(rep->element[1], x->ref, sizeof(x->ref));
+        copy_reply(rep->element[3], x->mode, sizeof(x->mode));
+        if (!tok || !token_equal(tok, token)) {
+                reply_error(req, API_UNAUTHORIZED,
+                            "the X-EXECD-ACCESS-TOKEN header must carry this sandbox's access token");
+                goto out;
+        }
+        if (need_running && (strcmp(x->state, "Running") != 0 || !x->ref[0])) {
+                reply_error(req, API_SANDBOX_NOT_RUNNING, "sandbox %s is %s", x->sandbox_id, x->state);
+                goto out;
+        }
+        ret = 0;
+out:
+        explicit_bzero(token, sizeof(token));
+        reply_free(rep);
+        return ret;
+}
+
+const struct log_kv *execd_kv(const struct request *req, const struct execd *x)
+{
+        static __thread struct log_kv kv[3];
+
+        kv[0] = (struct log_kv){ "SANDBOX_ID", x->sandbox_id };
+        kv[1] = (struct log_kv){ "REQUEST_ID", req->request_id };
+        kv[2] = (struct log_kv){ NULL, NULL };
+        return kv;
+}
+
+void execd_reply_provider(struct request *req, const struct execd *x, int r, const char *what,
+                          const char *err)
+{
+        log_err(execd_kv(req, x), "%s failed: %s (%s)", what, err, strerror(-r));
+        if (r == -ECONNREFUSED)
+                reply_error(req, API_UNAVAILABLE, "%s: the sandbox provider is unreachable", what);
+        else if (r == -ENOENT)
+                reply_error(req, API_SANDBOX_NOT_RUNNING, "%s: the sandbox's container is gone", what);
+        else if (r == -EBUSY)
+                reply_error(req, API_SANDBOX_NOT_RUNNING, "%s: the sandbox is not running", what);
+        else if (r == -ETIMEDOUT)
+                reply_error(req, API_SANDBOX_FAILED, "%s: the sandbox provider timed out", what);
+        else
+                reply_error(req, API_SANDBOX_FAILED, "%s: %s", what, err);
+}
+
+int execd_run(struct request *req, const struct execd *x, const char *const *argv,
+              const void *stdin_data, size_t stdin_len, size_t max_output,
+              struct exec_result *res)
+{
+        char err[PROVIDER_ERR_MAX] = "";
+        struct exec_spec spec = { .argv = argv, .user = "root", .cwd = "/",
+                                  .timeout_ms = req->w->cfg->exec_timeout_ms,
+                                  .max_output = max_output, .stdin_data = stdin_data,
+                                  .stdin_len = stdin_len };
+        int r = req->w->provider->ops->exec(req->w->provider, x->ref, &spec, res, err);
+
+        if (r < 0) {
+                execd_reply_provider(req, x, r, argv[0], err);
+                return -1;
+        }
+        return 0;
+}
+
+static int hexval(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+int execd_query_values(const struct request *req, const char *name, const char **vals, int max,
+                       char *buf, size_t size)
+{
+        size_t nlen = strlen(name), o = 0;
+        const char *p = req->query;
+        int n = 0;
+
+        while (p && *p) {
+                size_t seg = strcspn(p, "&");
+
+                if (seg >= nlen + 1 && strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
+                        if (n >= max)
+                                return -E2BIG;
+                        vals[n++] = buf + o;
+                        for (size_t i = nlen + 1; i < seg; i++) {
+                                char c = p[i];
+                                if (c == '%') {
+                                        int hi = i + 2 < seg ? hexval(p[i + 1]) : -1;
+                                        int lo = i + 2 < seg ? hexval(p[i + 2]) : -1;
+                                        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+                                                return -EINVAL;
+                                        c = (char)(hi << 4 | lo);
+                                        i += 2;
+                                } else if (c == '+') {
+                                        c = ' ';
+                                }
+                                if (o + 2 > size)
+                                        return -E2BIG;
+                                buf[o++] = c;
+                        }
+                        if (o + 1 > size)
+                                return -E2BIG;
+                        buf[o++] = '\0';
+                }
+                p += seg;
+                if (*p == '&')
+                        p++;
+        }
+        return n;
+}
+
+int execd_path_normalize(const char *in, char *out, size_t size)
+{
+        size_t o = 0, inlen = strlen(in);
+        const char *p = in;
+
+        if (inlen == 0 || inlen >= EXECD_PATH_MAX || size < 2)
+                return -EINVAL;
+        if (in[0] != '/') {
+                size_t n = strlen(EXECD_DEFAULT_CWD);
+                if (n + 1 >= size)
+                        return -EINVAL;
+                memcpy(out, EXECD_DEFAULT_CWD, n);
+                o = n;
+        }
+        out[o] = '\0';
+        while (*p) {
+                size_t seg;
+
+                while (*p == '/')
+                        p++;
+                seg = strcspn(p, "/");
+                if (seg == 0)
+                        break;
+                if (seg == 1 && p[0] == '.') {
+                        /* nothing */
+                } else if (seg == 2 && p[0] == '.' && p[1] == '.') {
+                        while (o > 0 && out[o - 1] != '/')
+                                o--;
+                        if (o > 0)
+                                o--; /* the '/' before the dropped component */
+                        out[o] = '\0';
+                } else {
+                        if (o + 1 + seg + 1 > size)
+                                return -EINVAL;
+                        out[o++] = '/';
+                        memcpy(out + o, p, seg);
+                        o += seg;
+                        out[o] = '\0';
+                }
+                p += seg;
+        }
+        if (o == 0) {
+                out[0] = '/';
+                out[1] = '\0';
+        }
+        return 0;
+}
+
+void execd_reply_headers(struct request *req, int status, const char *content_type,
+                         const char *extra)
+{
+        req->status = status;
+        FCGX_FPrintF(req->fcgx->out, "Status: %d %s\r\nContent-Type: %s\r\nCache-Control: no-store\r\n%s\r\n",
+                     status, api_status_reason(status), content_type, extra ? extra : "");
+}

@@ -1,0 +1,66 @@
+/* execd: what the data-plane handlers (h_execd_command.c, h_execd_files.c)
+ * share: the OpenSandbox execd contract (../shared/specs/opensandbox/
+ * execd-api.yaml) served by the broker under
+ * /v1/sandboxes/{id}/proxy/44772/..., and the egress policy under
+ * /v1/sandboxes/{id}/proxy/18080/....
+ *
+ * A sandbox of the lifecycle API has a Redis record P"sandbox:"<id> with
+ * state, ref (container id), tenant, token (the data-plane token) and mode.
+ * Every call must carry that token in X-EXECD-ACCESS-TOKEN (egress also
+ * accepts OPENSANDBOX-EGRESS-AUTH); an unknown sandbox (or one without a
+ * token: not an OpenSandbox sandbox) is 404, a wrong token 401. The sandbox
+ * is the caller's alone (exclusive), so commands and file operations run as
+ * root (or the uid/gid the request names) anywhere in the container: paths
+ * are normalised, never confined, because the container is the boundary. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "provider.h"
+#include "request.h"
+
+#define EXECD_DEFAULT_CWD "/workspace"
+#define EXECD_PATH_MAX 4096
+#define EXECD_CMD_DIR "/tmp/.sb-cmd" /* command state inside the sandbox */
+
+struct execd {
+        char sandbox_id[64];
+        char state[24];
+        char ref[PROVIDER_REF_MAX];
+        char mode[24];
+};
+
+/* Resolve the path's sandbox (req->path_arg) and check the token. With
+ * need_running, a sandbox that is not Running is 409. Replies and returns
+ * -1 on any failure. */
+int execd_open(struct request *req, struct execd *x, bool need_running);
+
+/* Log fields of a request on x (thread-local storage, valid until the next call). */
+const struct log_kv *execd_kv(const struct request *req, const struct execd *x);
+
+/* A provider failure as an API error (logged once, here). */
+void execd_reply_provider(struct request *req, const struct execd *x, int r, const char *what,
+                          const char *err);
+
+/* Run a helper command as root in the sandbox, buffered (max_output bytes
+ * per stream), bounded by EXEC_TIMEOUT_MS; stdin may be NULL. Returns 0 with
+ * *res filled (exec_result_free), or -1 after replying. */
+int execd_run(struct request *req, const struct execd *x, const char *const *argv,
+              const void *stdin_data, size_t stdin_len, size_t max_output,
+              struct exec_result *res);
+
+/* The percent-decoded values of every query parameter `name`, in order:
+ * up to max of them into vals, pointing into buf (size bytes). Returns the
+ * count, or -E2BIG (too many or too long), -EINVAL (bad escape or NUL). */
+int execd_query_values(const struct request *req, const char *name, const char **vals, int max,
+                       char *buf, size_t size);
+
+/* Normalise a client path: relative to EXECD_DEFAULT_CWD, "." and ".."
+ * resolved lexically ("/.." stays "/"), no "//", no trailing "/".
+ * Returns 0, or -EINVAL (empty, NUL, too long). */
+int execd_path_normalize(const char *in, char *out, size_t size);
+
+/* Write the headers of a 200 answer with content_type and optional extra
+ * header lines (each ending with CRLF, may be NULL); marks req answered. */
+void execd_reply_headers(struct request *req, int status, const char *content_type,
+                         const char *extra);
