@@ -109,7 +109,50 @@ test:
 	$(MAKE) all
 	BUILD=$(BUILD) scripts/run-tests
 
+# Production install (docs/OPERATIONS.md). DESTDIR-aware; with PREFIX=/usr the
+# units go to /usr/lib/systemd/system (a package), else to /etc/systemd/system.
+# The environment file is never overwritten; on a live system (no DESTDIR)
+# the account is created and systemd reloaded.
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+DOCDIR      ?= $(PREFIX)/share/doc/sandbox-broker
+SYSCONFDIR  ?= /etc
+ifeq ($(PREFIX),/usr)
+UNITDIR     ?= /usr/lib/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+else
+UNITDIR     ?= $(SYSCONFDIR)/systemd/system
+SYSUSERSDIR ?= $(SYSCONFDIR)/sysusers.d
+endif
+NGINXDIR    ?= $(SYSCONFDIR)/nginx/sites-available
+UNITS       := $(notdir $(wildcard deploy/systemd/*))
+INSTALL_SED := sed -e 's,@BINDIR@,$(BINDIR),g' -e 's,@DOCDIR@,$(DOCDIR),g' \
+                   -e 's,@SYSCONFDIR@,$(SYSCONFDIR),g'
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(NGINXDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/sandbox-broker
+	install -m 0755 $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(DESTDIR)$(BINDIR)/
+	for u in $(UNITS); do \
+		$(INSTALL_SED) deploy/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
+	install -m 0644 deploy/sysusers.d/sandbox-broker.conf $(DESTDIR)$(SYSUSERSDIR)/sandbox-broker.conf
+	install -m 0644 deploy/nginx/sandbox-broker.conf $(DESTDIR)$(NGINXDIR)/sandbox-broker
+	install -m 0644 docs/OPERATIONS.md docs/CONFIGURATION.md docs/API.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 deploy/sandbox-broker.env $(DESTDIR)$(SYSCONFDIR)/sandbox-broker/sandbox-broker.env.default
+	@if [ ! -e $(DESTDIR)$(SYSCONFDIR)/sandbox-broker/sandbox-broker.env ]; then \
+		install -m 0640 deploy/sandbox-broker.env $(DESTDIR)$(SYSCONFDIR)/sandbox-broker/sandbox-broker.env; \
+	else echo "install: kept $(DESTDIR)$(SYSCONFDIR)/sandbox-broker/sandbox-broker.env (new defaults: sandbox-broker.env.default)"; fi
+	@if [ -z "$(DESTDIR)" ]; then \
+		systemd-sysusers $(SYSUSERSDIR)/sandbox-broker.conf && \
+		chgrp sandbox-broker $(SYSCONFDIR)/sandbox-broker/sandbox-broker.env && \
+		systemctl daemon-reload; fi
+
+# The deploy test: boots the installed units under a real systemd (nspawn).
+deploy-test: all
+	BUILD=$(BUILD) tests/deploy/run
+
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all unit integration docker-test test clean fuzz fuzz-replay fuzz-run
+.PHONY: all unit integration docker-test test clean fuzz fuzz-replay fuzz-run install deploy-test

@@ -1,6 +1,6 @@
 /* broker-fcgi: the FastCGI handler program, one process per route group.
  *
- *   broker-fcgi --group leases|status|sandboxes [--socket PATH] [--threads N]
+ *   broker-fcgi --group leases|status|sandboxes|execd [--socket PATH] [--threads N]
  *
  * Without --socket it serves the listening socket systemd passed
  * (LISTEN_FDS) or, per the FastCGI spec, fd 0. FCGI_THREADS threads each
@@ -113,7 +113,7 @@ static int open_listener(const char *path)
 
 static void usage(void)
 {
-        fprintf(stderr, "usage: broker-fcgi --group leases|status|sandboxes [--socket PATH] [--threads N]\n");
+        fprintf(stderr, "usage: broker-fcgi --group leases|status|sandboxes|execd [--socket PATH] [--threads N]\n");
 }
 
 int main(int argc, char **argv)

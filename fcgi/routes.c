@@ -35,6 +35,23 @@ static const struct route routes[] = {
         { "sandboxes", "POST", "/v1/sandboxes/{}/renew-expiration", h_osb_renew },
         { "sandboxes", "PATCH", "/v1/sandboxes/{}/metadata", h_osb_metadata },
         { "sandboxes", "GET", "/v1/sandboxes/{}/endpoints/{}", h_osb_endpoint },
+        /* execd contract (execd-api.yaml) served by the broker, X-EXECD-ACCESS-TOKEN */
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/ping", h_execd_ping },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/command", h_execd_run_command },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/command", h_execd_command_interrupt },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/command/status/{}", h_execd_command_status },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/command/{}/logs", h_execd_command_logs },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/files/upload", h_execd_upload },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/files/download", h_execd_download },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/files/info", h_execd_files_info },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/files", h_execd_files_delete },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/directories", h_execd_dirs_create },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/directories", h_execd_dirs_delete },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/metrics", h_execd_metrics },
+        /* egress sidecar (egress-api.yaml) */
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_get },
+        { "execd", "PATCH", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change },
 };
 
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))

@@ -87,12 +87,12 @@ static const struct str_opt str_opts[] = {
 static int config_daytona(struct broker_config *cfg, char *err, size_t errsz)
 {
         if (strncmp(cfg->daytona_api_url, "http://", 7) && strncmp(cfg->daytona_api_url, "https://", 8)) {
-                snprintf(err, errsz, "DAYTONA_API_URL: an http:// or https:// URL is required");
+                snprintf(err, errsz, "SANDBOX_PROVIDER=daytona: DAYTONA_API_URL must be an http(s):// URL");
                 return -EINVAL;
         }
         if (!cfg->daytona_api_key[0] ||
             strcspn(cfg->daytona_api_key, "\r\n") != strlen(cfg->daytona_api_key)) {
-                snprintf(err, errsz, "DAYTONA_API_KEY: required (one line)");
+                snprintf(err, errsz, "SANDBOX_PROVIDER=daytona: DAYTONA_API_KEY is required (one line)");
                 return -EINVAL;
         }
         if (strcspn(cfg->daytona_org_id, "\r\n") != strlen(cfg->daytona_org_id)) {

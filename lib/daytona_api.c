@@ -98,6 +98,8 @@ long daytona_api_retry_after_ms(const char *v, long cap_ms)
                 v++;
         if (!*v)
                 return -1;
+        if (*v == '-' || *v == '+')
+                return -1;
         if (*v < '0' || *v > '9')
                 return 1000 < cap_ms ? 1000 : cap_ms; /* an HTTP-date: do not trust clocks */
         errno = 0;

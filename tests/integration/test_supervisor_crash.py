@@ -84,14 +84,19 @@ def test_supervisor_sigkill_loses_no_ticket_and_grants_none_twice(broker):
         tickets.append(q.json["ticketId"])
         user_of[q.json["ticketId"]] = "w%d" % i
 
-    # more kills at random moments of the grant sequence: after releasing
-    # the lease of ticket #k, wait a random delay (the next grant is usually
-    # in flight within ~0.1 s), SIGKILL, restart. At least one.
-    kills = {rng.randrange(0, N_TICKETS - 1): rng.uniform(0.0, 0.4)}
+    # more kills at random moments of the grant sequence, at ticket #k:
+    # "after": release its lease, wait a random delay (the next grant runs
+    # within milliseconds of a release, its Kafka commit a little later),
+    # SIGKILL, restart; "before": SIGKILL, release while no supervisor runs,
+    # restart. At least one.
+    def kill_plan():
+        return (rng.choice(("after", "after", "before")),
+                rng.choice((0.0, rng.uniform(0.0, 0.05), rng.uniform(0.0, 0.4))))
+    kills = {rng.randrange(0, N_TICKETS - 1): kill_plan()}
     for k in range(N_TICKETS - 1):
-        if k not in kills and rng.random() < 0.3:
-            kills[k] = rng.uniform(0.0, 0.15)
-    print("kills after release #k, delay: %r" % sorted(kills.items()))
+        if k not in kills and rng.random() < 0.4:
+            kills[k] = kill_plan()
+    print("kills at ticket #k (when, delay): %r" % sorted(kills.items()))
 
     granted = {}   # ticket -> leaseId, in grant order
     with Sampler(b.active, 1) as samp, Poller(b, tickets) as poller:
@@ -119,11 +124,15 @@ def test_supervisor_sigkill_loses_no_ticket_and_grants_none_twice(broker):
             assert b.active() == 1
 
             poller.retire(t)
+            when, delay = kills.get(k, (None, 0))
+            if when == "before":
+                b.stop("supervisor", kill=True)
             r = b.release(user_of[t], "s")
             assert r.status == 200 and r.json["leaseId"] == lid, r
-            if k in kills:
-                time.sleep(kills[k])
+            if when == "after":
+                time.sleep(delay)
                 b.stop("supervisor", kill=True)
+            if when:
                 b.start("supervisor")
 
     samp.check()

@@ -67,6 +67,9 @@ static void test_table_values(void **state)
                 { API_CONFLICT, 409, "CONFLICT" },
                 { API_PERMISSION_DENIED, 403, "PERMISSION_DENIED" },
                 { API_UNAUTHORIZED, 401, "UNAUTHORIZED" },
+                { API_RANGE_NOT_SATISFIABLE, 416, "RANGE_NOT_SATISFIABLE" },
+                { API_TOO_MANY_REQUESTS, 429, "TOO_MANY_REQUESTS" },
+                { API_NOT_IMPLEMENTED, 501, "NOT_IMPLEMENTED" },
                 { API_INTERNAL, 500, "INTERNAL_ERROR" },
         };
         (void)state;

@@ -1,0 +1,791 @@
+/* h_execd_files: the filesystem part of the execd contract served by the
+ * broker (execd-api.yaml): POST /files/upload (multipart metadata + file
+ * pairs), GET /files/download (Range, or offset/limit lines), GET
+ * /files/info, DELETE /files, POST and DELETE /directories.
+ *
+ * Every operation is a command in the sandbox as root (the caller owns the
+ * whole sandbox; see execd.h); paths are passed as arguments ("$1"), never
+ * parsed by a shell. Uploads are parsed as they are read (lib/multipart.h):
+ * each file is held only until it is written (at most FILE_MAX_BYTES), the
+ * whole body is capped at EXECD_UPLOAD_MAX. Downloads stream the file's
+ * bytes from the exec straight to the client (no copy held). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "execd.h"
+#include "json_input.h"
+#include "log.h"
+#include "multipart.h"
+#include "routes.h"
+#include "timeutil.h"
+#include "utf8.h"
+
+#define EXECD_UPLOAD_MAX (64 * 1024 * 1024) /* nginx's client_max_body_size too */
+#define EXECD_META_MAX (64 * 1024)
+#define EXECD_MAX_PATHS 64
+#define EXECD_QUERY_BUF (64 * 1024)
+
+/* exit codes of the scripts below */
+#define X_NOT_FOUND 44
+#define X_IS_DIR 45
+#define X_NOT_DIR 46
+
+/* PATH MODE OWNER (mode and owner may be ""), file bytes on stdin */
+static const char WRITE_SCRIPT[] =
+        "d=$(dirname -- \"$1\"); mkdir -p -- \"$d\" || exit 1\n"
+        "[ -d \"$1\" ] && { echo \"$1: is a directory\" >&2; exit 45; }\n"
+        "cat >\"$1\" || exit 1\n"
+        "[ -z \"$2\" ] || chmod \"$2\" -- \"$1\" || exit 1\n"
+        "[ -z \"$3\" ] || chown \"$3\" -- \"$1\" || exit 1\n";
+
+/* PATH...: one line per path "hexmode|size|mtime|btime|user|group|perm", or "-" */
+static const char INFO_SCRIPT[] =
+        "for p; do stat -c '%f|%s|%Y|%W|%U|%G|%a' -- \"$p\" 2>/dev/null || echo -; done\n";
+
+/* PATH...: remove files (not directories); missing ones are fine */
+static const char RM_FILES_SCRIPT[] =
+        "for p; do if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then echo \"$p: is a directory\" >&2; exit 45; fi\n"
+        "  rm -f -- \"$p\" || exit 1; done\n";
+
+/* PATH...: remove directories recursively */
+static const char RM_DIRS_SCRIPT[] =
+        "for p; do if [ -e \"$p\" ] && [ ! -d \"$p\" ]; then echo \"$p: not a directory\" >&2; exit 46; fi\n"
+        "  rm -rf -- \"$p\" || exit 1; done\n";
+
+/* PATH MODE OWNER */
+static const char MKDIR_SCRIPT[] =
+        "[ -e \"$1\" ] && [ ! -d \"$1\" ] && { echo \"$1: not a directory\" >&2; exit 46; }\n"
+        "mkdir -p -- \"$1\" || exit 1\n"
+        "[ -z \"$2\" ] || chmod \"$2\" -- \"$1\" || exit 1\n"
+        "[ -z \"$3\" ] || chown \"$3\" -- \"$1\" || exit 1\n";
+
+/* PATH START LEN (START 0-based; LEN -1: to the end) */
+static const char READ_SCRIPT[] =
+        "if [ \"$3\" = -1 ]; then exec cat -- \"$1\"; fi\n"
+        "tail -c +\"$(($2 + 1))\" -- \"$1\" | head -c \"$3\"\n";
+
+/* PATH OFFSET LIMIT (1-based lines; LIMIT 0: to the end) */
+static const char LINES_SCRIPT[] =
+        "if [ \"$3\" = 0 ]; then exec tail -n +\"$2\" -- \"$1\"; fi\n"
+        "tail -n +\"$2\" -- \"$1\" | head -n \"$3\"\n";
+
+/* A failed file command as an API error. */
+static void reply_fs_error(struct request *req, const char *path, const struct exec_result *res)
+{
+        const char *e = res->err ? res->err : "";
+
+        if (res->exit_code == X_IS_DIR || strstr(e, "Is a directory"))
+                reply_error(req, API_INVALID_REQUEST, "%s: is a directory", path);
+        else if (res->exit_code == X_NOT_DIR || strstr(e, "Not a directory"))
+                reply_error(req, API_INVALID_REQUEST, "%s: not a directory", path);
+        else if (res->exit_code == X_NOT_FOUND || strstr(e, "No such file"))
+                reply_error(req, API_FILE_NOT_FOUND, "%s: no such file or directory", path);
+        else if (strstr(e, "Permission denied") || strstr(e, "Operation not permitted"))
+                reply_error(req, API_PERMISSION_DENIED, "%s: permission denied", path);
+        else if (strstr(e, "invalid user") || strstr(e, "invalid group"))
+                reply_error(req, API_INVALID_REQUEST, "%s: %.200s", path, e);
+        else
+                reply_error(req, API_SANDBOX_FAILED, "%s: %.200s", path, e);
+}
+
+/* execd's mode: the octal digits written as a decimal number (755). */
+static int mode_str(struct json_object *v, char *out, size_t size)
+{
+        int64_t m;
+        char tmp[8];
+
+        out[0] = '\0';
+        if (!v || json_object_is_type(v, json_type_null))
+                return 0;
+        if (!json_object_is_type(v, json_type_int))
+                return -EINVAL;
+        m = json_object_get_int64(v);
+        if (m < 0 || m > 7777)
+                return -EINVAL;
+        snprintf(tmp, sizeof(tmp), "%lld", (long long)m);
+        for (char *p = tmp; *p; p++)
+                if (*p > '7')
+                        return -EINVAL;
+        snprintf(out, size, "%.7s", tmp);
+        return 0;
+}
+
+static bool name_ok(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > 32 || s[0] == '-')
+                return false;
+        for (; *s; s++)
+                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+                      *s == '_' || *s == '-' || *s == '.'))
+                        return false;
+        return true;
+}
+
+/* owner/group of a Permission or FileMetadata as chown's "owner[:group]". */
+static int owner_str(struct json_object *o, char *out, size_t size)
+{
+        struct json_object *ov = NULL, *gv = NULL;
+        const char *owner = "", *group = "";
+
+        out[0] = '\0';
+        json_object_object_get_ex(o, "owner", &ov);
+        json_object_object_get_ex(o, "group", &gv);
+        if (ov && !json_object_is_type(ov, json_type_null)) {
+                if (!json_object_is_type(ov, json_type_string))
+                        return -EINVAL;
+                owner = json_object_get_string(ov);
+        }
+        if (gv && !json_object_is_type(gv, json_type_null)) {
+                if (!json_object_is_type(gv, json_type_string))
+                        return -EINVAL;
+                group = json_object_get_string(gv);
+        }
+        if ((owner[0] && !name_ok(owner)) || (group[0] && !name_ok(group)))
+                return -EINVAL;
+        if (owner[0] || group[0])
+                snprintf(out, size, "%s%s%s", owner, group[0] ? ":" : "", group);
+        return 0;
+}
+
+/* ---- POST /files/upload ---- */
+
+struct upload {
+        struct request *req;
+        const struct execd *x;
+        enum { PART_OTHER, PART_META, PART_FILE } kind;
+        char *buf;          /* the current part's bytes */
+        size_t len, cap, max;
+        bool have_meta;
+        char path[EXECD_PATH_MAX], mode[8], owner[80];
+        int files;
+        bool replied;       /* an error answer went out */
+};
+
+static int up_fail(struct upload *u, enum api_error e, const char *fmt, const char *arg)
+{
+        if (!u->replied)
+                reply_error(u->req, e, fmt, arg);
+        u->replied = true;
+        return -ECANCELED;
+}
+
+static int up_begin(void *ud, const struct multipart_part *p)
+{
+        struct upload *u = ud;
+
+        u->len = 0;
+        if (strcmp(p->name, "metadata") == 0) {
+                u->kind = PART_META;
+                u->max = EXECD_META_MAX;
+        } else if (strcmp(p->name, "file") == 0) {
+                if (!u->have_meta)
+                        return up_fail(u, API_INVALID_REQUEST, "%s",
+                                       "each file part must follow its metadata part");
+                u->kind = PART_FILE;
+                u->max = (size_t)u->req->w->cfg->file_max_bytes;
+        } else {
+                u->kind = PART_OTHER; /* ignored, as unknown form fields are */
+                u->max = 0;
+        }
+        return 0;
+}
+
+static int up_data(void *ud, const char *data, size_t len)
+{
+        struct upload *u = ud;
+
+        if (u->kind == PART_OTHER)
+                return 0;
+        if (len > u->max - u->len) {
+                if (u->kind == PART_FILE) {
+                        char lim[32];
+                        snprintf(lim, sizeof(lim), "%d", u->req->w->cfg->file_max_bytes);
+                        if (!u->replied)
+                                reply_error(u->req, API_FILE_TOO_LARGE, "%s is larger than %s bytes",
+                                            u->path, lim);
+                        u->replied = true;
+                        return -ECANCELED;
+                }
+                return up_fail(u, API_INVALID_REQUEST, "%s", "a metadata part is too large");
+        }
+        if (u->len + len > u->cap) {
+                size_t cap = u->cap ? u->cap : 65536;
+                char *b;
+                while (cap < u->len + len)
+                        cap *= 2;
+                b = realloc(u->buf, cap + 1);
+                if (!b)
+                        return up_fail(u, API_INTERNAL, "%s", "out of memory");
+                u->buf = b;
+                u->cap = cap;
+        }
+        memcpy(u->buf + u->len, data, len);
+        u->len += len;
+        return 0;
+}
+
+static int up_meta(struct upload *u)
+{
+        struct json_object *o = NULL, *v;
+        char err[256];
+        int r = -ECANCELED;
+
+        if (json_input_parse_object(u->buf ? u->buf : "", u->len, JSON_INPUT_MAX_DEPTH, &o, err,
+                                    sizeof(err)) < 0)
+                return up_fail(u, API_INVALID_REQUEST, "metadata: %s", err);
+        if (!json_object_object_get_ex(o, "path", &v) || !json_object_is_type(v, json_type_string) ||
+            strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v) ||
+            execd_path_normalize(json_object_get_string(v), u->path, sizeof(u->path)) < 0) {
+                up_fail(u, API_INVALID_REQUEST, "%s", "metadata: path is required and must be a path");
+                goto out;
+        }
+        json_object_object_get_ex(o, "mode", &v);
+        if (!json_object_object_get_ex(o, "mode", &v))
+                v = NULL;
+        if (mode_str(v, u->mode, sizeof(u->mode)) < 0) {
+                up_fail(u, API_INVALID_REQUEST, "%s", "metadata: mode must be octal digits, e.g. 644");
+                goto out;
+        }
+        if (owner_str(o, u->owner, sizeof(u->owner)) < 0) {
+                up_fail(u, API_INVALID_REQUEST, "%s", "metadata: owner and group must be user/group names");
+                goto out;
+        }
+        u->have_meta = true;
+        r = 0;
+out:
+        json_put(o);
+        return r;
+}
+
+static int up_file(struct upload *u)
+{
+        const char *argv[] = { "sh", "-c", WRITE_SCRIPT, "sh", u->path, u->mode, u->owner, NULL };
+        struct exec_result res = { 0 };
+        int r = 0;
+
+        /* execd_run replies itself on a provider failure */
+        if (execd_run(u->req, u->x, argv, u->buf ? u->buf : "", u->len, 4096, &res) < 0) {
+                u->replied = true;
+                r = -ECANCELED;
+        } else if (res.exit_code != 0) {
+                reply_fs_error(u->req, u->path, &res);
+                u->replied = true;
+                r = -ECANCELED;
+        } else {
+                u->files++;
+        }
+        exec_result_free(&res);
+        u->have_meta = false;
+        return r;
+}
+
+static int up_end(void *ud)
+{
+        struct upload *u = ud;
+
+        if (u->kind == PART_META)
+                return up_meta(u);
+        if (u->kind == PART_FILE)
+                return up_file(u);
+        return 0;
+}
+
+void h_execd_upload(struct request *req)
+{
+        static const struct multipart_cb cb = { up_begin, up_data, up_end };
+        const char *ct = FCGX_GetParam("CONTENT_TYPE", req->fcgx->envp);
+        const char *cl = FCGX_GetParam("CONTENT_LENGTH", req->fcgx->envp);
+        char boundary[MULTIPART_BOUNDARY_MAX + 1], chunk[65536];
+        struct multipart *mp = NULL;
+        struct upload u = { .req = req };
+        struct execd x;
+        size_t total = 0;
+        int r;
+
+        if (execd_open(req, &x, true) < 0)
+                return;
+        u.x = &x;
+        if (multipart_boundary(ct, boundary, sizeof(boundary)) < 0) {
+                reply_error(req, API_UNSUPPORTED_MEDIA_TYPE,
+                            "Content-Type must be multipart/form-data with a boundary");
+                return;
+        }
+        if (cl && *cl && strtoull(cl, NULL, 10) > EXECD_UPLOAD_MAX) {
+                reply_error(req, API_PAYLOAD_TOO_LARGE, "request body exceeds %d bytes", EXECD_UPLOAD_MAX);
+                return;
+        }
+        if (multipart_new(boundary, &cb, &u, &mp) < 0) {
+                reply_error(req, API_INTERNAL, "out of memory");
+                return;
+        }
+        for (;;) {
+                int n = FCGX_GetStr(chunk, sizeof(chunk), req->fcgx->in);
+                if (n <= 0)
+                        break;
+                total += (size_t)n;
+                if (total > EXECD_UPLOAD_MAX) {
+                        up_fail(&u, API_PAYLOAD_TOO_LARGE, "%s", "the request body is too large");
+                        goto out;
+                }
+                r = multipart_feed(mp, chunk, (size_t)n);
+                if (r < 0)
+                        break;
+        }
+        r = multipart_finish(mp);
+        if (u.replied)
+                goto out;
+        if (r == -E2BIG) {
+                reply_error(req, API_INVALID_REQUEST, "too many parts or part headers too large");
+                goto out;
+        }
+        if (r < 0) {
+                reply_error(req, API_INVALID_REQUEST, "malformed multipart body");
+                goto out;
+        }
+        if (u.have_meta) {
+                reply_error(req, API_INVALID_REQUEST, "the last metadata part has no file part");
+                goto out;
+        }
+        if (u.files == 0) {
+                reply_error(req, API_INVALID_REQUEST, "no file in the upload");
+                goto out;
+        }
+        log_info(execd_kv(req, &x), "uploaded %d file(s), %zu bytes of body", u.files, total);
+        reply_empty(req, 200);
+out:
+        multipart_free(mp);
+        free(u.buf);
+}
+
+/* ---- GET /files/download ---- */
+
+struct dl {
+        struct request *req;
+        int64_t left;      /* bytes still to send */
+        bool broken;
+        char err[512];
+        size_t err_len;
+};
+
+static int dl_output(void *ud, int stream, const char *data, size_t len)
+{
+        struct dl *d = ud;
+
+        if (stream == 2) {
+                size_t n = len < sizeof(d->err) - 1 - d->err_len ? len : sizeof(d->err) - 1 - d->err_len;
+                memcpy(d->err + d->err_len, data, n);
+                d->err_len += n;
+                d->err[d->err_len] = '\0';
+                return 0;
+        }
+        if ((int64_t)len > d->left)
+                len = (size_t)d->left;
+        if (len && FCGX_PutStr(data, (int)len, d->req->fcgx->out) < 0) {
+                d->broken = true;
+                return -EPIPE;
+        }
+        d->left -= (int64_t)len;
+        return 0;
+}
+
+/* "bytes=a-b" | "bytes=a-" | "bytes=-n" against size. Returns 0 with the
+ * range, 1 for a header to ignore (several ranges, other units), -ERANGE
+ * when unsatisfiable, -EINVAL when malformed. */
+static int range_parse(const char *h, int64_t size, int64_t *ret_start, int64_t *ret_len)
+{
+        long long a = -1, b = -1;
+        char *end;
+
+        if (strncasecmp(h, "bytes=", 6) != 0 || strchr(h, ','))
+                return 1;
+        h += 6;
+        if (*h == '-') {
+                b = strtoll(h + 1, &end, 10);
+                if (end == h + 1 || *end || b <= 0)
+                        return -EINVAL;
+                if (size == 0)
+                        return -ERANGE;
+                *ret_start = b >= size ? 0 : size - b;
+                *ret_len = size - *ret_start;
+                return 0;
+        }
+        a = strtoll(h, &end, 10);
+        if (end == h || *end != '-' || a < 0)
+                return -EINVAL;
+        h = end + 1;
+        if (*h) {
+                b = strtoll(h, &end, 10);
+                if (*end || b < a)
+                        return -EINVAL;
+        }
+        if (a >= size)
+                return -ERANGE;
+        if (b < 0 || b >= size)
+                b = size - 1;
+        *ret_start = a;
+        *ret_len = b - a + 1;
+        return 0;
+}
+
+/* stat one path: 0 with *ret_size, or -1 after replying */
+static int dl_stat(struct request *req, const struct execd *x, const char *path, int64_t *ret_size)
+{
+        const char *argv[] = { "sh", "-c", INFO_SCRIPT, "sh", path, NULL };
+        struct exec_result res = { 0 };
+        unsigned int mode = 0;
+        long long size = 0;
+        int r = -1;
+
+        if (execd_run(req, x, argv, NULL, 0, 4096, &res) < 0)
+                return -1;
+        if (res.exit_code != 0 || !res.out || res.out[0] == '-') {
+                reply_error(req, API_FILE_NOT_FOUND, "%s: no such file", path);
+                goto out;
+        }
+        if (sscanf(res.out, "%x|%lld|", &mode, &size) != 2) {
+                reply_error(req, API_SANDBOX_FAILED, "%s: cannot stat it", path);
+                goto out;
+        }
+        if ((mode & 0170000) == 0040000) {
+                reply_error(req, API_INVALID_REQUEST, "%s: is a directory", path);
+                goto out;
+        }
+        *ret_size = size;
+        r = 0;
+out:
+        exec_result_free(&res);
+        return r;
+}
+
+static int query_int(const struct request *req, const char *name, int64_t *v)
+{
+        char buf[32], *end;
+        int r = request_query_param(req, name, buf, sizeof(buf));
+
+        if (r < 0)
+                return r;
+        *v = strtoll(buf, &end, 10);
+        return !buf[0] || *end || *v < 1 ? -EINVAL : 0;
+}
+
+void h_execd_download(struct request *req)
+{
+        const char *range = FCGX_GetParam("HTTP_RANGE", req->fcgx->envp), *vals[1], *base;
+        char *qbuf = NULL, path[EXECD_PATH_MAX], start_s[32], len_s[32], hdr[EXECD_PATH_MAX + 256];
+        char err[PROVIDER_ERR_MAX] = "";
+        int64_t size = 0, start = 0, len = -1, offset = 0, limit = 0;
+        bool lines = false;
+        struct exec_result res = { 0 };
+        struct execd x;
+        struct dl d = { .req = req };
+        int r, ro, rl;
+
+        if (execd_open(req, &x, true) < 0)
+                return;
+        qbuf = malloc(EXECD_QUERY_BUF);
+        if (!qbuf) {
+                reply_error(req, API_INTERNAL, "out of memory");
+                return;
+        }
+        r = execd_query_values(req, "path", vals, 1, qbuf, EXECD_QUERY_BUF);
+        if (r != 1 || execd_path_normalize(vals[0], path, sizeof(path)) < 0) {
+                reply_error(req, API_INVALID_REQUEST, "one path query parameter is required");
+                goto out;
+        }
+        ro = query_int(req, "offset", &offset);
+        rl = query_int(req, "limit", &limit);
+        if (ro == -EINVAL || rl == -EINVAL || ro == -E2BIG || rl == -E2BIG) {
+                reply_error(req, API_INVALID_REQUEST, "offset and limit must be integers from 1");
+                goto out;
+        }
+        lines = ro == 0 || rl == 0;
+        if (lines && range) {
+                reply_error(req, API_INVALID_REQUEST, "offset/limit and Range exclude each other");
+                goto out;
+        }
+        if (dl_stat(req, &x, path, &size) < 0)
+                goto out;
+        base = strrchr(path, '/');
+        base = base && base[1] ? base + 1 : "file";
+        if (lines) {
+                const char *argv[] = { "sh", "-c", LINES_SCRIPT, "sh", path, start_s, len_s, NULL };
+                snprintf(start_s, sizeof(start_s), "%lld", (long long)(ro == 0 ? offset : 1));
+                snprintf(len_s, sizeof(len_s), "%lld", (long long)(rl == 0 ? limit : 0));
+                if (execd_run(req, &x, argv, NULL, 0, (size_t)req->w->cfg->file_max_bytes, &res) < 0)
+                        goto out;
+                if (res.exit_code != 0) {
+                        reply_fs_error(req, path, &res);
+                        goto out;
+                }
+                if (res.out_truncated) {
+                        reply_error(req, API_FILE_TOO_LARGE, "the lines asked for exceed %d bytes",
+                                    req->w->cfg->file_max_bytes);
+                        goto out;
+                }
+                execd_reply_headers(req, 200, "text/plain; charset=utf-8", NULL);
+                FCGX_PutStr(res.out, (int)res.out_len, req->fcgx->out);
+                goto out;
+        }
+        r = range ? range_parse(range, size, &start, &len) : 1;
+        if (r == -ERANGE || r == -EINVAL) {
+                snprintf(hdr, sizeof(hdr), "Content-Range: bytes */%lld", (long long)size);
+                reply_error_hdr(req, API_RANGE_NOT_SATISFIABLE, hdr,
+                                "range %.64s is not satisfiable for %lld bytes", range, (long long)size);
+                goto out;
+        }
+        if (r == 1) {
+                start = 0;
+                len = size;
+        }
+        snprintf(start_s, sizeof(start_s), "%lld", (long long)start);
+        snprintf(len_s, sizeof(len_s), "%lld", r == 1 ? -1LL : (long long)len);
+        {
+                const char *argv[] = { "sh", "-c", READ_SCRIPT, "sh", path, start_s, len_s, NULL };
+                struct exec_spec spec = { .argv = argv, .user = "root", .cwd = "/",
+                                          .timeout_ms = req->w->cfg->exec_max_timeout_ms,
+                                          .max_output = (size_t)req->w->cfg->file_max_bytes };
+                struct exec_stream_cb cb = { .on_output = dl_output, .ud = &d };
+                int n = 0;
+
+                /* the headers go first: the bytes are streamed as they come */
+                n += snprintf(hdr + n, sizeof(hdr) - (size_t)n, "Content-Length: %lld\r\nAccept-Ranges: bytes\r\n",
+                              (long long)len);
+                if (r == 0)
+                        n += snprintf(hdr + n, sizeof(hdr) - (size_t)n, "Content-Range: bytes %lld-%lld/%lld\r\n",
+                                      (long long)start, (long long)(start + len - 1), (long long)size);
+                {
+                        /* a name for the attachment: quotes and controls replaced */
+                        char name[256];
+                        size_t k = 0;
+                        for (const char *p = base; *p && k < sizeof(name) - 1; p++)
+                                name[k++] = (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) ? '_' : *p;
+                        name[k] = '\0';
+                        snprintf(hdr + n, sizeof(hdr) - (size_t)n,
+                                 "Content-Disposition: attachment; filename=\"%s\"\r\n", name);
+                }
+                d.left = len;
+                if (!req->w->provider->ops->exec_stream) {
+                        r = req->w->provider->ops->exec(req->w->provider, x.ref, &spec, &res, err);
+                        if (r == 0 && res.exit_code == 0 && !res.out_truncated) {
+                                execd_reply_headers(req, r == 0 && range ? 206 : 200,
+                                                    "application/octet-stream", hdr);
+                                dl_output(&d, 1, res.out, res.out_len);
+                        } else if (r == 0) {
+                                reply_fs_error(req, path, &res);
+                        } else {
+                                execd_reply_provider(req, &x, r, "download", err);
+                        }
+                        goto out;
+                }
+                execd_reply_headers(req, range && r == 0 ? 206 : 200, "application/octet-stream", hdr);
+                r = req->w->provider->ops->exec_stream(req->w->provider, x.ref, &spec, &cb, &res, err);
+                if (r < 0 && !d.broken)
+                        log_err(execd_kv(req, &x), "download of %s failed: %s (%s)", path, err, strerror(-r));
+                else if (r == 0 && (res.exit_code != 0 || d.left > 0))
+                        log_warn(execd_kv(req, &x), "download of %s ended short (%lld bytes missing): %s",
+                                 path, (long long)d.left, d.err);
+        }
+out:
+        exec_result_free(&res);
+        free(qbuf);
+}
+
+/* ---- GET /files/info, DELETE /files, DELETE /directories ---- */
+
+/* The path query values, normalised: count, or -1 after replying. */
+static int query_paths(struct request *req, char *qbuf, char (*paths)[EXECD_PATH_MAX], const char **argv,
+                       int first)
+{
+        const char *vals[EXECD_MAX_PATHS];
+        int n = execd_query_values(req, "path", vals, EXECD_MAX_PATHS, qbuf, EXECD_QUERY_BUF);
+
+        if (n <= 0) {
+                reply_error(req, API_INVALID_REQUEST, n == 0 ? "a path query parameter is required"
+                                                             : "bad or too many path parameters (at most %d)",
+                            EXECD_MAX_PATHS);
+                return -1;
+        }
+        for (int i = 0; i < n; i++) {
+                if (execd_path_normalize(vals[i], paths[i], EXECD_PATH_MAX) < 0) {
+                        reply_error(req, API_INVALID_REQUEST, "path %d is not a path", i + 1);
+                        return -1;
+                }
+                argv[first + i] = paths[i];
+        }
+        argv[first + n] = NULL;
+        return n;
+}
+
+static const char *file_type(unsigned int mode)
+{
+        switch (mode & 0170000) {
+        case 0100000: return "file";
+        case 0040000: return "directory";
+        case 0120000: return "symlink";
+        default: return "other";
+        }
+}
+
+static void add_iso(struct json_object *o, const char *name, long long secs)
+{
+        char iso[40];
+
+        if (timeutil_format_iso(secs * 1000, iso, sizeof(iso)) == 0) {
+                /* RFC 3339 without the milliseconds, as execd writes it */
+                char *dot = strchr(iso, '.');
+                if (dot)
+                        memcpy(dot, "Z", 2);
+                json_object_object_add(o, name, json_object_new_string(iso));
+        }
+}
+
+/* argv layout shared by the path-list handlers: sh -c SCRIPT sh PATH... */
+#define PATH_ARGV_FIRST 4
+
+void h_execd_files_info(struct request *req)
+{
+        static __thread char paths[EXECD_MAX_PATHS][EXECD_PATH_MAX];
+        const char *argv[EXECD_MAX_PATHS + PATH_ARGV_FIRST + 1] = { "sh", "-c", INFO_SCRIPT, "sh" };
+        struct exec_result res = { 0 };
+        struct json_object *o = NULL;
+        char *qbuf = malloc(EXECD_QUERY_BUF);
+        const char *line;
+        struct execd x;
+        int n;
+
+        if (!qbuf) {
+                reply_error(req, API_INTERNAL, "out of memory");
+                return;
+        }
+        if (execd_open(req, &x, true) < 0 || (n = query_paths(req, qbuf, paths, argv, PATH_ARGV_FIRST)) < 0 ||
+            execd_run(req, &x, argv, NULL, 0, 256 * 1024, &res) < 0)
+                goto out;
+        o = json_object_new_object();
+        line = res.out ? res.out : "";
+        for (int i = 0; i < n; i++) {
+                struct json_object *fi;
+                unsigned int mode = 0;
+                long long size = 0, mtime = 0, btime = 0;
+                char user[64] = "", group[64] = "", perm[8] = "";
+                const char *nl = strchr(line, '\n');
+
+                if (!nl || line[0] == '-' ||
+                    sscanf(line, "%x|%lld|%lld|%lld|%63[^|]|%63[^|]|%7[0-7]", &mode, &size, &mtime,
+                           &btime, user, group, perm) != 7) {
+                        reply_error(req, API_FILE_NOT_FOUND, "%s: no such file or directory", paths[i]);
+                        goto out;
+                }
+                fi = json_object_new_object();
+                json_object_object_add(fi, "path", json_object_new_string(paths[i]));
+                json_object_object_add(fi, "type", json_object_new_string(file_type(mode)));
+                json_object_object_add(fi, "size", json_object_new_int64(size));
+                add_iso(fi, "modified_at", mtime);
+                add_iso(fi, "created_at", btime > 0 ? btime : mtime);
+                json_object_object_add(fi, "owner", json_object_new_string(user));
+                json_object_object_add(fi, "group", json_object_new_string(group));
+                json_object_object_add(fi, "mode", json_object_new_int(atoi(perm)));
+                json_object_object_add(o, paths[i], fi);
+                line = nl + 1;
+        }
+        reply_json(req, 200, o);
+out:
+        json_put(o);
+        exec_result_free(&res);
+        free(qbuf);
+}
+
+static void remove_paths(struct request *req, const char *script, const char *what)
+{
+        static __thread char paths[EXECD_MAX_PATHS][EXECD_PATH_MAX];
+        const char *argv[EXECD_MAX_PATHS + PATH_ARGV_FIRST + 1] = { "sh", "-c", script, "sh" };
+        struct exec_result res = { 0 };
+        char *qbuf = malloc(EXECD_QUERY_BUF);
+        struct execd x;
+        int n;
+
+        if (!qbuf) {
+                reply_error(req, API_INTERNAL, "out of memory");
+                return;
+        }
+        if (execd_open(req, &x, true) < 0 || (n = query_paths(req, qbuf, paths, argv, PATH_ARGV_FIRST)) < 0 ||
+            execd_run(req, &x, argv, NULL, 0, 4096, &res) < 0)
+                goto out;
+        if (res.exit_code != 0) {
+                /* name the path the message is about, else the first */
+                const char *p = paths[0];
+                for (int i = 0; i < n; i++)
+                        if (res.err && strstr(res.err, paths[i]))
+                                p = paths[i];
+                reply_fs_error(req, p, &res);
+                goto out;
+        }
+        log_info(execd_kv(req, &x), "%s: %d path(s)", what, n);
+        reply_empty(req, 200);
+out:
+        exec_result_free(&res);
+        free(qbuf);
+}
+
+void h_execd_files_delete(struct request *req)
+{
+        remove_paths(req, RM_FILES_SCRIPT, "files removed");
+}
+
+void h_execd_dirs_delete(struct request *req)
+{
+        remove_paths(req, RM_DIRS_SCRIPT, "directories removed");
+}
+
+/* POST /directories: {path: Permission} */
+void h_execd_dirs_create(struct request *req)
+{
+        struct json_object *body = NULL;
+        struct exec_result res = { 0 };
+        char path[EXECD_PATH_MAX], mode[8], owner[80];
+        struct execd x;
+        int n = 0;
+
+        if (execd_open(req, &x, true) < 0 || request_json_body(req, &body) < 0)
+                goto out;
+        if (json_object_object_length(body) == 0 || json_object_object_length(body) > EXECD_MAX_PATHS) {
+                reply_error(req, API_INVALID_REQUEST, "the body maps 1 to %d paths to permissions",
+                            EXECD_MAX_PATHS);
+                goto out;
+        }
+        json_object_object_foreach(body, key, perm) {
+                struct json_object *mv = NULL;
+
+                if (execd_path_normalize(key, path, sizeof(path)) < 0 ||
+                    !json_object_is_type(perm, json_type_object)) {
+                        reply_error(req, API_INVALID_REQUEST, "each key must be a path, each value a Permission");
+                        goto out;
+                }
+                json_object_object_get_ex(perm, "mode", &mv);
+                if (mode_str(mv, mode, sizeof(mode)) < 0 || owner_str(perm, owner, sizeof(owner)) < 0) {
+                        reply_error(req, API_INVALID_REQUEST,
+                                    "%s: mode must be octal digits (e.g. 755), owner/group names", path);
+                        goto out;
+                }
+                if (!mode[0])
+                        snprintf(mode, sizeof(mode), "755"); /* the spec's default */
+                const char *argv[] = { "sh", "-c", MKDIR_SCRIPT, "sh", path, mode, owner, NULL };
+                if (execd_run(req, &x, argv, NULL, 0, 4096, &res) < 0)
+                        goto out;
+                if (res.exit_code != 0) {
+                        reply_fs_error(req, path, &res);
+                        goto out;
+                }
+                exec_result_free(&res);
+                n++;
+        }
+        log_info(execd_kv(req, &x), "directories created: %d", n);
+        reply_empty(req, 200);
+out:
+        exec_result_free(&res);
+        json_put(body);
+}

@@ -1,0 +1,158 @@
+/* h_execd_misc: the rest of the data plane served by the broker: execd's
+ * GET /ping and GET /metrics (execd-api.yaml) and the egress sidecar's
+ * GET/PATCH/DELETE /policy (egress-api.yaml) under .../proxy/18080.
+ *
+ * Metrics come from the sandbox's own cgroup (v2: cpu.stat, cpu.max,
+ * memory.current, memory.max), sampled by one exec over 200 ms; without a
+ * limit the host's numbers (nproc, MemTotal) stand in, as execd reports them.
+ *
+ * Egress: the broker has no egress sidecar; a sandbox's network is the
+ * broker's SANDBOX_NETWORK for all of them. "none" is reported as the
+ * policy it is (deny everything, no rules); any other network as allow-all.
+ * Rules cannot be changed at run time: PATCH and DELETE answer 501. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "execd.h"
+#include "json_input.h"
+#include "log.h"
+#include "routes.h"
+#include "timeutil.h"
+
+static const char METRICS_SCRIPT[] =
+        "cg=/sys/fs/cgroup\n"
+        "u() { sed -n 's/^usage_usec //p' $cg/cpu.stat 2>/dev/null; }\n"
+        "a=$(u); t0=$(date +%s%6N); sleep 0.2; b=$(u); t1=$(date +%s%6N)\n"
+        "printf 'u0=%s\\nu1=%s\\nt0=%s\\nt1=%s\\n' \"$a\" \"$b\" \"$t0\" \"$t1\"\n"
+        "printf 'cpumax=%s\\n' \"$(cat $cg/cpu.max 2>/dev/null)\"\n"
+        "printf 'nproc=%s\\n' \"$(nproc 2>/dev/null)\"\n"
+        "printf 'memmax=%s\\n' \"$(cat $cg/memory.max 2>/dev/null)\"\n"
+        "printf 'memcur=%s\\n' \"$(cat $cg/memory.current 2>/dev/null)\"\n"
+        "printf 'inactive=%s\\n' \"$(sed -n 's/^inactive_file //p' $cg/memory.stat 2>/dev/null)\"\n"
+        "printf 'memtotal=%s\\n' \"$(sed -n 's/^MemTotal: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo)\"\n"
+        "printf 'memavail=%s\\n' \"$(sed -n 's/^MemAvailable: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo)\"\n";
+
+/* GET /ping: 200 once the sandbox is Running, 503 before (the SDK polls it
+ * until it succeeds; 401 for a wrong token stops it at once). */
+void h_execd_ping(struct request *req)
+{
+        struct execd x;
+
+        if (execd_open(req, &x, false) < 0)
+                return;
+        if (strcmp(x.state, "Running") != 0 || !x.ref[0]) {
+                reply_error(req, API_UNAVAILABLE, "sandbox %s is %s, not Running yet", x.sandbox_id,
+                            x.state);
+                return;
+        }
+        reply_empty(req, 200);
+}
+
+static double kv_num(const char *text, const char *key, bool *ok)
+{
+        size_t kl = strlen(key);
+
+        for (const char *p = text; p && *p;) {
+                const char *nl = strchr(p, '\n');
+                if (strncmp(p, key, kl) == 0 && p[kl] == '=') {
+                        char *end;
+                        double v = strtod(p + kl + 1, &end);
+                        *ok = end != p + kl + 1 && (*end == '\n' || *end == '\0' || *end == ' ');
+                        return *ok ? v : 0;
+                }
+                p = nl ? nl + 1 : NULL;
+        }
+        *ok = false;
+        return 0;
+}
+
+void h_execd_metrics(struct request *req)
+{
+        const char *argv[] = { "sh", "-c", METRICS_SCRIPT, NULL };
+        struct exec_result res = { 0 };
+        struct json_object *o;
+        double cpus = 1, pct = 0, total, used, quota, period;
+        bool ok, ok2, ok3, ok4;
+        const char *q;
+        struct execd x;
+
+        if (execd_open(req, &x, true) < 0 || execd_run(req, &x, argv, NULL, 0, 8192, &res) < 0)
+                goto out;
+        if (res.exit_code != 0 || !res.out) {
+                reply_error(req, API_SANDBOX_FAILED, "cannot read the sandbox's metrics");
+                goto out;
+        }
+        /* CPUs: the cgroup's quota ("max 100000" = none), else nproc */
+        q = strstr(res.out, "cpumax=");
+        if (q && sscanf(q + 7, "%lf %lf", &quota, &period) == 2 && period > 0)
+                cpus = quota / period;
+        else if ((cpus = kv_num(res.out, "nproc", &ok)), !ok || cpus <= 0)
+                cpus = 1;
+        {
+                double u0 = kv_num(res.out, "u0", &ok), u1 = kv_num(res.out, "u1", &ok2);
+                double t0 = kv_num(res.out, "t0", &ok3), t1 = kv_num(res.out, "t1", &ok4);
+                if (ok && ok2 && ok3 && ok4 && t1 > t0)
+                        pct = (u1 - u0) / ((t1 - t0) * cpus) * 100.0;
+                if (pct < 0)
+                        pct = 0;
+                if (pct > 100)
+                        pct = 100;
+        }
+        total = kv_num(res.out, "memmax", &ok); /* "max" does not parse: no limit */
+        if (!ok)
+                total = kv_num(res.out, "memtotal", &ok2) * 1024;
+        used = kv_num(res.out, "memcur", &ok);
+        if (ok) {
+                double inactive = kv_num(res.out, "inactive", &ok2);
+                if (ok2 && inactive < used)
+                        used -= inactive; /* as `docker stats` counts it */
+        } else {
+                used = total - kv_num(res.out, "memavail", &ok2) * 1024;
+        }
+        o = json_object_new_object();
+        json_object_object_add(o, "cpu_count", json_object_new_double(cpus));
+        json_object_object_add(o, "cpu_used_pct", json_object_new_double((double)(int64_t)(pct * 100) / 100));
+        json_object_object_add(o, "mem_total_mib", json_object_new_double((double)(int64_t)(total / 1048576 * 100) / 100));
+        json_object_object_add(o, "mem_used_mib", json_object_new_double((double)(int64_t)(used / 1048576 * 100) / 100));
+        json_object_object_add(o, "timestamp", json_object_new_int64(timeutil_now_ms()));
+        reply_json(req, 200, o);
+        json_put(o);
+out:
+        exec_result_free(&res);
+}
+
+void h_egress_policy_get(struct request *req)
+{
+        struct json_object *o, *pol;
+        bool none = strcmp(req->w->cfg->sandbox_network, "none") == 0;
+        struct execd x;
+
+        if (execd_open(req, &x, false) < 0)
+                return;
+        o = json_object_new_object();
+        pol = json_object_new_object();
+        json_object_object_add(o, "status", json_object_new_string("ok"));
+        json_object_object_add(o, "mode", json_object_new_string(none ? "deny_all" : "allow_all"));
+        json_object_object_add(o, "enforcementMode", json_object_new_string("network"));
+        json_object_object_add(o, "reason", json_object_new_string(
+                none ? "the sandbox has no network (SANDBOX_NETWORK=none)"
+                     : "the sandbox's network is not filtered by the broker"));
+        json_object_object_add(pol, "defaultAction", json_object_new_string(none ? "deny" : "allow"));
+        json_object_object_add(pol, "egress", json_object_new_array());
+        json_object_object_add(o, "policy", pol);
+        reply_json(req, 200, o);
+        json_put(o);
+}
+
+void h_egress_policy_change(struct request *req)
+{
+        struct execd x;
+
+        if (execd_open(req, &x, false) < 0)
+                return;
+        reply_error(req, API_NOT_IMPLEMENTED,
+                    "egress rules cannot be changed at run time: the sandbox's network is %s",
+                    req->w->cfg->sandbox_network);
+}

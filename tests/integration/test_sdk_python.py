@@ -1,0 +1,54 @@
+"""The official OpenSandbox Python SDK (`opensandbox` from PyPI, unmodified)
+runs its quickstart flow against the broker: create (image, entrypoint,
+resource limits, timeout, env, metadata) and wait until ready, get_info,
+files.write_file, commands.run (stdout lines; a failing command's exit code
+and stderr), files.read_file, renew, get_info, kill.
+
+The flow is tests/integration/sdk/quickstart.py, run in a subprocess with the
+test venv's python (scripts/sdk-install puts the SDK there; the test installs
+it itself when it is missing). It only knows the broker's host:port and an
+API key, like any OpenSandbox user. The broker runs the Docker provider.
+"""
+
+import pytest
+
+from sandboxlib import require_docker
+from sdklib import KEY, OSB, SDK_DIR, check_quickstart, python_sdk_python, run_script, \
+    start_osb_broker
+
+require_docker()
+
+TEXT = "hello from the python sdk\nsecond line\nünïcödé ✓\n"
+
+
+@pytest.fixture(scope="module")
+def osb_broker(request, services, it_root):
+    return start_osb_broker(request, services, it_root, BROKER_CAPACITY=4)
+
+
+@pytest.fixture(autouse=True)
+def _logs_on_failure(request, osb_broker):
+    request.node._it_brokers = [osb_broker]
+
+
+def test_python_sdk_quickstart(osb_broker):
+    py = python_sdk_python()
+    run = run_script([py, SDK_DIR + "/quickstart.py"], {
+        "QS_DOMAIN": "127.0.0.1:%d" % osb_broker.port,
+        "QS_API_KEY": KEY["alpha"],
+    }, timeout=300)
+    check_quickstart(run, osb_broker, TEXT, OSB(osb_broker, "alpha"))
+
+
+def test_python_sdk_wrong_key_is_refused(osb_broker):
+    """The SDK surfaces the broker's 401 as an error with the spec's code."""
+    py = python_sdk_python()
+    run = run_script([py, SDK_DIR + "/quickstart.py"], {
+        "QS_DOMAIN": "127.0.0.1:%d" % osb_broker.port,
+        "QS_API_KEY": "not-a-known-key",
+    }, timeout=120)
+    assert run.rc == 1, run.explain()
+    f = run.failure()
+    assert f is not None and f["step"] == "create", run.explain()
+    assert f.get("status") == 401, run.explain()
+    assert f.get("code") == "UNAUTHORIZED", run.explain()
