@@ -51,6 +51,13 @@ int sandbox_provider_new(const struct broker_config *cfg, struct provider **ret,
         return r;
 }
 
+/* A provider's -EIO is the backend's error, not Redis's: keep the two apart
+ * so that a failed create fails its record instead of looking like an outage. */
+static int pv_err(int r)
+{
+        return r == -EIO ? -EREMOTEIO : r;
+}
+
 /* A lock holder may spend a create and a start, each bounded by the timeout. */
 static int lock_ttl_ms(const struct broker_config *cfg)
 {
@@ -238,15 +245,19 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
 
         spec_from_record(rec, sid, env_sid, &ep_obj, &env_obj, argv, envbuf, envp);
         spec.entrypoint = argv[0] ? argv : NULL;
-        r = pv->ops->create(pv, &spec, ref, err);
+        r = pv_err(pv->ops->create(pv, &spec, ref, err));
         json_put(ep_obj);
         json_put(env_obj);
+        if (r == -ENOENT)
+                r = -EREMOTEIO; /* e.g. no such image: a failed sandbox, not a missing lease */
         if (r == -EBUSY) {
                 /* The name is taken: an earlier attempt created it. Adopt it. */
                 snprintf(name, sizeof(name), "sb-%s", sid);
-                r = pv->ops->inspect(pv, name, &info, err);
+                r = pv_err(pv->ops->inspect(pv, name, &info, err));
                 if (r == 0)
                         snprintf(ref, PROVIDER_REF_MAX, "%s", info.ref);
+                else if (r == -ENOENT)
+                        r = -EREMOTEIO; /* a conflict on a name nobody holds: the backend's problem */
         }
         if (r < 0)
                 return r;
@@ -288,11 +299,13 @@ static int provision_locked(struct redis_conn *rc, struct provider *pv,
                         if (r < 0)
                                 return r;
                 }
-                r = pv->ops->start(pv, ref, err);
+                r = pv_err(pv->ops->start(pv, ref, err));
                 if (r != -ENOENT)
                         break;
                 ref[0] = '\0'; /* the container vanished since: make it again */
         }
+        if (r == -ENOENT)
+                r = -EREMOTEIO;
         if (r < 0)
                 return r;
         metrics_observe_ms(METRICS_SANDBOX_CREATE, timeutil_mono_ms() - t0);
@@ -361,11 +374,11 @@ static int prepare_workdir(struct provider *pv, const struct broker_config *cfg,
 
         if (strncmp(c->workdir, "/workspace/", 11) != 0)
                 return 0;
-        r = pv->ops->exec(pv, ref, &spec, &res, err);
+        r = pv_err(pv->ops->exec(pv, ref, &spec, &res, err));
         if (r == 0 && res.exit_code != 0) {
                 snprintf(err, SANDBOX_ERR_MAX, "cannot create %s: %s", c->workdir,
                          res.err ? res.err : "mkdir failed");
-                r = -EIO;
+                r = -EREMOTEIO;
         }
         exec_result_free(&res);
         return r;
