@@ -1,6 +1,6 @@
 /* Unit tests for lib/multipart.c: the boundary from Content-Type, a body of
- * metadata + file pairs parsed whole and split at every byte, delimiter-like
- * bytes inside a part, quoted parameters, and malformed bodies. */
+ * metadata + file pairs parsed whole and split at every byte, a partial
+ * delimiter inside a part (a full one followed by junk is an error), quoted parameters, and malformed bodies. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,12 +60,12 @@ static const char body[] =
         "{\"path\":\"/w/a.txt\"}\r\n"
         "--" B "\r\n"
         "content-disposition: form-data; name=file; filename=\"a \\\"q\\\".txt\"\r\n\r\n"
-        "x\r\n--" B "-not\r\n-y\r\r\n"
+        "x\r\n--opensandbox_12-not\r\n-y\r\r\n"
         "\r\n--" B "--\r\n"
         "epilogue";
 static const char want[] =
         "[metadata|metadata|1|application/json:{\"path\":\"/w/a.txt\"}]"
-        "[file|a \"q\".txt|1|:x\r\n--" B "-not\r\n-y\r\r\n]";
+        "[file|a \"q\".txt|1|:x\r\n--opensandbox_12-not\r\n-y\r\r\n]";
 
 static int parse(const char *s, size_t n, size_t split, struct events *e)
 {
