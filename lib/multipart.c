@@ -171,6 +171,8 @@ static int part_begin(struct multipart *m)
                 if (strcasecmp(line, "Content-Disposition") == 0) {
                         if (strncasecmp(v, "form-data", 9) != 0)
                                 return -EPROTO;
+                        /* a repeated header replaces the earlier one */
+                        part.name[0] = part.filename[0] = '\0';
                         r = header_param(v, "name", part.name, sizeof(part.name));
                         if (r < 0 && r != -ENOENT)
                                 return r == -E2BIG ? -E2BIG : -EPROTO;
@@ -188,8 +190,9 @@ static int part_begin(struct multipart *m)
                         part.content_type[n] = '\0';
                 }
         }
-        if (++m->parts > MULTIPART_MAX_PARTS)
+        if (m->parts >= MULTIPART_MAX_PARTS)
                 return -E2BIG;
+        m->parts++;
         return m->cb->on_begin ? m->cb->on_begin(m->ud, &part) : 0;
 }
 

@@ -5,7 +5,9 @@
  *
  * Caps: MULTIPART_HDR_MAX bytes of headers per part, MULTIPART_MAX_PARTS
  * parts. Part sizes are the caller's to bound (on_data may refuse). Pure:
- * no I/O. Errors: -EPROTO (malformed body), -E2BIG (a cap), -ENOMEM, or the
+ * no I/O. A whole delimiter inside a part that is not followed by "--",
+ * transport padding or CRLF is an error (RFC 2046: a part must not contain
+ * its delimiter), not data. Errors: -EPROTO (malformed body), -E2BIG (a cap), -ENOMEM, or the
  * callback's own negative value. */
 #pragma once
 #include <stdbool.h>

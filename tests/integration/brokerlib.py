@@ -444,10 +444,19 @@ class Broker:
     def live_leases(self):
         return set(self.redis.zrange(self.key("leases"), 0, -1))
 
+    # Observability, not broker state: request counters that every request
+    # (errors included) adds to, flushed by a timer (docs/OPERATIONS.md,
+    # "Metrics"). Left out of snapshots.
+    OBSERVABILITY_KEYS = ("metrics",)
+
     def snapshot(self):
-        """Every key under the prefix with its type and value."""
+        """Every key under the prefix with its type and value (less the
+        metrics hash)."""
+        skip = {self.prefix + k for k in self.OBSERVABILITY_KEYS}
         snap = {}
         for k in self.redis.scan_iter(match=self.prefix + "*", count=1000):
+            if k in skip:
+                continue
             t = self.redis.type(k)
             if t == "string":
                 v = self.redis.get(k)

@@ -52,3 +52,22 @@ def test_python_sdk_wrong_key_is_refused(osb_broker):
     assert f is not None and f["step"] == "create", run.explain()
     assert f.get("status") == 401, run.explain()
     assert f.get("code") == "UNAUTHORIZED", run.explain()
+
+
+def test_python_sdk_5mib_file_and_10000_lines(osb_broker):
+    """A 5 MiB binary round trip (the SDK's chunked multipart upload, then a
+    download) and a 10,000-line command, complete and in order, through the SDK."""
+    py = python_sdk_python()
+    run = run_script([py, SDK_DIR + "/bulk.py"], {
+        "QS_DOMAIN": "127.0.0.1:%d" % osb_broker.port,
+        "QS_API_KEY": KEY["charlie"],
+    }, timeout=300)
+    w = run.step("write_5mib")
+    s = run.step("sha256_in_sandbox")
+    assert s["exit_code"] == 0 and s["stdout"] == [w["sha256"], str(5 * 1024 * 1024)], s
+    r = run.step("read_5mib")
+    assert r["bytes"] == w["bytes"] and r["sha256"] == w["sha256"], (r, w)
+    q = run.step("seq_10000")
+    assert q["exit_code"] == 0 and q["count"] == 10000 and q["in_order"], q
+    run.step("done")
+    assert run.rc == 0, run.explain()
