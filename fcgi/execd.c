@@ -138,56 +138,26 @@ int execd_run(struct request *req, const struct execd *x, const char *const *arg
         return 0;
 }
 
-static int hexval(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 int execd_query_values(const struct request *req, const char *name, const char **vals, int max,
                        char *buf, size_t size)
 {
-        size_t nlen = strlen(name), o = 0;
-        const char *p = req->query;
-        int n = 0;
+        const char *cursor = req->query;
+        char key[128];
+        size_t o = 0;
+        int n = 0, r;
 
-        while (p && *p) {
-                size_t seg = strcspn(p, "&");
-
-                if (seg >= nlen + 1 && strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
-                        if (n >= max)
-                                return -E2BIG;
-                        vals[n++] = buf + o;
-                        for (size_t i = nlen + 1; i < seg; i++) {
-                                char c = p[i];
-                                if (c == '%') {
-                                        int hi = i + 2 < seg ? hexval(p[i + 1]) : -1;
-                                        int lo = i + 2 < seg ? hexval(p[i + 2]) : -1;
-                                        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-                                                return -EINVAL;
-                                        c = (char)(hi << 4 | lo);
-                                        i += 2;
-                                } else if (c == '+') {
-                                        c = ' ';
-                                }
-                                if (o + 2 > size)
-                                        return -E2BIG;
-                                buf[o++] = c;
-                        }
-                        if (o + 1 > size)
-                                return -E2BIG;
-                        buf[o++] = '\0';
-                }
-                p += seg;
-                if (*p == '&')
-                        p++;
+        /* decode each value in place at buf + o; keep it only if the name matches */
+        while (o < size && (r = request_query_next(&cursor, key, sizeof(key), buf + o, size - o)) == 1) {
+                if (strcmp(key, name) != 0)
+                        continue;
+                if (n >= max)
+                        return -E2BIG;
+                vals[n++] = buf + o;
+                o += strlen(buf + o) + 1;
         }
-        return n;
+        if (o >= size)
+                return -E2BIG;
+        return r < 0 ? r : n;
 }
 
 int execd_path_normalize(const char *in, char *out, size_t size)

@@ -11,16 +11,7 @@
 #include "log.h"
 #include "routes.h"
 #include "sandbox.h"
-
-static int hex_id_valid(const char *s)
-{
-        if (strlen(s) != 32)
-                return 0;
-        for (; *s; s++)
-                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-                        return 0;
-        return 1;
-}
+#include "timeutil.h"
 
 /* Read a required or optional id field; replies 400 and returns -1 on error. */
 static int body_id(struct request *req, struct json_object *body, const char *name, int required,
@@ -193,7 +184,7 @@ void h_leases_poll(struct request *req)
                 reply_error(req, API_INVALID_REQUEST, "query parameter ticketId is required");
                 return;
         }
-        if (r < 0 || !hex_id_valid(id)) {
+        if (r < 0 || !timeutil_id_valid(id)) {
                 reply_error(req, API_INVALID_REQUEST, "ticketId must be 32 lowercase hex characters");
                 return;
         }
@@ -239,7 +230,7 @@ void h_leases_heartbeat(struct request *req)
                 return;
         if (json_object_object_get_ex(body, "leaseId", &v)) {
                 lease_id = json_object_get_string(v);
-                if (!json_object_is_type(v, json_type_string) || !hex_id_valid(lease_id)) {
+                if (!json_object_is_type(v, json_type_string) || !timeutil_id_valid(lease_id)) {
                         reply_error(req, API_INVALID_REQUEST, "leaseId must be 32 lowercase hex characters");
                         goto out;
                 }

@@ -29,16 +29,6 @@ struct sbx {
         struct sandbox_access a;
 };
 
-static int hex32(const char *s)
-{
-        if (strlen(s) != 32)
-                return 0;
-        for (; *s; s++)
-                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-                        return 0;
-        return 1;
-}
-
 /* Resolve X-Lease-ID and the path's sandbox; replies and returns -1 on error.
  * need_running: the sandbox must be Running (exec, files). */
 static int sbx_open(struct request *req, struct sbx *x, int need_running)
@@ -50,13 +40,13 @@ static int sbx_open(struct request *req, struct sbx *x, int need_running)
                 reply_error(req, API_NOT_FOUND, "this broker runs without a sandbox provider");
                 return -1;
         }
-        if (!lid || !hex32(lid)) {
+        if (!lid || !timeutil_id_valid(lid)) {
                 reply_error(req, API_INVALID_REQUEST,
                             "the X-Lease-ID header must carry the lease id (32 lowercase hex characters)");
                 return -1;
         }
         snprintf(x->lease_id, sizeof(x->lease_id), "%s", lid);
-        if (!hex32(req->path_arg)) {
+        if (!timeutil_id_valid(req->path_arg)) {
                 reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", req->path_arg);
                 return -1;
         }

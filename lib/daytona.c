@@ -40,19 +40,6 @@ static struct daytona *impl(struct provider *p)
         return p->impl;
 }
 
-static void err_printf(char *ret_err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void err_printf(char *ret_err, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (!ret_err)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(ret_err, PROVIDER_ERR_MAX, fmt, ap);
-        va_end(ap);
-}
-
 static int status_errno(long status)
 {
         if (status / 100 == 2)
@@ -101,7 +88,7 @@ static int call(struct daytona *d, const struct daytona_request *req, struct doc
         int r;
 
         if (!req->url) {
-                err_printf(ret_err, "daytona: %s: out of memory", what);
+                provider_errf(ret_err, "daytona: %s: out of memory", what);
                 return -ENOMEM;
         }
         r = daytona_api_request(d->api, req, &status, &b, ret_err);
@@ -152,7 +139,7 @@ static int sandbox_get(struct daytona *d, const char *ref, struct daytona_sandbo
                 goto out;
         r = daytona_json_parse_sandbox(resp.data, s);
         if (r < 0)
-                err_printf(ret_err, "daytona: %s: malformed Sandbox answer", what);
+                provider_errf(ret_err, "daytona: %s: malformed Sandbox answer", what);
 out:
         docker_buf_release(&resp);
         return r;
@@ -174,16 +161,16 @@ static int wait_state(struct daytona *d, const char *ref, const char *want, cons
                 if (strcmp(s.state, want) == 0)
                         return 0;
                 if (daytona_json_state_failed(s.state)) {
-                        err_printf(ret_err, "daytona: %s: sandbox %s is in state %s: %s", what, ref,
+                        provider_errf(ret_err, "daytona: %s: sandbox %s is in state %s: %s", what, ref,
                                    s.state, s.error_reason[0] ? s.error_reason : "no reason given");
                         return -EREMOTEIO;
                 }
                 if (daytona_json_state(s.state) == SANDBOX_RUN_MISSING) {
-                        err_printf(ret_err, "daytona: %s: sandbox %s is %s", what, ref, s.state);
+                        provider_errf(ret_err, "daytona: %s: sandbox %s is %s", what, ref, s.state);
                         return -ENOENT;
                 }
                 if (timeutil_mono_ms() + step > deadline) {
-                        err_printf(ret_err, "daytona: %s: sandbox %s still %s after %d ms (want %s)",
+                        provider_errf(ret_err, "daytona: %s: sandbox %s still %s after %d ms (want %s)",
                                    what, ref, s.state[0] ? s.state : "without a state",
                                    d->poll_max_ms, want);
                         return -ETIMEDOUT;
@@ -220,7 +207,7 @@ static int daytona_create(struct provider *p, const struct sandbox_spec *spec, c
 
         r = daytona_json_create_body(spec, &o, &body);
         if (r < 0) {
-                err_printf(ret_err, "daytona: create: %s",
+                provider_errf(ret_err, "daytona: create: %s",
                            r == -EINVAL ? "sandbox id, snapshot and K=V env are required" : "out of memory");
                 goto out;
         }
@@ -230,7 +217,7 @@ static int daytona_create(struct provider *p, const struct sandbox_spec *spec, c
                 goto out;
         r = daytona_json_parse_sandbox(resp.data, &s);
         if (r < 0) {
-                err_printf(ret_err, "daytona: create: answer without a sandbox id");
+                provider_errf(ret_err, "daytona: create: answer without a sandbox id");
                 goto out;
         }
         snprintf(ret_ref, PROVIDER_REF_MAX, "%s", s.id);
@@ -317,7 +304,7 @@ static int daytona_inspect(struct provider *p, const char *ref, struct sandbox_i
                 return r;
         ret->state = daytona_json_state(s.state);
         if (ret->state == SANDBOX_RUN_MISSING) {
-                err_printf(ret_err, "daytona: inspect: sandbox %s is %s", ref, s.state);
+                provider_errf(ret_err, "daytona: inspect: sandbox %s is %s", ref, s.state);
                 return -ENOENT;
         }
         snprintf(ret->sandbox_id, sizeof(ret->sandbox_id), "%s", s.sandbox_id);
@@ -347,7 +334,7 @@ static int list_pages(struct daytona *d, int max_pages,
                 if (r == 0) {
                         r = daytona_json_parse_list(resp.data, fn, ud, cursor, sizeof(cursor));
                         if (r < 0)
-                                err_printf(ret_err, "daytona: %s: malformed ListSandboxesResponse", what);
+                                provider_errf(ret_err, "daytona: %s: malformed ListSandboxesResponse", what);
                 }
                 docker_buf_release(&resp);
                 if (r < 0 || !cursor[0])
@@ -393,12 +380,12 @@ static int toolbox_base(struct daytona *d, const char *ref, char *ret_err)
                 return r;
         if (!s.toolbox_url[0] || (strncmp(s.toolbox_url, "http://", 7) != 0 &&
                                   strncmp(s.toolbox_url, "https://", 8) != 0)) {
-                err_printf(ret_err, "daytona: sandbox %s has no usable toolboxProxyUrl", ref);
+                provider_errf(ret_err, "daytona: sandbox %s has no usable toolboxProxyUrl", ref);
                 return -EPROTO;
         }
         id = docker_api_escape(s.id);
         if (!id) {
-                err_printf(ret_err, "daytona: toolbox: out of memory");
+                provider_errf(ret_err, "daytona: toolbox: out of memory");
                 return -ENOMEM;
         }
         n = strlen(s.toolbox_url);
@@ -449,7 +436,7 @@ static int exec_user(struct daytona *d, const char *user, const char **ret, char
                 *ret = user;
                 return 0;
         }
-        err_printf(ret_err, "daytona: exec as %s: the toolbox runs as %s and Daytona cannot switch "
+        provider_errf(ret_err, "daytona: exec as %s: the toolbox runs as %s and Daytona cannot switch "
                    "users (DAYTONA_USER=root allows it)", user, d->user);
         return -EPERM;
 }
@@ -477,7 +464,7 @@ static int daytona_exec(struct provider *p, const char *ref, const struct exec_s
         memset(ret, 0, sizeof(*ret));
         ret->exit_code = -1;
         if (!spec->argv || !spec->argv[0] || spec->timeout_ms <= 0) {
-                err_printf(ret_err, "daytona: exec: argv and a positive timeout are required");
+                provider_errf(ret_err, "daytona: exec: argv and a positive timeout are required");
                 goto out;
         }
         r = exec_user(d, spec->user, &w.run_as, ret_err);
@@ -509,7 +496,7 @@ static int daytona_exec(struct provider *p, const char *ref, const struct exec_s
                                            (spec->timeout_ms + 999) / 1000 + DAYTONA_EXEC_GRACE_MS / 1000,
                                            &body);
         if (r < 0) {
-                err_printf(ret_err, "daytona: exec: %s", r == -EINVAL ? "env entries must be K=V" : "out of memory");
+                provider_errf(ret_err, "daytona: exec: %s", r == -EINVAL ? "env entries must be K=V" : "out of memory");
                 goto out;
         }
         url = url_fmt(d->cache_url, "/process/execute", NULL, NULL);
@@ -531,13 +518,13 @@ static int daytona_exec(struct provider *p, const char *ref, const struct exec_s
                 goto out;
         r = daytona_json_parse_exec(resp.data, &exit_code, &result, &result_len);
         if (r < 0) {
-                err_printf(ret_err, "daytona: exec: malformed ExecuteResponse");
+                provider_errf(ret_err, "daytona: exec: malformed ExecuteResponse");
                 r = r == -ENOMEM ? r : -EPROTO;
                 goto out;
         }
         r = daytona_exec_decode(result, result_len, nonce, spec->max_output, ret);
         if (r < 0) {
-                err_printf(ret_err, "daytona: exec: the command wrapper did not run (exit %d; the "
+                provider_errf(ret_err, "daytona: exec: the command wrapper did not run (exit %d; the "
                            "snapshot needs sh and coreutils): %.120s", exit_code, result);
                 goto out;
         }
@@ -575,7 +562,7 @@ static int exec_simple(struct daytona *d, struct provider *p, const char *ref,
                 const char *e = res->err ? res->err : "";
 
                 r = strstr(e, "No such file") || strstr(e, "Not a directory") ? -ENOENT : -EREMOTEIO;
-                err_printf(ret_err, "daytona: %s: exit %d: %.160s", what, res->exit_code, e);
+                provider_errf(ret_err, "daytona: %s: exit %d: %.160s", what, res->exit_code, e);
         }
         return r;
 }
@@ -619,7 +606,7 @@ static int daytona_get_archive(struct provider *p, const char *ref, const char *
                                "sh", path, NULL };
         r = exec_simple(d, p, ref, argv, max_len, &res, "get archive", ret_err);
         if (r == 0 && res.out_truncated) {
-                err_printf(ret_err, "daytona: get archive: %s is over %zu bytes", path, max_len);
+                provider_errf(ret_err, "daytona: get archive: %s is over %zu bytes", path, max_len);
                 r = -EFBIG;
         }
         if (r == 0) {

@@ -38,19 +38,6 @@ static struct docker *impl(struct provider *p)
         return p->impl;
 }
 
-static void err_printf(char *ret_err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void err_printf(char *ret_err, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (!ret_err)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(ret_err, PROVIDER_ERR_MAX, fmt, ap);
-        va_end(ap);
-}
-
 /* Docker's HTTP status to our errno: 304 "not modified" (start of a running
  * container, stop of a stopped one) is success. */
 static int status_errno(long status)
@@ -92,7 +79,7 @@ static int call(struct docker *d, const char *method, const char *path, const ch
         int r;
 
         if (!path) {
-                err_printf(ret_err, "docker: %s: out of memory", what);
+                provider_errf(ret_err, "docker: %s: out of memory", what);
                 return -ENOMEM;
         }
         r = docker_api_call(d->api, method, path, body, timeout_ms, &status, &b, max, ret_err);
@@ -136,7 +123,7 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
 
         r = docker_json_create_body(spec, &body);
         if (r < 0) {
-                err_printf(ret_err, "docker: create: %s",
+                provider_errf(ret_err, "docker: create: %s",
                            r == -EINVAL ? "sandbox id and image are required" : "out of memory");
                 goto out;
         }
@@ -147,7 +134,7 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
                 goto out;
         r = docker_json_parse_id(resp.data, ret_ref, PROVIDER_REF_MAX);
         if (r < 0)
-                err_printf(ret_err, "docker: create: answer without a container id");
+                provider_errf(ret_err, "docker: create: answer without a container id");
 out:
         docker_buf_release(&resp);
         free(body);
@@ -205,7 +192,7 @@ static int docker_inspect(struct provider *p, const char *ref, struct sandbox_in
                 goto out;
         r = docker_json_parse_inspect(resp.data, ret);
         if (r < 0)
-                err_printf(ret_err, "docker: inspect: unexpected answer");
+                provider_errf(ret_err, "docker: inspect: unexpected answer");
 out:
         docker_buf_release(&resp);
         free(path);
@@ -227,7 +214,7 @@ static int docker_list_managed(struct provider *p,
                 goto out;
         r = docker_json_parse_list(resp.data, fn, ud);
         if (r < 0)
-                err_printf(ret_err, "docker: list: unexpected answer");
+                provider_errf(ret_err, "docker: list: unexpected answer");
 out:
         docker_buf_release(&resp);
         free(path);
@@ -252,7 +239,7 @@ static int archive_put(struct docker *d, const char *ref, const char *dir, const
         int r = -ENOMEM;
 
         if (!path) {
-                err_printf(ret_err, "docker: put archive: out of memory");
+                provider_errf(ret_err, "docker: put archive: out of memory");
                 goto out;
         }
         r = docker_api_request(d->api, &req, &status, &resp, ret_err);
@@ -301,7 +288,7 @@ static int docker_ping(struct provider *p, char *ret_err)
         int r = call(d, "GET", "/_ping", NULL, d->timeout_ms, 64, &resp, "ping", ret_err);
 
         if (r == 0 && (!resp.data || strcmp(resp.data, "OK") != 0)) {
-                err_printf(ret_err, "docker: ping: unexpected answer");
+                provider_errf(ret_err, "docker: ping: unexpected answer");
                 r = -EIO;
         }
         docker_buf_release(&resp);
@@ -352,7 +339,7 @@ static int exec_run_io(struct docker *d, const char *ref, const char *const *arg
         *ret_timed_out = false;
         r = docker_json_exec_body(argv, env, cwd, user, &body);
         if (r < 0) {
-                err_printf(ret_err, "docker: exec: %s", r == -EINVAL ? "empty argv" : "out of memory");
+                provider_errf(ret_err, "docker: exec: %s", r == -EINVAL ? "empty argv" : "out of memory");
                 goto out;
         }
         path = path_fmt("/containers/%s/exec", ref, NULL);
@@ -362,7 +349,7 @@ static int exec_run_io(struct docker *d, const char *ref, const char *const *arg
         r = docker_json_parse_id(resp.data, id, sizeof(id));
         docker_buf_release(&resp);
         if (r < 0) {
-                err_printf(ret_err, "docker: exec: answer without an exec id");
+                provider_errf(ret_err, "docker: exec: answer without an exec id");
                 goto out;
         }
 
@@ -390,7 +377,7 @@ static int exec_run_io(struct docker *d, const char *ref, const char *const *arg
                 *ret_timed_out = true;
                 r = 0;
         } else if (r == -EPROTO) {
-                err_printf(ret_err, "docker: exec: malformed output stream");
+                provider_errf(ret_err, "docker: exec: malformed output stream");
                 r = -EIO;
                 goto out;
         } else if (r < 0) {
@@ -416,7 +403,7 @@ static int exec_run_io(struct docker *d, const char *ref, const char *const *arg
                         r = docker_json_parse_exec_inspect(resp.data, &running, ret_exit);
                         docker_buf_release(&resp);
                         if (r < 0) {
-                                err_printf(ret_err, "docker: exec inspect: unexpected answer");
+                                provider_errf(ret_err, "docker: exec inspect: unexpected answer");
                                 goto out;
                         }
                         if (!running)
@@ -499,7 +486,7 @@ static int stdin_stage(struct docker *d, const char *ref, const struct exec_spec
         r = tarball_pack_file(name, spec->stdin_data, spec->stdin_len, 0600, (uid_t)uid,
                               (gid_t)gid, &tar, &tar_len);
         if (r < 0) {
-                err_printf(ret_err, "docker: exec stdin: cannot pack it");
+                provider_errf(ret_err, "docker: exec stdin: cannot pack it");
                 goto out;
         }
         r = archive_put(d, ref, STDIN_DIR, tar, tar_len, ret_err);
@@ -511,7 +498,7 @@ static int stdin_stage(struct docker *d, const char *ref, const struct exec_spec
 
                 r = exec_run(d, ref, argv, NULL, NULL, NULL, d->timeout_ms, 1024, false, &cr, ret_err);
                 if (r == 0 && cr.exit_code != 0) {
-                        err_printf(ret_err, "docker: exec stdin: chown to %s failed: %.120s",
+                        provider_errf(ret_err, "docker: exec stdin: chown to %s failed: %.120s",
                                    spec->user, cr.err ? cr.err : "");
                         r = -EIO;
                 }
@@ -580,7 +567,7 @@ static int exec_common(struct docker *d, const char *ref, const struct exec_spec
         memset(ret, 0, sizeof(*ret));
         ret->exit_code = -1;
         if (!spec->argv || !spec->argv[0] || spec->timeout_ms <= 0 || (cb && !cb->on_output)) {
-                err_printf(ret_err, "docker: exec: argv and a positive timeout are required");
+                provider_errf(ret_err, "docker: exec: argv and a positive timeout are required");
                 goto out;
         }
         while (spec->argv[n])
@@ -588,7 +575,7 @@ static int exec_common(struct docker *d, const char *ref, const struct exec_spec
         argv = calloc(n + 9, sizeof(*argv));
         if (!argv) {
                 r = -ENOMEM;
-                err_printf(ret_err, "docker: exec: out of memory");
+                provider_errf(ret_err, "docker: exec: out of memory");
                 goto out;
         }
         if (spec->stdin_data) {
@@ -621,7 +608,7 @@ static int exec_common(struct docker *d, const char *ref, const struct exec_spec
                 r = exec_run_io(d, ref, argv, spec->env, spec->cwd, spec->user, spec->timeout_ms,
                                 &io, &ret->exit_code, &ret->timed_out, ret_err);
                 if (r == 0 && !ret->timed_out && !docker_demux_complete(&st.dm)) {
-                        err_printf(ret_err, "docker: exec: output stream ended inside a frame");
+                        provider_errf(ret_err, "docker: exec: output stream ended inside a frame");
                         r = -EIO;
                 }
         } else {

@@ -130,5 +130,8 @@ struct provider {
 
 void exec_result_free(struct exec_result *r);
 
+/* Write a message into ret_err (PROVIDER_ERR_MAX bytes); ret_err may be NULL. */
+void provider_errf(char *ret_err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Free a provider; accepts NULL. */
 void provider_free(struct provider *p);

@@ -62,3 +62,13 @@ int timeutil_random_id(char *buf, size_t size)
         buf[32] = '\0';
         return 0;
 }
+
+int timeutil_id_valid(const char *s)
+{
+        size_t n = 0;
+
+        for (; s[n]; n++)
+                if (n >= 32 || !((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+                        return 0;
+        return n == 32;
+}

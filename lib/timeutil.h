@@ -16,3 +16,6 @@ int timeutil_format_iso(int64_t ms, char *buf, size_t size);
 /* Fill buf with 32 lowercase hex characters of getrandom() entropy and a NUL
  * (buf >= 33 bytes). Returns 0 or a negative errno. */
 int timeutil_random_id(char *buf, size_t size);
+
+/* True if s has the form timeutil_random_id() makes: 32 lowercase hex characters. */
+int timeutil_id_valid(const char *s);
