@@ -35,6 +35,15 @@ CONFIG_VARS = (
     "POOL_SEATS", "SANDBOX_PROVIDER", "MAX_BODY_BYTES", "FCGI_THREADS",
     "LOG_LEVEL", "SUPERVISOR_TICK_MS", "BROKER_STATE_DIR", "BROKER_HTTP_PORT",
     "KAFKA_PORT", "KAFKA_CONTROLLER_PORT", "KAFKA_HEAP",
+    # sandboxes, OpenSandbox, Daytona: never inherited from the developer's shell
+    "DOCKER_SOCKET", "DOCKER_TIMEOUT_MS", "SANDBOX_IMAGE", "SANDBOX_MULTIUSER_IMAGE",
+    "SANDBOX_MILLICPUS", "SANDBOX_MEMORY_MB", "SANDBOX_PIDS", "SANDBOX_NETWORK",
+    "IDLE_POLICY", "IDLE_KEEP_MS", "EXEC_TIMEOUT_MS", "EXEC_MAX_TIMEOUT_MS",
+    "EXEC_MAX_OUTPUT", "FILE_MAX_BYTES", "RECONCILE_MS", "PROVISION_TIMEOUT_MS",
+    "OPENSANDBOX_API_KEYS", "OPENSANDBOX_MAX_TIMEOUT_S", "OPENSANDBOX_MAX_PER_TENANT",
+    "OPENSANDBOX_ENDPOINT_HOST", "DAYTONA_API_URL", "DAYTONA_API_KEY",
+    "DAYTONA_ORGANIZATION_ID", "DAYTONA_SNAPSHOT", "DAYTONA_TARGET", "DAYTONA_TIMEOUT_MS",
+    "DAYTONA_POLL_MAX_MS", "LOG_TARGET",
 )
 
 _used_ports = set()
@@ -429,7 +438,7 @@ class Broker:
         def check():
             r = self.poll(ticket)
             assert r.status == 200, r
-            assert r.json["status"] in ("queued", "granted"), \
+            assert r.json["status"] in ("queued", "provisioning", "granted"), \
                 "ticket %s: %r" % (ticket, r)
             return r.json if r.json["status"] == "granted" else None
         return wait_until(check, timeout, 0.1, "ticket %s granted" % ticket)

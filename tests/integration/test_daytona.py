@@ -246,8 +246,9 @@ def test_create_failure_fails_the_ticket(dt, kind):
     u = user()
     r = dt.b.acquire(u, "s1", timeout=SB_HTTP_TIMEOUT) if kind == "409" else None
     if r is not None:
-        # sandbox.c reads the adoption's -ENOENT as "the lease is gone"
-        check_error(r, 404, "LEASE_NOT_FOUND")
+        # a name conflict on a name nobody holds is the backend's failure
+        check_error(r, 502, "SANDBOX_FAILED")
+        assert want in r.json["message"], r
     else:
         st, ans = acquire_outcome(dt, u)
         assert st == "failed", ans
