@@ -10,12 +10,9 @@ commands; multipart upload of several files and byte-exact download (full
 and Range) of a 5 MiB binary; info, delete, directories; path
 normalisation; token (401) and unknown sandbox (404); metrics; egress policy.
 
-TEMPORARY: the sandbox under test is a lease's (POST /v1/leases/acquire
-gives a running container and its record); the test then adds the fields
-the lifecycle API writes (tenant, token, mode) to the record
-P"sandbox:"<id> with the Redis client. Once POST /v1/sandboxes is ready,
-switch `sandbox` below to create it through the lifecycle API and take the
-token from GET .../endpoints/44772.
+The sandbox under test is made through the lifecycle API (POST
+/v1/sandboxes), and the data-plane token is the one GET .../endpoints/44772
+returns, as the SDKs do.
 """
 
 import hashlib
@@ -29,9 +26,9 @@ import uuid
 
 import pytest
 
-import conftest
 from brokerlib import check_error, wait_until
 from sandboxlib import DOCKER, SB, docker_broker, require_docker  # noqa: F401
+from sdklib import OSB, start_osb_broker
 
 require_docker()
 
@@ -111,25 +108,13 @@ class Execd:
 
 @pytest.fixture(scope="module")
 def ex(request, services, it_root):
-    env = {"SANDBOX_PROVIDER": "docker", "BROKER_CAPACITY": "4", "IDLE_POLICY": "delete"}
-    b = conftest.make_broker(request, services, it_root, **env)
-    sb = SB(b)
-
-    def fin():
-        try:
-            b.down()
-        finally:
-            DOCKER.remove_prefix(b.prefix)
-    request.addfinalizer(fin)
-    lease = sb.acquire("execd-user", "s-" + uuid.uuid4().hex[:8])
-    sid = lease["sandboxId"]
-    token = uuid.uuid4().hex
-    # TEMPORARY (see the module doc): the lifecycle API's fields, by hand.
-    b.redis.hset(b.key("sandbox:" + sid),
-                 mapping={"tenant": "t-execd", "token": token, "mode": "exclusive"})
-    e = Execd(sb, sid, token)
-    e.lease = lease
-    return e
+    b = start_osb_broker(request, services, it_root, BROKER_CAPACITY=4, IDLE_POLICY="delete")
+    osb = OSB(b)
+    sid = osb.create(image="sandbox-broker/base:latest", entrypoint=("sleep", "infinity"))
+    r = osb.endpoint(sid, 44772)
+    assert r.status == 200, r
+    assert r.json["endpoint"].endswith("/v1/sandboxes/%s/proxy/44772" % sid), r
+    return Execd(SB(b), sid, r.json["headers"]["X-EXECD-ACCESS-TOKEN"])
 
 
 def out_lines(events, kind="stdout"):
