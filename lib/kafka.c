@@ -318,8 +318,12 @@ int kafka_consumer_new(const struct broker_config *cfg, struct kafka_consumer **
             conf_set(conf, "auto.offset.reset", "earliest", err, errsz) < 0 ||
             conf_set(conf, "session.timeout.ms", session, err, errsz) < 0 ||
             conf_set(conf, "heartbeat.interval.ms", heartbeat, err, errsz) < 0 ||
-            /* The queue's latency is dominated by these two (DESIGN §8). */
-            conf_set(conf, "fetch.wait.max.ms", "10", err, errsz) < 0 ||
+            /* Grants do not wait for Kafka: a release wakes the supervisor
+             * through Redis and the grant script takes the queue's head from
+             * Redis. Kafka only has to deliver each ticket once, in order, so
+             * a long poll (less idle CPU for broker and supervisor) costs no
+             * grant latency (measured in docs/LOAD-CAPACITY.md). */
+            conf_set(conf, "fetch.wait.max.ms", "100", err, errsz) < 0 ||
             conf_set(conf, "fetch.error.backoff.ms", "50", err, errsz) < 0)
                 goto out;
         rd_kafka_conf_set_log_cb(conf, on_log);
