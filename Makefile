@@ -56,7 +56,9 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
 # The replay feeds a corpus to the same entry point without libFuzzer (built
 # with $(CC), and with the sanitizers of SANITIZER=); `make unit` runs it as
 # one test. `make fuzz` builds the real fuzzers with clang; `make fuzz-run`
-# runs each for FUZZ_TIME seconds, new inputs going to $(BUILD)/fuzz-corpus/.
+# runs each for FUZZ_TIME seconds, new inputs going to $(BUILD)/fuzz-corpus/NAME/
+# and a crashing input to $(BUILD)/fuzz-crash-NAME-*. FUZZ_NAMES="a b" limits
+# either to some targets.
 FUZZ_NAMES  := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_NAMES:%=$(BUILD)/fuzz-replay-%)
 FUZZ_BIN    := $(FUZZ_NAMES:%=$(BUILD)/fuzzer-%)
@@ -64,7 +66,8 @@ CLANG       ?= clang
 FUZZ_TIME   ?= 60
 FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib -I$(BUILD) \
                $(shell pkg-config --cflags $(PKGS)) \
-               -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
+               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+               -fno-omit-frame-pointer
 
 unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 	scripts/run-unit $(UNIT_BIN) $(FUZZ_REPLAY)
@@ -86,7 +89,8 @@ fuzz: $(FUZZ_BIN)
 
 fuzz-run: $(FUZZ_BIN)
 	@for n in $(FUZZ_NAMES); do mkdir -p $(BUILD)/fuzz-corpus/$$n && \
-		$(BUILD)/fuzzer-$$n -max_total_time=$(FUZZ_TIME) $(BUILD)/fuzz-corpus/$$n \
+		$(BUILD)/fuzzer-$$n -max_total_time=$(FUZZ_TIME) \
+		-artifact_prefix=$(BUILD)/fuzz-crash-$$n- $(BUILD)/fuzz-corpus/$$n \
 		tests/fuzz/corpus/$$n || exit 1; done
 
 # The Docker provider against the real daemon (every case skips without the socket).

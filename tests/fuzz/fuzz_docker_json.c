@@ -1,0 +1,133 @@
+/* fuzz_docker_json: the Docker daemon's answers are bytes we did not write
+ * (a compromised or buggy daemon, a proxy in between). Each input is taken
+ * as a response body (NUL-terminated, as docker_buf hands it over) and fed to
+ * every docker_json reader: the create answer's Id (into buffers of several
+ * sizes), container inspect, container list, exec inspect, the error message,
+ * and the State.Status mapping. Outputs go into buffers malloc'ed at exactly
+ * their size and pre-filled with garbage, so an over-write is a sanitizer
+ * report and a missing NUL a contract failure. Any crash, sanitizer report or
+ * abort() is a bug. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "docker_json.h"
+#include "fuzz.h"
+
+#define CHECK(cond)                                                                      \
+        do {                                                                             \
+                if (!(cond)) {                                                           \
+                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, \
+                                #cond);                                                  \
+                        abort();                                                         \
+                }                                                                        \
+        } while (0)
+
+#define TERMINATED(a) (strnlen((a), sizeof(a)) < sizeof(a))
+
+static void check_state(enum sandbox_run_state s)
+{
+        CHECK(s == SANDBOX_RUN_MISSING || s == SANDBOX_RUN_CREATED || s == SANDBOX_RUN_RUNNING ||
+              s == SANDBOX_RUN_PAUSED || s == SANDBOX_RUN_EXITED);
+}
+
+static void check_info(const struct sandbox_info *info)
+{
+        check_state(info->state);
+        CHECK(TERMINATED(info->sandbox_id));
+        CHECK(TERMINATED(info->prefix));
+        CHECK(TERMINATED(info->ref));
+}
+
+struct list_count {
+        size_t calls, max;
+};
+
+static void on_item(void *ud, const struct sandbox_info *info)
+{
+        struct list_count *c = ud;
+
+        check_info(info);
+        c->calls++;
+        /* every element is at least "{}" plus a separator */
+        CHECK(c->calls <= c->max);
+}
+
+/* docker.c reads Ids into PROVIDER_REF_MAX and 65-byte buffers; also try the
+ * edges. */
+static void check_id(const char *body, size_t size)
+{
+        char *id = malloc(size ? size : 1);
+        int r;
+
+        CHECK(id);
+        memset(id, 0xA5, size ? size : 1);
+        r = docker_json_parse_id(body, id, size);
+        CHECK(r == 0 || r == -EPROTO);
+        if (r == 0) {
+                CHECK(size > 0);
+                CHECK(strnlen(id, size) < size);
+                CHECK(id[0] != '\0');
+        }
+        free(id);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        static const size_t id_sizes[] = { 0, 1, 2, 13, 65, PROVIDER_REF_MAX };
+        char *body = malloc(size + 1);
+        struct sandbox_info *info;
+        struct list_count count = { 0, size / 2 + 1 };
+        char *err;
+        bool running;
+        int exit_code, r;
+        long status;
+
+        CHECK(body);
+        memcpy(body, data, size);
+        body[size] = '\0';
+
+        for (size_t i = 0; i < sizeof(id_sizes) / sizeof(id_sizes[0]); i++)
+                check_id(body, id_sizes[i]);
+
+        info = malloc(sizeof(*info));
+        CHECK(info);
+        memset(info, 0xA5, sizeof(*info));
+        r = docker_json_parse_inspect(body, info);
+        CHECK(r == 0 || r == -EPROTO);
+        if (r == 0)
+                check_info(info);
+        free(info);
+
+        r = docker_json_parse_list(body, on_item, &count);
+        CHECK(r == 0 || r == -EPROTO);
+        CHECK(r == 0 || count.calls == 0);
+
+        running = false;
+        exit_code = -2;
+        r = docker_json_parse_exec_inspect(body, &running, &exit_code);
+        CHECK(r == 0 || r == -EPROTO);
+        if (r == 0)
+                CHECK(running == true || running == false);
+
+        check_state(docker_json_state(body));
+
+        /* the status code rides on the first bytes, as any long would */
+        status = size >= 2 ? (long)data[0] << 8 | data[1] : 500;
+        err = malloc(PROVIDER_ERR_MAX);
+        CHECK(err);
+        memset(err, 0xA5, PROVIDER_ERR_MAX);
+        docker_json_error_message("fuzz", status, body, err);
+        CHECK(strnlen(err, PROVIDER_ERR_MAX) < PROVIDER_ERR_MAX);
+        CHECK(strncmp(err, "docker: fuzz: ", 14) == 0);
+        memset(err, 0xA5, PROVIDER_ERR_MAX);
+        docker_json_error_message("fuzz", status, NULL, err);
+        CHECK(strnlen(err, PROVIDER_ERR_MAX) < PROVIDER_ERR_MAX);
+        docker_json_error_message("fuzz", status, body, NULL);
+        free(err);
+
+        free(body);
+        return 0;
+}
