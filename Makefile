@@ -57,7 +57,8 @@ $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
 # with $(CC), and with the sanitizers of SANITIZER=); `make unit` runs it as
 # one test. `make fuzz` builds the real fuzzers with clang; `make fuzz-run`
 # runs each for FUZZ_TIME seconds, new inputs going to $(BUILD)/fuzz-corpus/NAME/
-# and a crashing input to $(BUILD)/fuzz-crash-NAME-*. FUZZ_NAMES="a b" limits
+# and a crashing input to $(BUILD)/fuzz-crash-NAME-*; tests/fuzz/fuzz_NAME.dict,
+# if any, is its libFuzzer dictionary. FUZZ_NAMES="a b" limits
 # either to some targets.
 FUZZ_NAMES  := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_REPLAY := $(FUZZ_NAMES:%=$(BUILD)/fuzz-replay-%)
@@ -90,7 +91,9 @@ fuzz: $(FUZZ_BIN)
 fuzz-run: $(FUZZ_BIN)
 	@for n in $(FUZZ_NAMES); do mkdir -p $(BUILD)/fuzz-corpus/$$n && \
 		$(BUILD)/fuzzer-$$n -max_total_time=$(FUZZ_TIME) \
-		-artifact_prefix=$(BUILD)/fuzz-crash-$$n- $(BUILD)/fuzz-corpus/$$n \
+		-artifact_prefix=$(BUILD)/fuzz-crash-$$n- \
+		$$(test -f tests/fuzz/fuzz_$$n.dict && echo -dict=tests/fuzz/fuzz_$$n.dict) \
+		$(BUILD)/fuzz-corpus/$$n \
 		tests/fuzz/corpus/$$n || exit 1; done
 
 # The Docker provider against the real daemon (every case skips without the socket).
