@@ -2,6 +2,8 @@
 #include "daytona_api.h"
 
 #include <curl/curl.h>
+
+#include "curl_release.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,24 +21,6 @@ struct daytona_api {
         char *auth;  /* "Authorization: Bearer ..." */
         char *org;   /* "X-Daytona-Organization-ID: ..." or NULL */
 };
-
-static void curl_free_handle(CURL *c)
-{
-        if (c)
-                curl_easy_cleanup(c);
-}
-
-static void slist_free(struct curl_slist *l)
-{
-        if (l)
-                curl_slist_free_all(l);
-}
-
-static void mime_free(curl_mime *m)
-{
-        if (m)
-                curl_mime_free(m);
-}
 
 /* Header values must not smuggle a line break into the request. */
 static bool header_safe(const char *s)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_input.h" /* json_put */
+#include "json_input.h"
 
 static int add(struct json_object *o, const char *key, struct json_object *v)
 {
@@ -118,20 +118,6 @@ out:
         return r;
 }
 
-static struct json_object *parse(const char *body)
-{
-        return body ? json_tokener_parse(body) : NULL;
-}
-
-static const char *get_str(struct json_object *o, const char *key)
-{
-        struct json_object *v;
-
-        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-                return NULL;
-        return json_object_get_string(v);
-}
-
 static int copy(char *dst, size_t size, const char *src)
 {
         if (!src) {
@@ -147,25 +133,25 @@ static int copy(char *dst, size_t size, const char *src)
 static int sandbox_from(struct json_object *o, struct daytona_sandbox *ret)
 {
         struct json_object *labels = NULL;
-        const char *id = get_str(o, "id"), *m;
+        const char *id = json_get_str(o, "id"), *m;
 
         memset(ret, 0, sizeof(*ret));
         if (!o || !json_object_is_type(o, json_type_object) || !id || !id[0])
                 return -EPROTO;
         if (copy(ret->id, sizeof(ret->id), id) < 0 ||
-            copy(ret->state, sizeof(ret->state), get_str(o, "state")) < 0 ||
-            copy(ret->toolbox_url, sizeof(ret->toolbox_url), get_str(o, "toolboxProxyUrl")) < 0)
+            copy(ret->state, sizeof(ret->state), json_get_str(o, "state")) < 0 ||
+            copy(ret->toolbox_url, sizeof(ret->toolbox_url), json_get_str(o, "toolboxProxyUrl")) < 0)
                 return -EPROTO;
         /* A long reason is cut, not refused: it is only a message. */
         snprintf(ret->error_reason, sizeof(ret->error_reason), "%s",
-                 get_str(o, "errorReason") ? get_str(o, "errorReason") : "");
+                 json_get_str(o, "errorReason") ? json_get_str(o, "errorReason") : "");
         if (json_object_object_get_ex(o, "labels", &labels) &&
             json_object_is_type(labels, json_type_object)) {
-                m = get_str(labels, PROVIDER_LABEL_MANAGED);
+                m = json_get_str(labels, PROVIDER_LABEL_MANAGED);
                 ret->managed = m && strcmp(m, "1") == 0;
                 if (copy(ret->sandbox_id, sizeof(ret->sandbox_id),
-                         get_str(labels, PROVIDER_LABEL_SANDBOX)) < 0 ||
-                    copy(ret->prefix, sizeof(ret->prefix), get_str(labels, PROVIDER_LABEL_PREFIX)) < 0)
+                         json_get_str(labels, PROVIDER_LABEL_SANDBOX)) < 0 ||
+                    copy(ret->prefix, sizeof(ret->prefix), json_get_str(labels, PROVIDER_LABEL_PREFIX)) < 0)
                         return -EPROTO;
         }
         return 0;
@@ -173,7 +159,7 @@ static int sandbox_from(struct json_object *o, struct daytona_sandbox *ret)
 
 int daytona_json_parse_sandbox(const char *body, struct daytona_sandbox *ret)
 {
-        struct json_object *o = parse(body);
+        struct json_object *o = json_parse_or_null(body);
         int r = sandbox_from(o, ret);
 
         json_put(o);
@@ -209,7 +195,7 @@ bool daytona_json_state_failed(const char *s)
 int daytona_json_parse_list(const char *body, void (*fn)(void *ud, const struct sandbox_info *info),
                             void *ud, char *ret_cursor, size_t cursor_size)
 {
-        struct json_object *o = parse(body), *items;
+        struct json_object *o = json_parse_or_null(body), *items;
         const char *cursor;
         int r = -EPROTO;
 
@@ -217,7 +203,7 @@ int daytona_json_parse_list(const char *body, void (*fn)(void *ud, const struct 
         if (!o || !json_object_object_get_ex(o, "items", &items) ||
             !json_object_is_type(items, json_type_array))
                 goto out;
-        cursor = get_str(o, "nextCursor");
+        cursor = json_get_str(o, "nextCursor");
         if (copy(ret_cursor, cursor_size, cursor) < 0)
                 goto out;
         for (size_t i = 0; i < json_object_array_length(items); i++) {
@@ -276,7 +262,7 @@ out:
 int daytona_json_parse_exec(const char *body, int *ret_exit_code, char **ret_result,
                             size_t *ret_len)
 {
-        struct json_object *o = parse(body), *v;
+        struct json_object *o = json_parse_or_null(body), *v;
         int r = -EPROTO;
 
         *ret_result = NULL;
@@ -307,16 +293,16 @@ void daytona_json_error_message(const char *what, long status, const char *body,
 
         if (!ret_err)
                 return;
-        o = parse(body);
+        o = json_parse_or_null(body);
         if (o && json_object_is_type(o, json_type_object)) {
-                msg = get_str(o, "message");
+                msg = json_get_str(o, "message");
                 /* NestJS validation errors: "message" is an array of strings. */
                 if (!msg && json_object_object_get_ex(o, "message", &v) &&
                     json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0 &&
                     json_object_is_type(json_object_array_get_idx(v, 0), json_type_string))
                         msg = json_object_get_string(json_object_array_get_idx(v, 0));
                 if (!msg)
-                        msg = get_str(o, "error");
+                        msg = json_get_str(o, "error");
         }
         if (msg)
                 snprintf(ret_err, PROVIDER_ERR_MAX, "daytona: %s: HTTP %ld: %.160s", what, status, msg);

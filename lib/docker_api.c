@@ -2,6 +2,8 @@
 #include "docker_api.h"
 
 #include <curl/curl.h>
+
+#include "curl_release.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,18 +168,6 @@ out:
         }
         *ret = api;
         return r;
-}
-
-static void curl_free_handle(CURL *c)
-{
-        if (c)
-                curl_easy_cleanup(c);
-}
-
-static void slist_free(struct curl_slist *l)
-{
-        if (l)
-                curl_slist_free_all(l);
 }
 
 void docker_api_free(struct docker_api *api)

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json_input.h" /* json_put */
+#include "json_input.h"
 
 /* Capabilities root inside a sandbox keeps (CapDrop ALL, then these).
  * The multi-user mode runs commands as per-seat Linux users and lets root in
@@ -185,20 +185,6 @@ out:
         return r;
 }
 
-static struct json_object *parse(const char *body)
-{
-        return body ? json_tokener_parse(body) : NULL;
-}
-
-static const char *get_str(struct json_object *o, const char *key)
-{
-        struct json_object *v;
-
-        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-                return NULL;
-        return json_object_get_string(v);
-}
-
 static void copy(char *dst, size_t size, const char *src)
 {
         snprintf(dst, size, "%s", src ? src : "");
@@ -206,8 +192,8 @@ static void copy(char *dst, size_t size, const char *src)
 
 int docker_json_parse_id(const char *body, char *ret_id, size_t size)
 {
-        struct json_object *o = parse(body);
-        const char *id = get_str(o, "Id");
+        struct json_object *o = json_parse_or_null(body);
+        const char *id = json_get_str(o, "Id");
         int r = -EPROTO;
 
         if (id && id[0] && strlen(id) < size) {
@@ -238,21 +224,21 @@ static void info_fill(struct sandbox_info *info, const char *id, const char *sta
         memset(info, 0, sizeof(*info));
         info->state = docker_json_state(status);
         copy(info->ref, sizeof(info->ref), id);
-        copy(info->sandbox_id, sizeof(info->sandbox_id), get_str(labels, PROVIDER_LABEL_SANDBOX));
-        copy(info->prefix, sizeof(info->prefix), get_str(labels, PROVIDER_LABEL_PREFIX));
+        copy(info->sandbox_id, sizeof(info->sandbox_id), json_get_str(labels, PROVIDER_LABEL_SANDBOX));
+        copy(info->prefix, sizeof(info->prefix), json_get_str(labels, PROVIDER_LABEL_PREFIX));
 }
 
 int docker_json_parse_inspect(const char *body, struct sandbox_info *ret)
 {
-        struct json_object *o = parse(body), *state = NULL, *config = NULL, *labels = NULL;
-        const char *id = get_str(o, "Id");
+        struct json_object *o = json_parse_or_null(body), *state = NULL, *config = NULL, *labels = NULL;
+        const char *id = json_get_str(o, "Id");
         int r = -EPROTO;
 
         if (!id || !json_object_object_get_ex(o, "State", &state))
                 goto out;
         if (json_object_object_get_ex(o, "Config", &config))
                 json_object_object_get_ex(config, "Labels", &labels);
-        info_fill(ret, id, get_str(state, "Status"), labels);
+        info_fill(ret, id, json_get_str(state, "Status"), labels);
         r = 0;
 out:
         json_put(o);
@@ -262,7 +248,7 @@ out:
 int docker_json_parse_list(const char *body, void (*fn)(void *ud, const struct sandbox_info *info),
                            void *ud)
 {
-        struct json_object *o = parse(body);
+        struct json_object *o = json_parse_or_null(body);
         int r = -EPROTO;
 
         if (!o || !json_object_is_type(o, json_type_array))
@@ -270,12 +256,12 @@ int docker_json_parse_list(const char *body, void (*fn)(void *ud, const struct s
         for (size_t i = 0; i < json_object_array_length(o); i++) {
                 struct json_object *c = json_object_array_get_idx(o, i), *labels = NULL;
                 struct sandbox_info info;
-                const char *id = get_str(c, "Id");
+                const char *id = json_get_str(c, "Id");
 
                 if (!id)
                         continue;
                 json_object_object_get_ex(c, "Labels", &labels);
-                info_fill(&info, id, get_str(c, "State"), labels);
+                info_fill(&info, id, json_get_str(c, "State"), labels);
                 fn(ud, &info);
         }
         r = 0;
@@ -286,7 +272,7 @@ out:
 
 int docker_json_parse_exec_inspect(const char *body, bool *ret_running, int *ret_exit_code)
 {
-        struct json_object *o = parse(body), *v;
+        struct json_object *o = json_parse_or_null(body), *v;
         int r = -EPROTO;
 
         if (!o || !json_object_is_type(o, json_type_object))
@@ -309,8 +295,8 @@ void docker_json_error_message(const char *what, long status, const char *body, 
 
         if (!ret_err)
                 return;
-        o = parse(body);
-        msg = get_str(o, "message");
+        o = json_parse_or_null(body);
+        msg = json_get_str(o, "message");
         if (msg)
                 snprintf(ret_err, PROVIDER_ERR_MAX, "docker: %s: %s", what, msg);
         else

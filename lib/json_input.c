@@ -6,6 +6,20 @@
 #include <stdio.h>
 #include <string.h>
 
+struct json_object *json_parse_or_null(const char *text)
+{
+        return text ? json_tokener_parse(text) : NULL;
+}
+
+const char *json_get_str(struct json_object *o, const char *key)
+{
+        struct json_object *v;
+
+        if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
 void json_put(struct json_object *obj)
 {
         if (obj)

@@ -30,5 +30,13 @@ int json_input_get_id(struct json_object *obj, const char *name, bool required,
 int json_input_get_enum(struct json_object *obj, const char *name, const char *const *allowed,
                         const char **ret, char *err, size_t errsz);
 
+/* Parse a trusted-shape text (a backend's answer); NULL for NULL or bad
+ * JSON. The caller owns the result (json_put). */
+struct json_object *json_parse_or_null(const char *text);
+
+/* The string member `key` of o, or NULL (o NULL, key absent, not a string).
+ * Borrows from o. */
+const char *json_get_str(struct json_object *o, const char *key);
+
 /* Release a json-c reference; accepts NULL. */
 void json_put(struct json_object *obj);
