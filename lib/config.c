@@ -48,7 +48,6 @@ static const struct int_opt int_opts[] = {
         INT_OPT("EXEC_MAX_OUTPUT", exec_max_output, 1048576, 1024, 64 * 1024 * 1024),
         INT_OPT("FILE_MAX_BYTES", file_max_bytes, 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
         INT_OPT("RECONCILE_MS", reconcile_ms, 30000, 500, 3600000),
-        INT_OPT("PROVISION_TIMEOUT_MS", provision_timeout_ms, 120000, 1000, 3600000),
         INT_OPT("DAYTONA_TIMEOUT_MS", daytona_timeout_ms, 15000, 1000, 600000),
         INT_OPT("DAYTONA_POLL_MAX_MS", daytona_poll_max_ms, 45000, 1000, 3600000),
         INT_OPT("DAYTONA_AUTO_STOP_MIN", daytona_auto_stop_min, 0, 0, 525600),

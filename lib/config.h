@@ -37,7 +37,6 @@ struct broker_config {
         int exec_max_output;      /* bytes per stream */
         int file_max_bytes;
         int reconcile_ms;
-        int provision_timeout_ms; /* a Pending sandbox older than this is retried */
         /* SANDBOX_PROVIDER=daytona (docs/DAYTONA.md); the key is never logged */
         char daytona_api_url[512];
         char daytona_api_key[512];

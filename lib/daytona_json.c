@@ -9,21 +9,6 @@
 
 #include "json_input.h"
 
-static int add(struct json_object *o, const char *key, struct json_object *v)
-{
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int add_str(struct json_object *o, const char *key, const char *s)
-{
-        return add(o, key, json_object_new_string(s));
-}
 
 static int to_string(struct json_object *o, char **ret)
 {
@@ -51,7 +36,7 @@ static int env_object(const char *const *env, struct json_object **ret)
                 }
                 memcpy(key, *env, (size_t)(eq - *env));
                 key[eq - *env] = '\0';
-                r = add_str(o, key, eq + 1);
+                r = json_add_str(o, key, eq + 1);
                 if (r < 0)
                         goto out;
         }
@@ -84,31 +69,31 @@ int daytona_json_create_body(const struct sandbox_spec *spec, const struct dayto
         if (!body || !labels)
                 goto out;
         snprintf(name, sizeof(name), "sb-%s", spec->sandbox_id);
-        if ((r = add_str(labels, PROVIDER_LABEL_MANAGED, "1")) < 0 ||
-            (r = add_str(labels, PROVIDER_LABEL_SANDBOX, spec->sandbox_id)) < 0 ||
-            (r = add_str(labels, PROVIDER_LABEL_PREFIX, spec->key_prefix ? spec->key_prefix : "")) < 0)
+        if ((r = json_add_str(labels, PROVIDER_LABEL_MANAGED, "1")) < 0 ||
+            (r = json_add_str(labels, PROVIDER_LABEL_SANDBOX, spec->sandbox_id)) < 0 ||
+            (r = json_add_str(labels, PROVIDER_LABEL_PREFIX, spec->key_prefix ? spec->key_prefix : "")) < 0)
                 goto out;
-        if ((r = add_str(body, "name", name)) < 0 || (r = add_str(body, "snapshot", spec->image)) < 0)
+        if ((r = json_add_str(body, "name", name)) < 0 || (r = json_add_str(body, "snapshot", spec->image)) < 0)
                 goto out;
-        if (o->user && o->user[0] && (r = add_str(body, "user", o->user)) < 0)
+        if (o->user && o->user[0] && (r = json_add_str(body, "user", o->user)) < 0)
                 goto out;
-        if (o->target && o->target[0] && (r = add_str(body, "target", o->target)) < 0)
+        if (o->target && o->target[0] && (r = json_add_str(body, "target", o->target)) < 0)
                 goto out;
-        r = add(body, "env", env);
+        r = json_add(body, "env", env);
         env = NULL;
         if (r < 0)
                 goto out;
-        r = add(body, "labels", labels);
+        r = json_add(body, "labels", labels);
         labels = NULL;
         if (r < 0)
                 goto out;
         /* Daytona has no per-network choice: "none" blocks all, anything
          * else is Daytona's default egress. */
-        if ((r = add(body, "networkBlockAll",
+        if ((r = json_add(body, "networkBlockAll",
                      json_object_new_boolean(!spec->network || strcmp(spec->network, "none") == 0))) < 0 ||
-            (r = add(body, "public", json_object_new_boolean(0))) < 0 ||
-            (r = add(body, "autoStopInterval", json_object_new_int(o->auto_stop_min))) < 0 ||
-            (r = add(body, "autoDeleteInterval", json_object_new_int(o->auto_delete_min))) < 0)
+            (r = json_add(body, "public", json_object_new_boolean(0))) < 0 ||
+            (r = json_add(body, "autoStopInterval", json_object_new_int(o->auto_stop_min))) < 0 ||
+            (r = json_add(body, "autoDeleteInterval", json_object_new_int(o->auto_delete_min))) < 0)
                 goto out;
         r = to_string(body, ret);
 out:
@@ -240,17 +225,17 @@ int daytona_json_exec_body(const char *command, const char *const *env, const ch
         body = json_object_new_object();
         if (!body)
                 goto out;
-        if ((r = add_str(body, "command", command)) < 0)
+        if ((r = json_add_str(body, "command", command)) < 0)
                 goto out;
-        if (cwd && cwd[0] && (r = add_str(body, "cwd", cwd)) < 0)
+        if (cwd && cwd[0] && (r = json_add_str(body, "cwd", cwd)) < 0)
                 goto out;
         if (json_object_object_length(envs) > 0) {
-                r = add(body, "envs", envs);
+                r = json_add(body, "envs", envs);
                 envs = NULL;
                 if (r < 0)
                         goto out;
         }
-        if ((r = add(body, "timeout", json_object_new_int(timeout_s))) < 0)
+        if ((r = json_add(body, "timeout", json_object_new_int(timeout_s))) < 0)
                 goto out;
         r = to_string(body, ret);
 out:

@@ -25,21 +25,6 @@ const char *const docker_cap_add[] = { "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETUI
 
 static const char *const keepalive_cmd[] = { "sleep", "infinity", NULL };
 
-static int add(struct json_object *o, const char *key, struct json_object *v)
-{
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int add_str(struct json_object *o, const char *key, const char *s)
-{
-        return add(o, key, json_object_new_string(s));
-}
 
 static struct json_object *str_array(const char *const *v)
 {
@@ -76,27 +61,27 @@ static int host_config(const struct sandbox_spec *spec, struct json_object **ret
 
         if (!h)
                 goto out;
-        if (l->nano_cpus > 0 && (r = add(h, "NanoCpus", json_object_new_int64(l->nano_cpus))) < 0)
+        if (l->nano_cpus > 0 && (r = json_add(h, "NanoCpus", json_object_new_int64(l->nano_cpus))) < 0)
                 goto out;
         if (l->memory_bytes > 0) {
                 /* MemorySwap == Memory: no swap on top of the memory limit. */
-                if ((r = add(h, "Memory", json_object_new_int64(l->memory_bytes))) < 0 ||
-                    (r = add(h, "MemorySwap", json_object_new_int64(l->memory_bytes))) < 0)
+                if ((r = json_add(h, "Memory", json_object_new_int64(l->memory_bytes))) < 0 ||
+                    (r = json_add(h, "MemorySwap", json_object_new_int64(l->memory_bytes))) < 0)
                         goto out;
         }
-        if (l->pids > 0 && (r = add(h, "PidsLimit", json_object_new_int64(l->pids))) < 0)
+        if (l->pids > 0 && (r = json_add(h, "PidsLimit", json_object_new_int64(l->pids))) < 0)
                 goto out;
-        if ((r = add(h, "CapDrop", str_array((const char *const[]){ "ALL", NULL }))) < 0 ||
-            (r = add(h, "CapAdd", str_array(docker_cap_add))) < 0 ||
-            (r = add(h, "SecurityOpt",
+        if ((r = json_add(h, "CapDrop", str_array((const char *const[]){ "ALL", NULL }))) < 0 ||
+            (r = json_add(h, "CapAdd", str_array(docker_cap_add))) < 0 ||
+            (r = json_add(h, "SecurityOpt",
                      str_array((const char *const[]){ "no-new-privileges", NULL }))) < 0 ||
-            (r = add_str(h, "NetworkMode", spec->network ? spec->network : "none")) < 0 ||
-            (r = add(h, "Privileged", json_object_new_boolean(0))) < 0 ||
-            (r = add(h, "ReadonlyRootfs", json_object_new_boolean(0))) < 0 ||
+            (r = json_add_str(h, "NetworkMode", spec->network ? spec->network : "none")) < 0 ||
+            (r = json_add(h, "Privileged", json_object_new_boolean(0))) < 0 ||
+            (r = json_add(h, "ReadonlyRootfs", json_object_new_boolean(0))) < 0 ||
             /* docker-init (tini) as PID 1: it reaps the zombies exec'd commands
              * leave behind and forwards SIGTERM, so stop does not wait out the
              * grace period on a PID-1 `sleep` that ignores it. */
-            (r = add(h, "Init", json_object_new_boolean(1))) < 0)
+            (r = json_add(h, "Init", json_object_new_boolean(1))) < 0)
                 goto out;
         r = 0;
 out:
@@ -120,31 +105,31 @@ int docker_json_create_body(const struct sandbox_spec *spec, char **ret)
         o = json_object_new_object();
         if (!o)
                 goto out;
-        if ((r = add_str(o, "Image", spec->image)) < 0 ||
+        if ((r = json_add_str(o, "Image", spec->image)) < 0 ||
             /* Imported images have no CMD: always pass one. */
-            (r = add(o, "Cmd", str_array(spec->entrypoint ? spec->entrypoint : keepalive_cmd))) < 0 ||
-            (r = add(o, "Env", str_array(spec->env))) < 0 ||
-            (r = add(o, "Tty", json_object_new_boolean(0))) < 0 ||
-            (r = add(o, "OpenStdin", json_object_new_boolean(0))) < 0)
+            (r = json_add(o, "Cmd", str_array(spec->entrypoint ? spec->entrypoint : keepalive_cmd))) < 0 ||
+            (r = json_add(o, "Env", str_array(spec->env))) < 0 ||
+            (r = json_add(o, "Tty", json_object_new_boolean(0))) < 0 ||
+            (r = json_add(o, "OpenStdin", json_object_new_boolean(0))) < 0)
                 goto out;
-        if (spec->workdir && spec->workdir[0] && (r = add_str(o, "WorkingDir", spec->workdir)) < 0)
+        if (spec->workdir && spec->workdir[0] && (r = json_add_str(o, "WorkingDir", spec->workdir)) < 0)
                 goto out;
         labels = json_object_new_object();
         if (!labels) {
                 r = -ENOMEM;
                 goto out;
         }
-        if ((r = add_str(labels, PROVIDER_LABEL_MANAGED, "1")) < 0 ||
-            (r = add_str(labels, PROVIDER_LABEL_SANDBOX, spec->sandbox_id)) < 0 ||
-            (r = add_str(labels, PROVIDER_LABEL_PREFIX, spec->key_prefix ? spec->key_prefix : "")) < 0)
+        if ((r = json_add_str(labels, PROVIDER_LABEL_MANAGED, "1")) < 0 ||
+            (r = json_add_str(labels, PROVIDER_LABEL_SANDBOX, spec->sandbox_id)) < 0 ||
+            (r = json_add_str(labels, PROVIDER_LABEL_PREFIX, spec->key_prefix ? spec->key_prefix : "")) < 0)
                 goto out;
-        r = add(o, "Labels", labels);
+        r = json_add(o, "Labels", labels);
         labels = NULL; /* owned by o, even on failure (add puts it) */
         if (r < 0)
                 goto out;
         if ((r = host_config(spec, &h)) < 0)
                 goto out;
-        r = add(o, "HostConfig", h);
+        r = json_add(o, "HostConfig", h);
         if (r < 0)
                 goto out;
         r = to_string(o, ret);
@@ -167,17 +152,17 @@ int docker_json_exec_body(const char *const *argv, const char *const *env, const
         o = json_object_new_object();
         if (!o)
                 goto out;
-        if ((r = add(o, "AttachStdin", json_object_new_boolean(0))) < 0 ||
-            (r = add(o, "AttachStdout", json_object_new_boolean(1))) < 0 ||
-            (r = add(o, "AttachStderr", json_object_new_boolean(1))) < 0 ||
-            (r = add(o, "Tty", json_object_new_boolean(0))) < 0 ||
-            (r = add(o, "Cmd", str_array(argv))) < 0)
+        if ((r = json_add(o, "AttachStdin", json_object_new_boolean(0))) < 0 ||
+            (r = json_add(o, "AttachStdout", json_object_new_boolean(1))) < 0 ||
+            (r = json_add(o, "AttachStderr", json_object_new_boolean(1))) < 0 ||
+            (r = json_add(o, "Tty", json_object_new_boolean(0))) < 0 ||
+            (r = json_add(o, "Cmd", str_array(argv))) < 0)
                 goto out;
-        if (env && (r = add(o, "Env", str_array(env))) < 0)
+        if (env && (r = json_add(o, "Env", str_array(env))) < 0)
                 goto out;
-        if (cwd && cwd[0] && (r = add_str(o, "WorkingDir", cwd)) < 0)
+        if (cwd && cwd[0] && (r = json_add_str(o, "WorkingDir", cwd)) < 0)
                 goto out;
-        if (user && user[0] && (r = add_str(o, "User", user)) < 0)
+        if (user && user[0] && (r = json_add_str(o, "User", user)) < 0)
                 goto out;
         r = to_string(o, ret);
 out:

@@ -20,6 +20,22 @@ const char *json_get_str(struct json_object *o, const char *key)
         return json_object_get_string(v);
 }
 
+int json_add(struct json_object *o, const char *key, struct json_object *v)
+{
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, v) < 0) {
+                json_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int json_add_str(struct json_object *o, const char *key, const char *s)
+{
+        return json_add(o, key, json_object_new_string(s));
+}
+
 void json_put(struct json_object *obj)
 {
         if (obj)

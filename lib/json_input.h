@@ -38,5 +38,12 @@ struct json_object *json_parse_or_null(const char *text);
  * Borrows from o. */
 const char *json_get_str(struct json_object *o, const char *key);
 
+/* Add v (owned; NULL means its allocation failed) to o under key; on
+ * failure v is released. Returns 0 or -ENOMEM. For building JSON bodies. */
+int json_add(struct json_object *o, const char *key, struct json_object *v);
+
+/* json_add of a new string. */
+int json_add_str(struct json_object *o, const char *key, const char *s);
+
 /* Release a json-c reference; accepts NULL. */
 void json_put(struct json_object *obj);
