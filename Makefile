@@ -4,7 +4,7 @@
 #   make test                         unit tests, then integration tests
 CC       ?= cc
 BUILD    ?= build
-PKGS     := hiredis rdkafka json-c libsystemd libcurl libarchive
+PKGS     := hiredis rdkafka json-c libsystemd libcurl libarchive libcrypto
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib -I$(BUILD) $(shell pkg-config --cflags $(PKGS))
@@ -19,10 +19,11 @@ LUA_OPS  := $(filter-out lib/lua/common.lua,$(wildcard lib/lua/*.lua))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 FCGI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard fcgi/*.c))
 SUP_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(wildcard supervisor/*.c))
+ADMIN_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard admin/*.c))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor
+all: $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin
 
 $(BUILD)/libbroker.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
@@ -31,6 +32,9 @@ $(BUILD)/broker-fcgi: $(FCGI_OBJ) $(BUILD)/libbroker.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/broker-supervisor: $(SUP_OBJ) $(BUILD)/libbroker.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/broker-admin: $(ADMIN_OBJ) $(BUILD)/libbroker.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Each Redis script is common.lua followed by its own file, embedded as a C string.
@@ -139,7 +143,8 @@ INSTALL_SED := sed -e 's,@BINDIR@,$(BINDIR),g' -e 's,@DOCDIR@,$(DOCDIR),g' \
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(NGINXDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/sandbox-broker
-	install -m 0755 $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin \
+		$(DESTDIR)$(BINDIR)/
 	for u in $(UNITS); do \
 		$(INSTALL_SED) deploy/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done

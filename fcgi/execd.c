@@ -46,7 +46,7 @@ static int copy_reply(const redisReply *e, char *out, size_t size)
 int execd_open(struct request *req, struct execd *x, bool need_running)
 {
         const char *tok = FCGX_GetParam("HTTP_X_EXECD_ACCESS_TOKEN", req->fcgx->envp);
-        char key[160], token[129] = "";
+        char key[160], token[129] = "", owner[130] = "";
         redisReply *rep = NULL;
         int r, ret = -1;
 
@@ -57,19 +57,26 @@ int execd_open(struct request *req, struct execd *x, bool need_running)
                 reply_error(req, API_NOT_FOUND, "this broker runs without a sandbox provider");
                 return -1;
         }
+        /* No credential at all: 401 before anything is looked up, so the
+         * answer says nothing about the id. */
+        if ((!tok || !*tok) && !req->authed) {
+                reply_error_hdr(req, API_UNAUTHORIZED, "WWW-Authenticate: Bearer realm=\"sandbox-broker\"",
+                                "the X-EXECD-ACCESS-TOKEN header (from the endpoint answer) or an API key is required");
+                return -1;
+        }
         if (!id_valid(req->path_arg)) {
                 reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %.64s", req->path_arg);
                 return -1;
         }
         snprintf(x->sandbox_id, sizeof(x->sandbox_id), "%s", req->path_arg);
         snprintf(key, sizeof(key), "%ssandbox:%s", req->w->cfg->key_prefix, x->sandbox_id);
-        const char *argv[] = { "HMGET", key, "state", "ref", "token", "mode" };
-        r = redis_conn_command(req->w->redis, 6, argv, &rep);
+        const char *argv[] = { "HMGET", key, "state", "ref", "token", "mode", "tenant" };
+        r = redis_conn_command(req->w->redis, 7, argv, &rep);
         if (r < 0) {
                 reply_errno(req, r, "sandbox lookup");
                 return -1;
         }
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 ||
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 5 ||
             copy_reply(rep->element[0], x->state, sizeof(x->state)) < 0 ||
             copy_reply(rep->element[2], token, sizeof(token)) < 0 || !token[0]) {
                 /* no record, or a lease's sandbox: not one of the lifecycle API */
@@ -78,9 +85,12 @@ int execd_open(struct request *req, struct execd *x, bool need_running)
         }
         copy_reply(rep->element[1], x->ref, sizeof(x->ref));
         copy_reply(rep->element[3], x->mode, sizeof(x->mode));
-        if (!tok || !token_equal(tok, token)) {
-                reply_error(req, API_UNAUTHORIZED,
-                            "the X-EXECD-ACCESS-TOKEN header must carry this sandbox's access token");
+        copy_reply(rep->element[4], owner, sizeof(owner));
+        /* A key of another tenant, or a wrong token: the sandbox does not
+         * exist for this caller, exactly like an unknown id (no probing). */
+        if ((req->authed && !req->auth.admin && strcmp(owner, req->auth.tenant) != 0) ||
+            (tok && *tok && !token_equal(tok, token))) {
+                reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", x->sandbox_id);
                 goto out;
         }
         if (need_running && (strcmp(x->state, "Running") != 0 || !x->ref[0])) {

@@ -1,6 +1,8 @@
 /* h_leases: the lease API (docs/API.md): acquire, poll, heartbeat, release.
  * Handlers validate everything before the first Redis call, so bad input
- * changes nothing; each state change is logged once with its ids. */
+ * changes nothing; each state change is logged once with its ids. Every
+ * name is inside the caller's tenant (req->auth, checked by the route
+ * table): another tenant's leases and tickets are 404, like unknown ones. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +136,7 @@ void h_leases_acquire(struct request *req)
                 lr.pool_id = "";
         }
 
+        lr.tenant = req->auth.tenant;
         r = lease_acquire(req->w->redis, req->w->cfg, &lr, &out);
         if (r < 0) {
                 reply_errno(req, r, "acquire");
@@ -148,16 +151,26 @@ void h_leases_acquire(struct request *req)
                                 { "USER_ID", lr.user_id }, { "SESSION_ID", lr.session_id },
                                 { "REQUEST_ID", req->request_id }),
                          "lease granted on acquire (mode %s)", lr.mode);
+                request_audit(req, (struct audit_event){ .type = AUDIT_LEASE_ACQUIRED,
+                                                         .user_id = lr.user_id,
+                                                         .session_id = lr.session_id,
+                                                         .lease_id = lease_field(out.lease, "leaseId"),
+                                                         .sandbox_id = lease_field(out.lease, "sandboxId") });
                 reply_lease(req, 200, "granted", out.lease);
                 break;
         case LEASE_QUEUED:
                 if (out.new_ticket && leases_queue_ticket(req, &lr, &out) < 0)
                         break;
-                if (out.new_ticket)
+                if (out.new_ticket) {
                         log_info(LOG_KV({ "TICKET_ID", out.ticket_id }, { "USER_ID", lr.user_id },
                                         { "SESSION_ID", lr.session_id },
                                         { "REQUEST_ID", req->request_id }),
                                  "no free slot: ticket queued at position %lld", out.position);
+                        request_audit(req, (struct audit_event){ .type = AUDIT_LEASE_QUEUED,
+                                                                 .user_id = lr.user_id,
+                                                                 .session_id = lr.session_id,
+                                                                 .ticket_id = out.ticket_id });
+                }
                 reply_queued(req, &out);
                 break;
         case LEASE_CONFLICT:
@@ -188,7 +201,7 @@ void h_leases_poll(struct request *req)
                 reply_error(req, API_INVALID_REQUEST, "ticketId must be 32 lowercase hex characters");
                 return;
         }
-        r = lease_poll(req->w->redis, req->w->cfg, id, &out);
+        r = lease_poll(req->w->redis, req->w->cfg, req->auth.tenant, id, &out);
         if (r < 0) {
                 reply_errno(req, r, "poll");
                 return;
@@ -238,7 +251,8 @@ void h_leases_heartbeat(struct request *req)
                    body_id(req, body, "sessionId", 1, &session) < 0) {
                 goto out;
         }
-        r = lease_heartbeat(req->w->redis, req->w->cfg, lease_id, user, session, &out);
+        r = lease_heartbeat(req->w->redis, req->w->cfg, req->auth.tenant, lease_id, user, session,
+                            &out);
         if (r < 0) {
                 reply_errno(req, r, "heartbeat");
                 goto out;
@@ -274,7 +288,7 @@ void h_leases_release(struct request *req)
         }
         if (!reason)
                 reason = lease_release_reasons[0];
-        r = lease_release(req->w->redis, req->w->cfg, user, session, reason, &out);
+        r = lease_release(req->w->redis, req->w->cfg, req->auth.tenant, user, session, reason, &out);
         if (r < 0) {
                 reply_errno(req, r, "release");
                 goto out;
@@ -286,6 +300,9 @@ void h_leases_release(struct request *req)
         log_info(LOG_KV({ "LEASE_ID", out.lease_id }, { "USER_ID", user }, { "SESSION_ID", session },
                         { "REQUEST_ID", req->request_id }),
                  "lease released (reason %s%s)", reason, out.slot_freed ? ", slot freed" : "");
+        request_audit(req, (struct audit_event){ .type = AUDIT_LEASE_RELEASED, .user_id = user,
+                                                 .session_id = session, .lease_id = out.lease_id,
+                                                 .reason = reason });
         o = json_object_new_object();
         json_object_object_add(o, "status", json_object_new_string("released"));
         json_object_object_add(o, "leaseId", json_object_new_string(out.lease_id));

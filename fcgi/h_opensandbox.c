@@ -1,11 +1,13 @@
 /* h_opensandbox: the OpenSandbox lifecycle API
  * (../shared/specs/opensandbox/sandbox-lifecycle.yml) on the broker's slots.
  *
- * A create is a lease of its tenant (user = tenant, session = sandbox id) that
- * carries the sandbox record made at create time: it takes a slot like any
- * acquire, or waits in the same Kafka queue (Pending, reason QUEUED), and it
- * expires at the sandbox's expiresAt instead of by heartbeats. Tenants come
- * from OPEN-SANDBOX-API-KEY; another tenant's sandbox does not exist (404). */
+ * A create is a lease of its tenant (user LEASE_OSB_USER, which the lease API
+ * cannot name; session = sandbox id) that carries the sandbox record made at
+ * create time: it takes a slot like any acquire, or waits in the same Kafka
+ * queue (Pending, reason QUEUED), and it expires at the sandbox's expiresAt
+ * instead of by heartbeats. The tenant is the API key's (checked by the
+ * route table); another tenant's sandbox does not exist (404), except to an
+ * admin key, which lists and acts across tenants. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,25 +44,16 @@ static const char *rec_get(const redisReply *h, const char *name)
         return NULL;
 }
 
-/* Authenticate; replies 401 and returns -1 on failure. */
+/* The caller's tenant (the route table authenticated the key); replies
+ * and returns -1 when the broker has no sandboxes. */
 static int osb_auth(struct request *req, struct osb *o)
 {
-        const char *key = FCGX_GetParam("HTTP_OPEN_SANDBOX_API_KEY", req->fcgx->envp);
-
         memset(o, 0, sizeof(*o));
         if (!req->w->provider) {
                 reply_error(req, API_NOT_FOUND, "this broker runs without a sandbox provider");
                 return -1;
         }
-        if (!key || !*key) {
-                reply_error(req, API_UNAUTHORIZED, "the OPEN-SANDBOX-API-KEY header is required");
-                return -1;
-        }
-        if (osb_tenant_for_key(req->w->cfg, key, o->tenant) < 0) {
-                log_warn(LOG_KV({ "REQUEST_ID", req->request_id }), "OpenSandbox API key refused");
-                reply_error(req, API_UNAUTHORIZED, "invalid API key");
-                return -1;
-        }
+        snprintf(o->tenant, sizeof(o->tenant), "%s", req->auth.tenant);
         return 0;
 }
 
@@ -87,11 +80,13 @@ static int osb_open(struct request *req, struct osb *o)
                 return -1;
         }
         tenant = rec_get(o->rec, "tenant");
-        if (!tenant || strcmp(tenant, o->tenant) != 0) {
+        if (!tenant || (strcmp(tenant, o->tenant) != 0 && !req->auth.admin)) {
                 reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", req->path_arg);
                 osb_done(o);
                 return -1;
         }
+        /* an admin acts on the sandbox as its own tenant would */
+        snprintf(o->tenant, sizeof(o->tenant), "%s", tenant);
         return 0;
 }
 
@@ -173,8 +168,9 @@ void h_osb_create(struct request *req)
                 goto out;
         }
         /* Admission: the same slots and queue as lease acquires. */
-        lr = (struct lease_request){ .user_id = o.tenant, .session_id = sid, .mode = "exclusive",
-                                     .pool_id = "", .sandbox_id = sid };
+        lr = (struct lease_request){ .tenant = o.tenant, .user_id = LEASE_OSB_USER,
+                                     .session_id = sid, .mode = "exclusive", .pool_id = "",
+                                     .sandbox_id = sid };
         r = lease_acquire(req->w->redis, req->w->cfg, &lr, &out);
         if (r < 0) {
                 delete_record(req, sid, o.tenant);
@@ -189,17 +185,19 @@ void h_osb_create(struct request *req)
                 }
                 snprintf(msg, sizeof(msg), "waiting for a free slot (queue position %lld)", out.position);
                 sandbox_transition(req->w->redis, sid, "Pending", "Pending", "QUEUED", msg, "");
-                log_info(LOG_KV({ "SANDBOX_ID", sid }, { "TICKET_ID", out.ticket_id },
-                                { "USER_ID", o.tenant }, { "REQUEST_ID", req->request_id }),
-                         "OpenSandbox create queued at position %lld", out.position);
+                request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_CREATED,
+                                                         .tenant = o.tenant, .sandbox_id = sid,
+                                                         .ticket_id = out.ticket_id,
+                                                         .reason = msg });
         } else if (out.kind == LEASE_GRANTED) {
                 struct json_object *lid;
                 json_object_object_get_ex(out.lease, "leaseId", &lid);
                 snprintf(req->after_arg, sizeof(req->after_arg), "%s", json_object_get_string(lid));
                 req->after = create_after;
-                log_info(LOG_KV({ "SANDBOX_ID", sid }, { "LEASE_ID", req->after_arg },
-                                { "USER_ID", o.tenant }, { "REQUEST_ID", req->request_id }),
-                         "OpenSandbox create admitted (image %s)", c.image);
+                request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_CREATED,
+                                                         .tenant = o.tenant, .sandbox_id = sid,
+                                                         .lease_id = req->after_arg,
+                                                         .reason = "admitted: a slot was free" });
         } else {
                 delete_record(req, sid, o.tenant);
                 reply_errno(req, -EPROTO, "create");
@@ -314,7 +312,11 @@ void h_osb_list(struct request *req)
                 reply_error(req, API_INVALID_REQUEST, "malformed query string");
                 return;
         }
-        snprintf(key, sizeof(key), "%stenant:%s", req->w->cfg->key_prefix, a.tenant);
+        /* an admin key lists every tenant's live sandboxes */
+        if (req->auth.admin)
+                snprintf(key, sizeof(key), "%ssandboxes", req->w->cfg->key_prefix);
+        else
+                snprintf(key, sizeof(key), "%stenant:%s", req->w->cfg->key_prefix, a.tenant);
         const char *argv[] = { "ZREVRANGE", key, "0", "9999" };
         r = redis_conn_command(req->w->redis, 4, argv, &ids);
         if (r < 0) {
@@ -366,8 +368,9 @@ void h_osb_delete(struct request *req)
                    strcmp(rep->element[1]->str, "Terminated") == 0) {
                 reply_error(req, API_SANDBOX_NOT_FOUND, "sandbox %s is already terminated", req->path_arg);
         } else {
-                log_info(LOG_KV({ "SANDBOX_ID", req->path_arg }, { "USER_ID", o.tenant },
-                                { "REQUEST_ID", req->request_id }), "OpenSandbox delete");
+                request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_DELETED,
+                                                         .tenant = o.tenant,
+                                                         .sandbox_id = req->path_arg });
                 reply_empty(req, 204);
         }
         reply_free(rep);
@@ -407,8 +410,8 @@ static void pause_resume(struct request *req, bool pause)
                 reply_errno(req, r, pause ? "pause" : "resume");
                 goto out;
         }
-        log_info(LOG_KV({ "SANDBOX_ID", req->path_arg }, { "USER_ID", o.tenant }), "sandbox %s",
-                 pause ? "paused" : "resumed");
+        request_audit(req, (struct audit_event){ .type = pause ? AUDIT_SANDBOX_PAUSED : AUDIT_SANDBOX_RESUMED,
+                                                 .tenant = o.tenant, .sandbox_id = req->path_arg });
         reply_empty(req, 202);
 out:
         osb_done(&o);

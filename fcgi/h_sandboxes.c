@@ -50,7 +50,8 @@ static int sbx_open(struct request *req, struct sbx *x, int need_running)
                 reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", req->path_arg);
                 return -1;
         }
-        r = sandbox_access(req->w->redis, req->w->cfg, x->lease_id, req->path_arg, &x->a);
+        r = sandbox_access(req->w->redis, req->w->cfg, req->auth.tenant, x->lease_id, req->path_arg,
+                           &x->a);
         if (r == -ENOENT) {
                 reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s for this lease", req->path_arg);
                 return -1;
@@ -482,7 +483,8 @@ void h_sbx_delete(struct request *req)
                             req->path_arg, r - 1);
                 return;
         }
-        r = lease_release(req->w->redis, req->w->cfg, x.a.user_id, x.a.session_id, "deleted", &out);
+        r = lease_release(req->w->redis, req->w->cfg, req->auth.tenant, x.a.user_id, x.a.session_id,
+                          "deleted", &out);
         if (r < 0) {
                 reply_errno(req, r, "delete");
                 return;
@@ -492,5 +494,9 @@ void h_sbx_delete(struct request *req)
                 return;
         }
         log_info(sbx_kv(req, &x), "sandbox deleted by its lease holder; lease released");
+        request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_DELETED, .user_id = x.a.user_id,
+                                                 .session_id = x.a.session_id,
+                                                 .lease_id = x.lease_id, .sandbox_id = req->path_arg,
+                                                 .reason = "deleted by its lease holder" });
         reply_empty(req, 204);
 }

@@ -266,3 +266,12 @@ void reply_errno(struct request *req, int err, const char *what)
         log_err(kv, "%s %s: %s: %s", req->method, req->path, what, strerror(-err));
         reply_error(req, API_INTERNAL, "%s failed (request id %s)", what, req->request_id);
 }
+
+void request_audit(struct request *req, struct audit_event ev)
+{
+        if (!ev.tenant && req->authed)
+                ev.tenant = req->auth.tenant;
+        if (!ev.request_id)
+                ev.request_id = req->request_id;
+        audit_emit(req->w->kafka, &ev);
+}

@@ -6,6 +6,8 @@
 #include <json-c/json.h>
 
 #include "api_error.h"
+#include "audit.h"
+#include "auth.h"
 #include "config.h"
 #include "kafka.h"
 #include "provider.h"
@@ -34,6 +36,8 @@ struct request {
         char *body; /* owned */
         size_t body_len;
         int status; /* 0 until a response was written */
+        struct auth_principal auth; /* who the request acts for (authn.c) */
+        bool authed;                /* auth holds a valid API key's tenant */
         /* Work to do after the response is complete (e.g. make a sandbox
          * whose create was answered 202): run by the accept loop. */
         void (*after)(struct request *req);
@@ -81,6 +85,10 @@ void reply_empty(struct request *req, int status);
 void reply_error_hdr(struct request *req, enum api_error e, const char *extra_header,
                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 #define reply_error(req, e, ...) reply_error_hdr(req, e, NULL, __VA_ARGS__)
+
+/* Emit a lifecycle event (lib/audit.h) of this request: tenant and request
+ * id default to the request's own when ev leaves them NULL. */
+void request_audit(struct request *req, struct audit_event ev);
 
 /* Map a library errno to the fitting error reply (-EIO -> 503, else 500). */
 void reply_errno(struct request *req, int err, const char *what);

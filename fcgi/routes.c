@@ -5,53 +5,56 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "authn.h"
+
 struct route {
         const char *group;
         const char *method;
         const char *path;
         route_handler handler;
+        enum route_auth auth; /* what the caller must show (authn.h) */
 };
 
 static const struct route routes[] = {
-        { "status", "GET", "/health", h_health },
-        { "status", "GET", "/v1/status", h_status },
-        { "status", "GET", "/metrics", h_metrics },
-        { "leases", "POST", "/v1/leases/acquire", h_leases_acquire },
-        { "leases", "GET", "/v1/leases/poll", h_leases_poll },
-        { "leases", "POST", "/v1/leases/heartbeat", h_leases_heartbeat },
-        { "leases", "POST", "/v1/leases/release", h_leases_release },
-        { "sandboxes", "POST", "/v1/sandboxes/{}/exec", h_sbx_exec },
-        { "sandboxes", "POST", "/v1/sandboxes/{}/files/read", h_sbx_file_read },
-        { "sandboxes", "POST", "/v1/sandboxes/{}/files/write", h_sbx_file_write },
-        { "sandboxes", "POST", "/v1/sandboxes/{}/start", h_sbx_start },
-        { "sandboxes", "POST", "/v1/sandboxes/{}/stop", h_sbx_stop },
-        { "sandboxes", "DELETE", "/v1/sandboxes/{}", h_sbx_delete }, /* or h_osb_delete */
+        { "status", "GET", "/health", h_health, ROUTE_OPEN },
+        { "status", "GET", "/v1/status", h_status, ROUTE_KEY },
+        { "status", "GET", "/metrics", h_metrics, ROUTE_SCRAPE },
+        { "leases", "POST", "/v1/leases/acquire", h_leases_acquire, ROUTE_KEY },
+        { "leases", "GET", "/v1/leases/poll", h_leases_poll, ROUTE_KEY },
+        { "leases", "POST", "/v1/leases/heartbeat", h_leases_heartbeat, ROUTE_KEY },
+        { "leases", "POST", "/v1/leases/release", h_leases_release, ROUTE_KEY },
+        { "sandboxes", "POST", "/v1/sandboxes/{}/exec", h_sbx_exec, ROUTE_KEY },
+        { "sandboxes", "POST", "/v1/sandboxes/{}/files/read", h_sbx_file_read, ROUTE_KEY },
+        { "sandboxes", "POST", "/v1/sandboxes/{}/files/write", h_sbx_file_write, ROUTE_KEY },
+        { "sandboxes", "POST", "/v1/sandboxes/{}/start", h_sbx_start, ROUTE_KEY },
+        { "sandboxes", "POST", "/v1/sandboxes/{}/stop", h_sbx_stop, ROUTE_KEY },
+        { "sandboxes", "DELETE", "/v1/sandboxes/{}", h_sbx_delete, ROUTE_KEY }, /* or h_osb_delete */
         /* OpenSandbox lifecycle (sandbox-lifecycle.yml), OPEN-SANDBOX-API-KEY */
-        { "sandboxes", "POST", "/v1/sandboxes", h_osb_create },
-        { "sandboxes", "GET", "/v1/sandboxes", h_osb_list },
-        { "sandboxes", "GET", "/v1/sandboxes/{}", h_osb_get },
-        { "sandboxes", "POST", "/v1/sandboxes/{}/pause", h_osb_pause },
-        { "sandboxes", "POST", "/v1/sandboxes/{}/resume", h_osb_resume },
-        { "sandboxes", "POST", "/v1/sandboxes/{}/renew-expiration", h_osb_renew },
-        { "sandboxes", "PATCH", "/v1/sandboxes/{}/metadata", h_osb_metadata },
-        { "sandboxes", "GET", "/v1/sandboxes/{}/endpoints/{}", h_osb_endpoint },
+        { "sandboxes", "POST", "/v1/sandboxes", h_osb_create, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/sandboxes", h_osb_list, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/sandboxes/{}", h_osb_get, ROUTE_KEY },
+        { "sandboxes", "POST", "/v1/sandboxes/{}/pause", h_osb_pause, ROUTE_KEY },
+        { "sandboxes", "POST", "/v1/sandboxes/{}/resume", h_osb_resume, ROUTE_KEY },
+        { "sandboxes", "POST", "/v1/sandboxes/{}/renew-expiration", h_osb_renew, ROUTE_KEY },
+        { "sandboxes", "PATCH", "/v1/sandboxes/{}/metadata", h_osb_metadata, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/sandboxes/{}/endpoints/{}", h_osb_endpoint, ROUTE_KEY },
         /* execd contract (execd-api.yaml) served by the broker, X-EXECD-ACCESS-TOKEN */
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/ping", h_execd_ping },
-        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/command", h_execd_run_command },
-        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/command", h_execd_command_interrupt },
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/command/status/{}", h_execd_command_status },
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/command/{}/logs", h_execd_command_logs },
-        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/files/upload", h_execd_upload },
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/files/download", h_execd_download },
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/files/info", h_execd_files_info },
-        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/files", h_execd_files_delete },
-        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/directories", h_execd_dirs_create },
-        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/directories", h_execd_dirs_delete },
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/metrics", h_execd_metrics },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/ping", h_execd_ping, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/command", h_execd_run_command, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/command", h_execd_command_interrupt, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/command/status/{}", h_execd_command_status, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/command/{}/logs", h_execd_command_logs, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/files/upload", h_execd_upload, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/files/download", h_execd_download, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/files/info", h_execd_files_info, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/files", h_execd_files_delete, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/directories", h_execd_dirs_create, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/directories", h_execd_dirs_delete, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/metrics", h_execd_metrics, ROUTE_TOKEN },
         /* egress sidecar (egress-api.yaml) */
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_get },
-        { "execd", "PATCH", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change },
-        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_get, ROUTE_TOKEN },
+        { "execd", "PATCH", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change, ROUTE_TOKEN },
 };
 
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
@@ -105,6 +108,8 @@ void routes_dispatch(const char *group, struct request *req)
                 if (strcmp(r->method, req->method) == 0 ||
                     (strcmp(req->method, "HEAD") == 0 && strcmp(r->method, "GET") == 0)) {
                         req->route = r->path;
+                        if (authn_check(req, r->auth) < 0)
+                                return;
                         r->handler(req);
                         return;
                 }

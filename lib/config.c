@@ -53,6 +53,7 @@ static const struct int_opt int_opts[] = {
         INT_OPT("DAYTONA_AUTO_STOP_MIN", daytona_auto_stop_min, 0, 0, 525600),
         INT_OPT("OPENSANDBOX_MAX_TIMEOUT_S", osb_max_timeout_s, 86400, 60, 31536000),
         INT_OPT("OPENSANDBOX_MAX_PER_TENANT", osb_max_per_tenant, 50, 1, 100000),
+        INT_OPT("TENANT_MAX_SLOTS", tenant_max_slots, 0, 0, 1000000),
 };
 
 static const struct str_opt str_opts[] = {
@@ -61,6 +62,7 @@ static const struct str_opt str_opts[] = {
         STR_OPT("KAFKA_BROKERS", kafka_brokers, "127.0.0.1:9092"),
         STR_OPT("KAFKA_TOPIC", kafka_topic, "broker.tickets"),
         STR_OPT("KAFKA_GROUP", kafka_group, "broker-supervisor"),
+        STR_OPT("KAFKA_EVENTS_TOPIC", kafka_events_topic, ""),
         STR_OPT("SANDBOX_PROVIDER", provider, "none"),
         STR_OPT("DOCKER_SOCKET", docker_socket, "/var/run/docker.sock"),
         STR_OPT("SANDBOX_IMAGE", sandbox_image, "sandbox-broker/base:latest"),
@@ -76,6 +78,7 @@ static const struct str_opt str_opts[] = {
         STR_OPT("DAYTONA_USER", daytona_user, "root"),
         STR_OPT("OPENSANDBOX_API_KEYS", osb_api_keys, ""),
         STR_OPT("OPENSANDBOX_ENDPOINT_HOST", osb_endpoint_host, ""),
+        STR_OPT("METRICS_TOKEN", metrics_token, ""),
 };
 
 /* SANDBOX_PROVIDER=daytona: what it needs, and the snapshots standing in
@@ -164,6 +167,15 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
          * client ids: keep both to a plain character set. */
         if (strcspn(cfg->key_prefix, " \t\r\n{}") != strlen(cfg->key_prefix)) {
                 snprintf(err, errsz, "REDIS_KEY_PREFIX: must not contain spaces or braces");
+                return -EINVAL;
+        }
+        /* The audit topic follows the ticket topic unless named: brokers
+         * sharing a Kafka with their own KAFKA_TOPIC keep their own events. */
+        if (!cfg->kafka_events_topic[0])
+                snprintf(cfg->kafka_events_topic, sizeof(cfg->kafka_events_topic), "%s.events",
+                         cfg->kafka_topic);
+        if (strcmp(cfg->kafka_events_topic, cfg->kafka_topic) == 0) {
+                snprintf(err, errsz, "KAFKA_EVENTS_TOPIC: must differ from KAFKA_TOPIC");
                 return -EINVAL;
         }
         if (strcmp(cfg->provider, "none") && strcmp(cfg->provider, "docker") &&

@@ -9,6 +9,7 @@ struct broker_config {
         char key_prefix[64];
         char kafka_brokers[512];
         char kafka_topic[128];
+        char kafka_events_topic[160]; /* audit events; "" in the environment = <kafka_topic>.events */
         char kafka_group[128];
         int kafka_session_timeout_ms;
         int kafka_timeout_ms;
@@ -53,6 +54,9 @@ struct broker_config {
         int osb_max_timeout_s;
         int osb_max_per_tenant;
         char osb_endpoint_host[256]; /* host[:port] in endpoint answers; "" = the request's Host */
+        /* tenants (docs/OPERATIONS.md, "Tenants and API keys") */
+        int tenant_max_slots;     /* default per-tenant slot cap; 0 = only BROKER_CAPACITY */
+        char metrics_token[256];  /* bearer token of GET /metrics; "" = admin keys only */
 };
 
 /* Fill *cfg from getenv() (tests pass their own lookup through config_load_from).

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +12,23 @@
 #include <librdkafka/rdkafka.h>
 
 #include "log.h"
+#include "metrics.h"
+
+/* Audit events waiting for their delivery report, at most: beyond it an
+ * event is dropped rather than queued, so the events topic can never fill
+ * librdkafka's queue (default 100000 messages) that tickets share. */
+#define KAFKA_EVENTS_INFLIGHT_MAX 10000
+#define AUDIT_DROPPED "broker_audit_dropped_total"
+
+/* The _private of an audit event: tells its delivery report from a
+ * ticket's (which points at its struct delivery). */
+static char event_mark;
 
 struct kafka_producer {
         rd_kafka_t *rk;
         char topic[128];
+        char events_topic[160];
+        atomic_int events_inflight;
         int timeout_ms;
         pthread_t poller;
         bool poller_started;
@@ -53,10 +67,18 @@ static void delivery_unref(struct delivery *d)
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
+        struct kafka_producer *p = opaque;
         struct delivery *d = m->_private;
 
         (void)rk;
-        (void)opaque;
+        if ((void *)d == &event_mark) {
+                atomic_fetch_sub(&p->events_inflight, 1);
+                if (m->err) {
+                        metrics_add(AUDIT_DROPPED, 1);
+                        log_debug(NULL, "kafka: audit event lost: %s", rd_kafka_err2str(m->err));
+                }
+                return;
+        }
         if (!d)
                 return;
         pthread_mutex_lock(&d->lock);
@@ -119,6 +141,9 @@ int kafka_producer_new(const struct broker_config *cfg, const char *client_id,
                 goto out;
         }
         snprintf(p->topic, sizeof(p->topic), "%s", cfg->kafka_topic);
+        snprintf(p->events_topic, sizeof(p->events_topic), "%s", cfg->kafka_events_topic);
+        atomic_init(&p->events_inflight, 0);
+        rd_kafka_conf_set_opaque(conf, p); /* for on_delivery */
         p->timeout_ms = cfg->kafka_timeout_ms;
         p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errsz);
         if (!p->rk)
@@ -201,6 +226,30 @@ int kafka_produce_sync(struct kafka_producer *p, const char *key, const char *pa
         return r;
 }
 
+int kafka_produce_event(struct kafka_producer *p, const char *key, const char *payload, size_t len)
+{
+        rd_kafka_resp_err_t err;
+
+        if (atomic_fetch_add(&p->events_inflight, 1) >= KAFKA_EVENTS_INFLIGHT_MAX) {
+                atomic_fetch_sub(&p->events_inflight, 1);
+                metrics_add(AUDIT_DROPPED, 1);
+                return -ENOBUFS;
+        }
+        /* No RD_KAFKA_MSG_F_BLOCK: a full queue fails here at once. */
+        err = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(p->events_topic),
+                                RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
+                                RD_KAFKA_V_VALUE((void *)payload, len),
+                                RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                                RD_KAFKA_V_OPAQUE(&event_mark), RD_KAFKA_V_END);
+        if (err) {
+                atomic_fetch_sub(&p->events_inflight, 1);
+                metrics_add(AUDIT_DROPPED, 1);
+                log_debug(NULL, "kafka: audit event: %s", rd_kafka_err2str(err));
+                return err == RD_KAFKA_RESP_ERR__QUEUE_FULL ? -ENOBUFS : -EIO;
+        }
+        return 0;
+}
+
 int kafka_producer_check(struct kafka_producer *p, int timeout_ms, char *err, size_t errsz)
 {
         const struct rd_kafka_metadata *md = NULL;
@@ -229,7 +278,11 @@ int kafka_producer_check(struct kafka_producer *p, int timeout_ms, char *err, si
 
 int kafka_topic_ensure(struct kafka_producer *p, int timeout_ms, char *err, size_t errsz)
 {
-        rd_kafka_NewTopic_t *nt = NULL;
+        /* The tickets' one partition keeps the queue in order; the events
+         * topic starts with one too (an operator may create it beforehand
+         * with more: events are keyed by tenant, so a tenant's stay in order). */
+        const char *names[2] = { p->topic, p->events_topic };
+        rd_kafka_NewTopic_t *nt[2] = { NULL, NULL };
         rd_kafka_AdminOptions_t *opts = NULL;
         rd_kafka_queue_t *q = NULL;
         rd_kafka_event_t *ev = NULL;
@@ -237,14 +290,16 @@ int kafka_topic_ensure(struct kafka_producer *p, int timeout_ms, char *err, size
         size_t n = 0;
         int r = -EIO;
 
-        nt = rd_kafka_NewTopic_new(p->topic, 1, 1, err, errsz);
+        for (int i = 0; i < 2; i++)
+                if (!(nt[i] = rd_kafka_NewTopic_new(names[i], 1, 1, err, errsz)))
+                        goto out;
         q = rd_kafka_queue_new(p->rk);
         opts = rd_kafka_AdminOptions_new(p->rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-        if (!nt || !q || !opts)
+        if (!q || !opts)
                 goto out;
         rd_kafka_AdminOptions_set_operation_timeout(opts, timeout_ms, err, errsz);
         rd_kafka_AdminOptions_set_request_timeout(opts, timeout_ms, err, errsz);
-        rd_kafka_CreateTopics(p->rk, &nt, 1, opts, q);
+        rd_kafka_CreateTopics(p->rk, nt, 2, opts, q);
         ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
         if (!ev) {
                 snprintf(err, errsz, "no answer from Kafka within %d ms", timeout_ms);
@@ -255,12 +310,17 @@ int kafka_topic_ensure(struct kafka_producer *p, int timeout_ms, char *err, size
                 goto out;
         }
         res = rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev), &n);
-        if (n != 1)
+        if (n != 2) {
+                snprintf(err, errsz, "Kafka answered for %zu topic(s) of 2", n);
                 goto out;
-        if (rd_kafka_topic_result_error(res[0]) &&
-            rd_kafka_topic_result_error(res[0]) != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-                snprintf(err, errsz, "%s", rd_kafka_err2str(rd_kafka_topic_result_error(res[0])));
-                goto out;
+        }
+        for (size_t i = 0; i < n; i++) {
+                rd_kafka_resp_err_t e = rd_kafka_topic_result_error(res[i]);
+                if (e && e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+                        snprintf(err, errsz, "topic %s: %s", rd_kafka_topic_result_name(res[i]),
+                                 rd_kafka_err2str(e));
+                        goto out;
+                }
         }
         r = 0;
 out:
@@ -270,8 +330,9 @@ out:
                 rd_kafka_AdminOptions_destroy(opts);
         if (q)
                 rd_kafka_queue_destroy(q);
-        if (nt)
-                rd_kafka_NewTopic_destroy(nt);
+        for (int i = 0; i < 2; i++)
+                if (nt[i])
+                        rd_kafka_NewTopic_destroy(nt[i]);
         return r;
 }
 

@@ -2,7 +2,10 @@
  *
  * Producer: thread-safe; kafka_produce_sync() returns once the broker has
  * acknowledged the message (acks=all, idempotent), so an acquire answers 202
- * only for a ticket that is durably queued.
+ * only for a ticket that is durably queued. The same producer also carries
+ * the audit events (lib/audit.h) to cfg->kafka_events_topic, fire-and-forget:
+ * kafka_produce_event() never waits, and what cannot be queued or delivered
+ * is counted in broker_audit_dropped_total, never reported to a request.
  * Consumer: one per supervisor, in KAFKA_GROUP; offsets are committed only by
  * the caller (kafka_consumer_commit) after the ticket's grant is stored. */
 #pragma once
@@ -21,7 +24,8 @@ struct kafka_msg {
         char *payload; /* NUL-terminated copy, owned */
 };
 
-/* Create a producer for cfg->kafka_topic. Connecting is asynchronous; the
+/* Create a producer for cfg->kafka_topic (tickets) and
+ * cfg->kafka_events_topic (audit events). Connecting is asynchronous; the
  * constructor does not wait for Kafka. Errors: -EINVAL (bad config, message
  * in err), -ENOMEM. */
 int kafka_producer_new(const struct broker_config *cfg, const char *client_id,
@@ -35,12 +39,22 @@ void kafka_producer_free(struct kafka_producer *p);
  * KAFKA_TIMEOUT_MS). Errors: -ETIMEDOUT, -EIO (delivery failed), -ENOBUFS. */
 int kafka_produce_sync(struct kafka_producer *p, const char *key, const char *payload, size_t len);
 
+/* Queue one audit event for cfg->kafka_events_topic and return at once
+ * (payload copied; key may be NULL: any partition). At most 10000 events
+ * wait for delivery per producer; beyond that, or when librdkafka's queue is
+ * full, the event is dropped. A drop, here or later (delivery failed after
+ * KAFKA_TIMEOUT_MS), adds 1 to broker_audit_dropped_total. Errors: -ENOBUFS
+ * (dropped: too many in flight), -EIO (dropped: refused by librdkafka).
+ * Callers may ignore the result. */
+int kafka_produce_event(struct kafka_producer *p, const char *key, const char *payload, size_t len);
+
 /* Ask the cluster for the topic's metadata within timeout_ms: the health
  * check. Errors: -EIO with a reason in err. */
 int kafka_producer_check(struct kafka_producer *p, int timeout_ms, char *err, size_t errsz);
 
-/* Create the topic with one partition (one partition keeps the queue in
- * order) if it does not exist. Errors: -EIO with a reason in err. */
+/* Create the ticket topic and the events topic, each with one partition (one
+ * partition keeps the queue in order), if they do not exist. Errors: -EIO
+ * with a reason in err. */
 int kafka_topic_ensure(struct kafka_producer *p, int timeout_ms, char *err, size_t errsz);
 
 /* Create a consumer in cfg->kafka_group subscribed to cfg->kafka_topic. */

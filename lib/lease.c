@@ -69,6 +69,26 @@ static struct json_object *json_iso_time(long long ms)
         return json_object_new_string(buf);
 }
 
+int lease_scope(const char *tenant, const char *name, char *out)
+{
+        int n = snprintf(out, LEASE_SCOPED_MAX, "%s/%s", tenant ? tenant : "", name ? name : "");
+        return n < 0 || n >= LEASE_SCOPED_MAX ? -E2BIG : 0;
+}
+
+const char *lease_unscope(const char *scoped, char *tenant, size_t size)
+{
+        const char *slash = strchr(scoped, '/');
+        size_t n = slash ? (size_t)(slash - scoped) : 0;
+
+        if (tenant && size) {
+                if (n >= size)
+                        n = size - 1;
+                memcpy(tenant, scoped, n);
+                tenant[n] = '\0';
+        }
+        return slash ? slash + 1 : scoped;
+}
+
 int lease_json_from_hash(const redisReply *arr, struct json_object **ret)
 {
         static const char *const str_fields[] = { "leaseId", "userId", "sessionId", "mode",
@@ -101,6 +121,14 @@ int lease_json_from_hash(const redisReply *arr, struct json_object **ret)
         o = json_object_new_object();
         if (!o)
                 return -ENOMEM;
+        /* users and pools are stored scoped: the API names them inside the tenant */
+        if (vals[1] && strchr(vals[1], '/')) {
+                char tenant[LEASE_SCOPED_MAX];
+                vals[1] = lease_unscope(vals[1], tenant, sizeof(tenant));
+                json_object_object_add(o, "tenant", json_object_new_string(tenant));
+        }
+        if (vals[4] && strchr(vals[4], '/'))
+                vals[4] = lease_unscope(vals[4], NULL, 0);
         for (size_t f = 0; f < N_STR; f++) {
                 json_object_object_add(o, str_fields[f], json_str_or_null(vals[f]));
                 if (f == 4)
@@ -192,9 +220,15 @@ static int run_mapped(struct redis_conn *c, enum lua_script_id id, int argc, con
 int lease_acquire(struct redis_conn *c, const struct broker_config *cfg,
                   const struct lease_request *req, struct lease_outcome *ret)
 {
-        char cap[16], ttl[16], tttl[16], seats[16], lease_id[33], ticket_id[33];
+        char cap[16], ttl[16], tttl[16], seats[16], tcap[16], lease_id[33], ticket_id[33];
+        char user[LEASE_SCOPED_MAX], pool[LEASE_SCOPED_MAX];
         int r;
 
+        if (lease_scope(req->tenant, req->user_id, user) < 0 ||
+            (req->pool_id && req->pool_id[0] && lease_scope(req->tenant, req->pool_id, pool) < 0))
+                return -E2BIG;
+        if (!req->pool_id || !req->pool_id[0])
+                pool[0] = '\0';
         r = timeutil_random_id(lease_id, sizeof(lease_id));
         if (r == 0)
                 r = timeutil_random_id(ticket_id, sizeof(ticket_id));
@@ -204,45 +238,54 @@ int lease_acquire(struct redis_conn *c, const struct broker_config *cfg,
         snprintf(ttl, sizeof(ttl), "%d", cfg->lease_ttl_ms);
         snprintf(tttl, sizeof(tttl), "%d", cfg->ticket_ttl_ms);
         snprintf(seats, sizeof(seats), "%d", cfg->pool_seats);
-        const char *argv[] = { req->user_id, req->session_id, req->mode, req->pool_id, cap, ttl,
+        snprintf(tcap, sizeof(tcap), "%d", cfg->tenant_max_slots);
+        const char *argv[] = { user, req->session_id, req->mode, pool, cap, ttl,
                                tttl, seats, lease_id, ticket_id, cfg->provider,
-                               req->sandbox_id ? req->sandbox_id : "" };
-        return run_mapped(c, LUA_ACQUIRE, 12, argv, ret);
+                               req->sandbox_id ? req->sandbox_id : "", tcap };
+        return run_mapped(c, LUA_ACQUIRE, 13, argv, ret);
 }
 
-int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char *ticket_id,
-               struct lease_outcome *ret)
+int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
+               const char *ticket_id, struct lease_outcome *ret)
 {
         char tttl[16];
         int r;
 
         snprintf(tttl, sizeof(tttl), "%d", cfg->ticket_ttl_ms);
-        const char *argv[] = { ticket_id, tttl };
-        r = run_mapped(c, LUA_POLL, 2, argv, ret);
+        const char *argv[] = { ticket_id, tttl, tenant };
+        r = run_mapped(c, LUA_POLL, 3, argv, ret);
         if (r == 0 && ret->kind != LEASE_GRANTED)
                 snprintf(ret->ticket_id, sizeof(ret->ticket_id), "%s", ticket_id);
         return r;
 }
 
-int lease_heartbeat(struct redis_conn *c, const struct broker_config *cfg, const char *lease_id,
-                    const char *user_id, const char *session_id, struct lease_outcome *ret)
+int lease_heartbeat(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
+                    const char *lease_id, const char *user_id, const char *session_id,
+                    struct lease_outcome *ret)
 {
-        char ttl[16];
+        char ttl[16], user[LEASE_SCOPED_MAX] = "";
 
+        if (user_id && lease_scope(tenant, user_id, user) < 0)
+                return -E2BIG;
         snprintf(ttl, sizeof(ttl), "%d", cfg->lease_ttl_ms);
-        const char *argv[] = { lease_id ? lease_id : "", user_id ? user_id : "",
-                               session_id ? session_id : "", ttl };
-        return run_mapped(c, LUA_HEARTBEAT, 4, argv, ret);
+        const char *argv[] = { lease_id ? lease_id : "", user, session_id ? session_id : "", ttl,
+                               tenant };
+        return run_mapped(c, LUA_HEARTBEAT, 5, argv, ret);
 }
 
-int lease_release(struct redis_conn *c, const struct broker_config *cfg, const char *user_id,
-                  const char *session_id, const char *reason, struct lease_outcome *ret)
+int lease_release(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
+                  const char *user_id, const char *session_id, const char *reason,
+                  struct lease_outcome *ret)
 {
+        char user[LEASE_SCOPED_MAX];
+
+        if (lease_scope(tenant, user_id, user) < 0)
+                return -E2BIG;
         /* idle keeps the sandbox per the idle policy; deleted always removes it */
         const char *action = strcmp(reason, "idle") == 0 && strcmp(cfg->idle_policy, "stop_keep") == 0
                                      ? "stop" : "remove";
         const char *why = strcmp(reason, "idle") == 0 ? "RELEASED_IDLE" : "RELEASED_DELETED";
-        const char *argv[] = { user_id, session_id, action, why };
+        const char *argv[] = { user, session_id, action, why };
         return run_mapped(c, LUA_RELEASE, 4, argv, ret);
 }
 
@@ -339,6 +382,7 @@ int lease_ticket_message(const struct lease_request *req, const char *ticket_id,
         if (!o)
                 return -ENOMEM;
         json_object_object_add(o, "ticketId", json_object_new_string(ticket_id));
+        json_object_object_add(o, "tenant", json_str_or_null(req->tenant));
         json_object_object_add(o, "userId", json_object_new_string(req->user_id));
         json_object_object_add(o, "sessionId", json_object_new_string(req->session_id));
         json_object_object_add(o, "mode", json_object_new_string(req->mode));
@@ -397,8 +441,8 @@ static int each_ticket(const redisReply *list, const struct lease_grant_hooks *h
 int lease_grant_step(struct redis_conn *c, const struct broker_config *cfg, const char *target,
                      const struct lease_grant_hooks *hooks, char *ret_state)
 {
-        char ids[GRANT_BATCH][33], cap[16], ttl[16], tttl[16], seats[16];
-        const char *argv[6 + GRANT_BATCH];
+        char ids[GRANT_BATCH][33], cap[16], ttl[16], tttl[16], seats[16], tcap[16];
+        const char *argv[7 + GRANT_BATCH];
         redisReply *rep = NULL;
         int r, n = 0;
 
@@ -412,6 +456,8 @@ int lease_grant_step(struct redis_conn *c, const struct broker_config *cfg, cons
         argv[n++] = tttl;
         argv[n++] = seats;
         argv[n++] = cfg->provider;
+        snprintf(tcap, sizeof(tcap), "%d", cfg->tenant_max_slots);
+        argv[n++] = tcap;
         for (int i = 0; i < GRANT_BATCH; i++) {
                 r = timeutil_random_id(ids[i], sizeof(ids[i]));
                 if (r < 0)

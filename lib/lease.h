@@ -16,7 +16,17 @@ extern const char *const lease_modes[];
 /* NULL-terminated list of release reasons; the first is the default. */
 extern const char *const lease_release_reasons[];
 
+/* The user of the admission lease of an OpenSandbox create: a name that
+ * the lease API cannot spell (ids have no '*'), so such leases are never
+ * reached through it. */
+#define LEASE_OSB_USER "*osb"
+#define LEASE_SCOPED_MAX 272 /* "<tenant>/<name>" with its NUL */
+
+/* Every name below is inside req->tenant: Redis keeps users, sessions,
+ * pools, slots and tickets as "<tenant>/<name>" (lib/lua/common.lua), so
+ * the same userId in two tenants are two users. */
 struct lease_request {
+        const char *tenant;
         const char *user_id;
         const char *session_id;
         const char *mode;    /* one of lease_modes */
@@ -56,21 +66,32 @@ void lease_outcome_clear(struct lease_outcome *o);
 int lease_acquire(struct redis_conn *c, const struct broker_config *cfg,
                   const struct lease_request *req, struct lease_outcome *ret);
 
-/* Ticket state: QUEUED (position), PROVISIONING, GRANTED (lease), FAILED
- * (message), EXPIRED or NOT_FOUND. */
-int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char *ticket_id,
-               struct lease_outcome *ret);
+/* Ticket state: QUEUED (position in its tenant's line), PROVISIONING,
+ * GRANTED (lease), FAILED (message), EXPIRED or NOT_FOUND (also a ticket of
+ * another tenant or of an OpenSandbox create). */
+int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
+               const char *ticket_id, struct lease_outcome *ret);
 
-/* Renew a lease by id (lease_id non-NULL) or by (user, session): GRANTED with
- * the renewed lease, or NOT_FOUND. */
-int lease_heartbeat(struct redis_conn *c, const struct broker_config *cfg, const char *lease_id,
-                    const char *user_id, const char *session_id, struct lease_outcome *ret);
+/* Renew a lease of tenant by id (lease_id non-NULL) or by (user, session):
+ * GRANTED with the renewed lease, or NOT_FOUND (also a lease of another
+ * tenant or the admission of an OpenSandbox create). */
+int lease_heartbeat(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
+                    const char *lease_id, const char *user_id, const char *session_id,
+                    struct lease_outcome *ret);
 
-/* Release the lease of (user, session): RELEASED or NOT_FOUND. reason is
- * one of lease_release_reasons: "idle" keeps the sandbox per IDLE_POLICY,
- * "deleted" removes it. */
-int lease_release(struct redis_conn *c, const struct broker_config *cfg, const char *user_id,
-                  const char *session_id, const char *reason, struct lease_outcome *ret);
+/* Release the lease of (tenant, user, session): RELEASED or NOT_FOUND.
+ * reason is one of lease_release_reasons: "idle" keeps the sandbox per
+ * IDLE_POLICY, "deleted" removes it. */
+int lease_release(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
+                  const char *user_id, const char *session_id, const char *reason,
+                  struct lease_outcome *ret);
+
+/* "<tenant>/<name>" into out (LEASE_SCOPED_MAX). Returns 0 or -E2BIG. */
+int lease_scope(const char *tenant, const char *name, char *out);
+
+/* The tenant part of a scoped name into tenant (size bytes), and a pointer
+ * to the name inside scoped; an unscoped name has tenant "". */
+const char *lease_unscope(const char *scoped, char *tenant, size_t size);
 
 /* Mark a provisioning lease usable: GRANTED with the lease, or NOT_FOUND. */
 int lease_activate(struct redis_conn *c, const char *lease_id, struct lease_outcome *ret);

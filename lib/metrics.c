@@ -320,6 +320,8 @@ static const struct family counters[] = {
           "Leases released by the reaper after missed heartbeats (LEASE_TTL_MS).", false },
         { "broker_provider_errors_total", "counter",
           "Sandbox provider calls that failed for a backend reason (timeout, unreachable, backend error), by operation.", true },
+        { "broker_audit_dropped_total", "counter",
+          "Audit events not delivered to the Kafka events topic (queue full, Kafka unreachable); journald still has them.", false },
         { DROPPED, "counter", "Counts dropped because a process had too many distinct series.", false },
 };
 

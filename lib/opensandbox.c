@@ -11,48 +11,6 @@
 #include "json_input.h"
 #include "timeutil.h"
 
-#define KEY_CMP_MAX 256 /* API keys are compared over this many bytes */
-
-/* Compare a and b over KEY_CMP_MAX bytes without data-dependent branches. */
-static int ct_equal(const char *a, size_t alen, const char *b, size_t blen)
-{
-        unsigned char diff = (unsigned char)(alen != blen);
-
-        for (size_t i = 0; i < KEY_CMP_MAX; i++) {
-                unsigned char x = i < alen ? (unsigned char)a[i] : 0;
-                unsigned char y = i < blen ? (unsigned char)b[i] : 0;
-                diff |= x ^ y;
-        }
-        return diff == 0;
-}
-
-int osb_tenant_for_key(const struct broker_config *cfg, const char *key, char *tenant)
-{
-        const char *p = cfg->osb_api_keys;
-        size_t klen = strlen(key);
-        int found = 0;
-
-        tenant[0] = '\0';
-        if (klen == 0 || klen >= KEY_CMP_MAX)
-                return -EACCES;
-        while (*p) {
-                size_t n = strcspn(p, ","), klen_cfg = strcspn(p, ":");
-                if (klen_cfg < n && n - klen_cfg - 1 < 129) {
-                        /* every entry is compared, the match only remembered */
-                        int eq = ct_equal(p, klen_cfg, key, klen);
-                        if (eq && !found) {
-                                memcpy(tenant, p + klen_cfg + 1, n - klen_cfg - 1);
-                                tenant[n - klen_cfg - 1] = '\0';
-                                found = 1;
-                        }
-                }
-                p += n;
-                if (*p == ',')
-                        p++;
-        }
-        return found && json_input_id_valid(tenant) ? 0 : -EACCES;
-}
-
 int osb_parse_cpu(const char *s, int64_t *ret)
 {
         char *end;

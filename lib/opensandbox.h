@@ -1,6 +1,5 @@
 /* opensandbox: the OpenSandbox lifecycle contract
- * (../shared/specs/opensandbox/sandbox-lifecycle.yml) as data: API keys to
- * tenants, validation of create requests and metadata, and rendering of
+ * (../shared/specs/opensandbox/sandbox-lifecycle.yml) as data: validation of create requests and metadata, and rendering of
  * sandbox records as the spec's Sandbox object. No I/O. */
 #pragma once
 #include <stdbool.h>
@@ -17,11 +16,6 @@
 #define OSB_ENV_MAX 16384       /* bytes of env as JSON */
 #define OSB_METADATA_MAX 8192   /* bytes of metadata as JSON */
 #define OSB_ERR_MAX 256
-
-/* The tenant of an API key, comparing against every configured key in
- * constant time (no early exit on the first match or mismatch). Returns 0
- * with tenant (size >= 129) filled, or -EACCES. */
-int osb_tenant_for_key(const struct broker_config *cfg, const char *key, char *tenant);
 
 /* "500m", "1", "0.25" -> nano-CPUs. Returns 0 or -EINVAL. */
 int osb_parse_cpu(const char *s, int64_t *ret_nano);

@@ -485,21 +485,48 @@ int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
         return r < 0 && r != -EBUSY ? r : 1;
 }
 
-int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const char *lease_id,
-                   const char *sid, struct sandbox_access *a)
+int sandbox_owner_get(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                      struct sandbox_owner *o)
 {
         char key[160];
+        redisReply *rep = NULL;
+        int r;
+
+        memset(o, 0, sizeof(*o));
+        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        const char *argv[] = { "HMGET", key, "state", "reason", "userId", "tenant" };
+        r = redis_conn_command(rc, 6, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 || !str_reply(rep->element[0])) {
+                r = -ENOENT;
+        } else {
+                (void)copy_str(rep->element[0], o->state, sizeof(o->state));
+                (void)copy_str(rep->element[1], o->reason, sizeof(o->reason));
+                (void)copy_str(rep->element[2], o->user_id, sizeof(o->user_id));
+                (void)copy_str(rep->element[3], o->tenant, sizeof(o->tenant));
+                r = 0;
+        }
+        reply_free(rep);
+        return r;
+}
+
+int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const char *tenant,
+                   const char *lease_id, const char *sid, struct sandbox_access *a)
+{
+        char key[160], owner[LEASE_SCOPED_MAX];
+        const char *user;
         redisReply *rep = NULL;
         int r;
 
         memset(a, 0, sizeof(*a));
         snprintf(key, sizeof(key), "%slease:%s", cfg->key_prefix, lease_id);
         const char *largv[] = { "HMGET", key, "state", "sandboxId", "workdir", "linuxUser", "mode",
-                                "userId", "sessionId", "slot" };
-        r = redis_conn_command(rc, 10, largv, &rep);
+                                "userId", "sessionId", "slot", "fixedExpiry" };
+        r = redis_conn_command(rc, 11, largv, &rep);
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 8) {
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 9) {
                 r = -EPROTO;
                 goto out;
         }
@@ -512,10 +539,16 @@ int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const
                 r = -ENOENT;
                 goto out;
         }
+        /* another tenant's lease, or an OpenSandbox admission: not there */
+        user = lease_unscope(rep->element[5]->str, owner, sizeof(owner));
+        if (strcmp(owner, tenant) != 0 || str_reply(rep->element[8])) {
+                r = -ENOENT;
+                goto out;
+        }
         if (copy_str(rep->element[2], a->workdir, sizeof(a->workdir)) < 0 ||
             copy_str(rep->element[3], a->linux_user, sizeof(a->linux_user)) < 0 ||
             copy_str(rep->element[4], a->mode, sizeof(a->mode)) < 0 ||
-            copy_str(rep->element[5], a->user_id, sizeof(a->user_id)) < 0 ||
+            snprintf(a->user_id, sizeof(a->user_id), "%s", user) >= (int)sizeof(a->user_id) ||
             copy_str(rep->element[6], a->session_id, sizeof(a->session_id)) < 0 ||
             copy_str(rep->element[7], a->slot, sizeof(a->slot)) < 0) {
                 r = -EPROTO;

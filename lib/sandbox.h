@@ -38,6 +38,19 @@ int sandbox_lease_ready(struct redis_conn *rc, struct provider *pv, const struct
 int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
                           const struct broker_config *cfg, char *ret_sid, char *err);
 
+/* Who a sandbox belonged to and where it stands, for the audit trail. */
+struct sandbox_owner {
+        char state[16];
+        char reason[32];     /* the record's reason code, e.g. LEASE_EXPIRED */
+        char user_id[272];   /* "" for a pool sandbox */
+        char tenant[130];    /* OpenSandbox records; "" otherwise */
+};
+
+/* Read sid's state, reason and owner (fields the record lacks, or that do
+ * not fit, read ""). Errors: -ENOENT (no record), those of redis_conn_command. */
+int sandbox_owner_get(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                      struct sandbox_owner *ret);
+
 /* Record a transition (from "" = any state). Returns 0, -ENOENT, -EBUSY when
  * the record was not in `from`. */
 int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from, const char *to,
@@ -62,16 +75,18 @@ struct sandbox_access {
         char workdir[256];
         char linux_user[32];
         char mode[24];
-        char user_id[130];
+        char user_id[130];         /* inside the tenant (unscoped) */
         char session_id[130];
         char slot[300];
 };
 
-/* Look up lease_id (which must be active) and its sandbox, which must be sid.
- * -ENOENT when the lease is unknown, not active, or holds another sandbox:
- * to a foreign tenant a sandbox does not exist. */
-int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const char *lease_id,
-                   const char *sid, struct sandbox_access *ret);
+/* Look up lease_id (which must be an active lease of tenant, made through
+ * the lease API) and its sandbox, which must be sid. -ENOENT when the lease
+ * is unknown, not active, of another tenant, the admission of an
+ * OpenSandbox create, or holds another sandbox: to a foreign tenant a
+ * sandbox does not exist. */
+int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const char *tenant,
+                   const char *lease_id, const char *sid, struct sandbox_access *ret);
 
 /* Number of leases on a slot (0 if the slot is gone). */
 int sandbox_slot_refs(struct redis_conn *rc, const struct broker_config *cfg, const char *slot);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "lease.h"
 #include "log.h"
 #include "metrics.h"
@@ -39,17 +40,21 @@ void sup_redis_status(struct sup *s, int r, const char *what)
         }
 }
 
-static int ensure_topic(const struct broker_config *cfg)
+/* The producer of audit events, kept for the supervisor's life; it first
+ * makes sure both topics (tickets, events) exist. */
+static int events_start(struct sup *s)
 {
-        struct kafka_producer *p = NULL;
         char err[256];
-        int r = kafka_producer_new(cfg, "broker-supervisor-admin", &p, err, sizeof(err));
+        int r = kafka_producer_new(&s->cfg, "broker-supervisor-events", &s->events, err, sizeof(err));
 
-        if (r == 0)
-                r = kafka_topic_ensure(p, TOPIC_TIMEOUT_MS, err, sizeof(err));
+        if (r < 0) {
+                log_err(NULL, "kafka producer: %s", err);
+                return r;
+        }
+        r = kafka_topic_ensure(s->events, TOPIC_TIMEOUT_MS, err, sizeof(err));
         if (r < 0)
-                log_err(NULL, "kafka: cannot ensure topic %s: %s", cfg->kafka_topic, err);
-        kafka_producer_free(p);
+                log_err(NULL, "kafka: cannot ensure topics %s and %s: %s", s->cfg.kafka_topic,
+                        s->cfg.kafka_events_topic, err);
         return r;
 }
 
@@ -120,16 +125,26 @@ int main(void)
                         goto out;
                 }
         }
-        if (ensure_topic(&s->cfg) < 0)
+        if (events_start(s) < 0)
                 goto out;
         if (kafka_consumer_new(&s->cfg, &s->consumer, err, sizeof(err)) < 0) {
                 log_err(NULL, "kafka consumer: %s", err);
                 goto out;
         }
-        log_info(NULL, "supervising: capacity %d, topic %s, group %s, lease ttl %d ms",
-                 s->cfg.capacity, s->cfg.kafka_topic, s->cfg.kafka_group, s->cfg.lease_ttl_ms);
-        if (sup_notify_wait_ready(s, &stop_signal) == 0)
+        log_info(NULL, "supervising: capacity %d, topic %s, group %s, events %s, lease ttl %d ms",
+                 s->cfg.capacity, s->cfg.kafka_topic, s->cfg.kafka_group, s->cfg.kafka_events_topic,
+                 s->cfg.lease_ttl_ms);
+        if (sup_notify_wait_ready(s, &stop_signal) == 0) {
+                /* the bootstrap keys of OPENSANDBOX_API_KEYS, so that
+                 * broker-admin lists them (revoked ones stay revoked) */
+                int n = auth_seed_all(s->redis, &s->cfg);
+                if (n < 0)
+                        log_warn(NULL, "API key seeds not stored (%s); they are stored on first use",
+                                 strerror(-n));
+                else if (n > 0)
+                        log_info(NULL, "API keys: %d seed key(s) of OPENSANDBOX_API_KEYS present", n);
                 run(s);
+        }
         /* run() returns between steps: every granted ticket is committed. */
         sup_notify_stopping();
         log_info(NULL, "signal %d: stopping", (int)stop_signal);
@@ -139,6 +154,7 @@ out:
                 metrics_flush(s->redis, &s->cfg);
         sup_queue_clear(s);
         kafka_consumer_free(s->consumer);
+        kafka_producer_free(s->events); /* flushes queued events, bounded by KAFKA_TIMEOUT_MS */
         sup_wake_close(s);
         redis_conn_free(s->redis);
         provider_free(s->provider);

@@ -7,7 +7,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <json-c/json.h>
 
+#include "audit.h"
+#include "json_input.h"
 #include "lease.h"
 #include "log.h"
 #include "metrics.h"
@@ -17,6 +20,8 @@ static void on_granted(void *ud, const char *ticket, const char *lease, const ch
                        const char *session)
 {
         struct sup *s = ud;
+        char tenant[AUDIT_TENANT_MAX];
+        const char *bare;
 
         if (s->provider && s->n_granted < SUP_GRANTED_MAX)
                 snprintf(s->granted[s->n_granted++], sizeof(s->granted[0]), "%s", lease);
@@ -25,13 +30,32 @@ static void on_granted(void *ud, const char *ticket, const char *lease, const ch
         log_info(LOG_KV({ "TICKET_ID", ticket }, { "LEASE_ID", lease }, { "USER_ID", user },
                         { "SESSION_ID", session }),
                  "ticket granted");
+        (void)audit_split_user(user, tenant, sizeof(tenant), &bare);
+        audit_emit(s->events, &(struct audit_event){ .type = AUDIT_LEASE_GRANTED, .tenant = tenant,
+                                                     .user_id = bare, .session_id = session,
+                                                     .lease_id = lease, .ticket_id = ticket });
+}
+
+void sup_ticket_expired(struct sup *s, const char *ticket)
+{
+        char user[272], session[160], tenant[AUDIT_TENANT_MAX];
+        const char *bare;
+
+        metrics_add("broker_tickets_expired_total", 1);
+        log_info(LOG_KV({ "TICKET_ID", ticket }), "ticket expired: nobody polled it within TICKET_TTL_MS");
+        /* The grant script names only the ticket; its Kafka message, if we
+         * hold it, names the user. */
+        sup_queue_ticket_user(s, ticket, user, sizeof(user), session, sizeof(session));
+        (void)audit_split_user(user, tenant, sizeof(tenant), &bare);
+        audit_emit(s->events, &(struct audit_event){ .type = AUDIT_TICKET_EXPIRED, .tenant = tenant,
+                                                     .user_id = bare, .session_id = session,
+                                                     .ticket_id = ticket,
+                                                     .reason = "not polled within TICKET_TTL_MS" });
 }
 
 static void on_expired(void *ud, const char *ticket)
 {
-        (void)ud;
-        metrics_add("broker_tickets_expired_total", 1);
-        log_info(LOG_KV({ "TICKET_ID", ticket }), "ticket expired: nobody polled it within TICKET_TTL_MS");
+        sup_ticket_expired(ud, ticket);
 }
 
 
@@ -46,6 +70,44 @@ static void fifo_pop(struct sup *s)
         fifo_at(s, 0)->msg = NULL;
         s->fifo_head = (s->fifo_head + 1) % SUP_FIFO_MAX;
         s->fifo_len--;
+}
+
+static void copy_field(struct json_object *o, const char *key, char *buf, size_t size)
+{
+        struct json_object *v;
+
+        if (json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
+                snprintf(buf, size, "%s", json_object_get_string(v));
+}
+
+void sup_queue_ticket_user(struct sup *s, const char *ticket_id, char *user, size_t usersz,
+                           char *session, size_t sessionsz)
+{
+        user[0] = session[0] = '\0';
+        for (int i = 0; i < s->fifo_len; i++) {
+                struct sup_fifo_entry *e = fifo_at(s, i);
+                struct json_object *o = NULL;
+                char err[64];
+
+                if (strcmp(e->ticket_id, ticket_id) != 0)
+                        continue;
+                if (json_input_parse_object(e->msg->payload, e->msg->len, JSON_INPUT_MAX_DEPTH, &o,
+                                            err, sizeof(err)) == 0) {
+                        char tenant[AUDIT_TENANT_MAX] = "", bare[JSON_INPUT_ID_MAX + 1] = "";
+
+                        /* The message names tenant and user apart; hand
+                         * them back scoped, as Redis spells users. */
+                        copy_field(o, "tenant", tenant, sizeof(tenant));
+                        copy_field(o, "userId", bare, sizeof(bare));
+                        if (tenant[0] && bare[0])
+                                snprintf(user, usersz, "%s/%s", tenant, bare);
+                        else
+                                snprintf(user, usersz, "%s", bare);
+                        copy_field(o, "sessionId", session, sessionsz);
+                }
+                json_put(o);
+                return;
+        }
 }
 
 void sup_queue_clear(struct sup *s)

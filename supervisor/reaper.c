@@ -1,6 +1,7 @@
 /* reaper: frees the slots of leases whose heartbeats stopped and skips
  * tickets nobody polls any more. Runs every SUPERVISOR_TICK_MS in every
  * supervisor; the script is atomic, so concurrent reapers never double-free. */
+#include "audit.h"
 #include "lease.h"
 #include "log.h"
 #include "metrics.h"
@@ -10,22 +11,27 @@
 
 static void on_reaped(void *ud, const char *lease, const char *user, const char *session)
 {
-        (void)ud;
+        struct sup *s = ud;
+        char tenant[AUDIT_TENANT_MAX];
+        const char *bare;
+
         metrics_add("broker_leases_reaped_total", 1);
         log_info(LOG_KV({ "LEASE_ID", lease }, { "USER_ID", user }, { "SESSION_ID", session }),
                  "lease expired: no heartbeat within LEASE_TTL_MS; released");
+        (void)audit_split_user(user, tenant, sizeof(tenant), &bare);
+        audit_emit(s->events, &(struct audit_event){ .type = AUDIT_LEASE_EXPIRED, .tenant = tenant,
+                                                     .user_id = bare, .session_id = session,
+                                                     .lease_id = lease, .reason = "LEASE_EXPIRED" });
 }
 
 static void on_expired(void *ud, const char *ticket)
 {
-        (void)ud;
-        metrics_add("broker_tickets_expired_total", 1);
-        log_info(LOG_KV({ "TICKET_ID", ticket }), "ticket expired: nobody polled it within TICKET_TTL_MS");
+        sup_ticket_expired(ud, ticket);
 }
 
 int sup_reap_expired(struct sup *s)
 {
-        static const struct lease_grant_hooks hooks = { NULL, on_expired, on_reaped, NULL };
+        const struct lease_grant_hooks hooks = { NULL, on_expired, on_reaped, s };
         int freed = 0, total = 0, r;
 
         do {

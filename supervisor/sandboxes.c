@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "audit.h"
 #include "log.h"
 #include "sandbox.h"
 #include "supervisor.h"
@@ -26,6 +27,25 @@ void sup_sandboxes_provision(struct sup *s)
         s->n_granted = 0;
 }
 
+/* A sandbox the teardown removed because its lease or its parking expired
+ * gets a sandbox.expired event (removals a client asked for are the
+ * handler's sandbox.deleted; parking a sandbox is no event). */
+static void audit_teardown(struct sup *s, const char *sid)
+{
+        struct sandbox_owner o;
+        char tenant[AUDIT_TENANT_MAX];
+        const char *bare;
+
+        if (sandbox_owner_get(s->redis, &s->cfg, sid, &o) < 0 || strcmp(o.state, "Terminated") ||
+            (strcmp(o.reason, "LEASE_EXPIRED") && strcmp(o.reason, "IDLE_EXPIRED")))
+                return;
+        (void)audit_split_user(o.user_id, tenant, sizeof(tenant), &bare);
+        audit_emit(s->events, &(struct audit_event){ .type = AUDIT_SANDBOX_EXPIRED,
+                                                     .tenant = o.tenant[0] ? o.tenant : tenant,
+                                                     .user_id = bare, .sandbox_id = sid,
+                                                     .reason = o.reason });
+}
+
 void sup_sandboxes_teardown(struct sup *s)
 {
         char sid[33], err[SANDBOX_ERR_MAX];
@@ -43,6 +63,7 @@ void sup_sandboxes_teardown(struct sup *s)
                         return;
                 }
                 log_info(LOG_KV({ "SANDBOX_ID", sid }), "sandbox torn down");
+                audit_teardown(s, sid);
         }
 }
 

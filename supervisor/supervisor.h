@@ -26,6 +26,7 @@ struct sup {
         struct broker_config cfg;
         struct redis_conn *redis;
         struct kafka_consumer *consumer;
+        struct kafka_producer *events; /* audit events (lib/audit.h); made at start */
         redisContext *sub;       /* SUBSCRIBE <prefix>wake */
         int64_t sub_retry_at;    /* monotonic ms of the next reconnect attempt */
         /* Tickets consumed from Kafka, oldest first; each is committed only
@@ -47,9 +48,19 @@ int sup_queue_fetch(struct sup *s, int timeout_ms);
 int sup_queue_grant(struct sup *s);
 void sup_queue_clear(struct sup *s);
 
+/* The user ("tenant/user" when the message names a tenant) and session of
+ * a ticket whose Kafka message this supervisor holds, for its audit event;
+ * "" each when it holds none. */
+void sup_queue_ticket_user(struct sup *s, const char *ticket_id, char *user, size_t usersz,
+                           char *session, size_t sessionsz);
+
 /* reaper.c: release expired leases, expire abandoned tickets. Returns the
  * number of slots freed, or a negative errno. */
 int sup_reap_expired(struct sup *s);
+
+/* The audit event of a ticket that expired (queue.c and reaper.c both
+ * expire tickets). */
+void sup_ticket_expired(struct sup *s, const char *ticket_id);
 
 /* sandboxes.c: give granted leases their sandboxes, run teardowns, and
  * reconcile records with the provider. No-ops without a provider. */

@@ -1,12 +1,15 @@
 -- acquire: ARGV = prefix, userId, sessionId, mode, poolId ('' if none), capacity,
 --   leaseTtlMs, ticketTtlMs, poolSeats, newLeaseId, newTicketId, provider,
---   sandboxId ('' unless an OpenSandbox create: the record it is for)
+--   sandboxId ('' unless an OpenSandbox create: the record it is for),
+--   tenantSlots (default per-tenant slot cap, 0 = none)
+-- userId and poolId are scoped ("<tenant>/<name>", see common.lua).
 -- Returns {'granted', lease-hash...} | {'queued', ticketId, position, 'new'|'existing'}
 --       | {'conflict', mode, poolId}
 local user, session, mode, pool = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local capacity, ttl, ticket_ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local seats, lease_id, ticket_id, provider = tonumber(ARGV[9]), ARGV[10], ARGV[11], ARGV[12]
-local want_sid = ARGV[13] or ''
+local want_sid, tenant_cap = ARGV[13] or '', tonumber(ARGV[14] or '0')
+local tenant = tenant_of(user)
 local now = now_ms()
 
 local held = redis.call('GET', session_key(user, session))
@@ -31,13 +34,16 @@ if waiting then
   if t[1] == 'queued' then
     if t[2] ~= mode or t[3] ~= pool then return { 'conflict', t[2], t[3] } end
     redis.call('ZADD', K_TPOLL, now, waiting)
-    return { 'queued', waiting, ticket_position(waiting), 'existing' }
+    return { 'queued', waiting, ticket_position(waiting, user), 'existing' }
   end
   redis.call('DEL', tsession_key(user, session))
 end
 
 local p = place(user, session, mode, pool, seats)
-if not p.newslot or (slot_free(capacity) and redis.call('ZCARD', K_QUEUE) == 0) then
+-- A new slot only when one is free, the tenant is below its cap, and no
+-- ticket that could take it waits (fairness is the grant script's job).
+if not p.newslot or (slot_free(capacity) and tenant_room(tenant, tenant_cap)
+    and not queue_blocks(tenant_cap)) then
   grant_lease(p, user, session, mode, pool, lease_id, provider, ttl, now, want_sid)
   return { 'granted', redis.call('HGETALL', lease_key(lease_id)) }
 end
@@ -49,7 +55,7 @@ local seq = (last[2] and tonumber(last[2]) or 0) + 1
 redis.call('HSET', ticket_key(ticket_id), 'ticketId', ticket_id, 'userId', user,
   'sessionId', session, 'mode', mode, 'poolId', pool, 'seq', seq, 'state', 'queued',
   'createdAt', now, 'sandboxId', want_sid)
-redis.call('ZADD', K_QUEUE, seq, ticket_id)
+ticket_enqueue(ticket_id, user, seq)
 if want_sid ~= '' then
   -- Nobody polls an OpenSandbox create: it waits until its sandbox would
   -- expire. The poll index holds "last sign of life"; place it so that the
@@ -61,4 +67,4 @@ else
   redis.call('ZADD', K_TPOLL, now, ticket_id)
 end
 redis.call('SET', tsession_key(user, session), ticket_id)
-return { 'queued', ticket_id, ticket_position(ticket_id), 'new' }
+return { 'queued', ticket_id, ticket_position(ticket_id, user), 'new' }

@@ -12,6 +12,12 @@
 --   P..lease:<id>        HASH  the lease
 --   P..leases            ZSET  leaseId -> expiresAt (ms)
 --   P..session:<u>:<s>   STR   leaseId of a (user, session)
+--   P..tactive:<tenant>  SET   slot names a tenant holds (its share of P..active)
+--   P..tqueue:<tenant>   ZSET  a tenant's queued ticketId -> seq (FIFO within the tenant)
+--   P..tqueues           ZSET  tenants with queued tickets -> turn (round robin: the
+--                              lowest turn is served next, then goes to the back)
+--   P..turn              STR   counter of grants from the queue (the turns above)
+--   P..tenantcfg:<t>     HASH  maxSlots, maxSandboxes (per-tenant caps), createdAt
 --   P..ticket:<id>       HASH  userId, sessionId, mode, poolId, seq, state, leaseId, createdAt
 --   P..tsession:<u>:<s>  STR   ticketId of a queued (user, session)
 --   P..queue             ZSET  queued ticketId -> seq (FIFO order)
@@ -26,10 +32,16 @@
 --   P..parked            ZSET  parked sandboxId -> parkedAt
 --   P..wake              channel: published when a slot or seat frees while tickets wait
 -- Slot names: ex:<user>:<session>, us:<user>, mu:<pool>:<n>.
+-- Tenants: every user and pool name the scripts see is scoped, "<tenant>/<name>"
+-- (lib/lease.c builds them; ids never contain '/' or ':'), so the same userId
+-- in two tenants are two users, with their own slots, seats and sessions.
+-- OpenSandbox creates are leases of the reserved user "<tenant>/*osb", a name
+-- the lease API cannot spell.
 local P = ARGV[1]
 local K_ACTIVE, K_LEASES, K_QUEUE = P .. 'active', P .. 'leases', P .. 'queue'
 local K_TPOLL, K_MODES, K_WAKE = P .. 'ticketpoll', P .. 'modes', P .. 'wake'
 local K_SANDBOXES, K_TEARDOWN, K_PARKED = P .. 'sandboxes', P .. 'teardown', P .. 'parked'
+local K_TQUEUES, K_TURN = P .. 'tqueues', P .. 'turn'
 local TICKET_KEEP_S = 3600 -- how long a finished ticket still answers polls
 local SANDBOX_KEEP_S = 3600 -- how long a Terminated sandbox record stays readable
 local NEVER_MS = 253402300799000 -- 9999-12-31: "no expiry" (manual cleanup)
@@ -50,6 +62,31 @@ local function seatrefs_key(slot) return P .. 'seatrefs:' .. slot end
 local function pool_key(pool) return P .. 'pool:' .. pool end
 local function sandbox_key(id) return P .. 'sandbox:' .. id end
 local function parked_key(slot) return P .. 'parked:' .. slot end
+local function tactive_key(t) return P .. 'tactive:' .. t end
+local function tqueue_key(t) return P .. 'tqueue:' .. t end
+
+-- The tenant of a scoped user or pool name ("<tenant>/<name>").
+local function osb_user(tenant) return tenant .. '/*osb' end
+
+local function tenant_of(scoped)
+  return (scoped and scoped:match('^([^/]*)/')) or ''
+end
+
+-- May tenant t take one more slot? default_cap applies unless the tenant has
+-- its own maxSlots; a cap of 0 means no cap of its own.
+local function tenant_room(t, default_cap)
+  local cap = tonumber(redis.call('HGET', P .. 'tenantcfg:' .. t, 'maxSlots') or '') or default_cap
+  return cap <= 0 or redis.call('SCARD', tactive_key(t)) < cap
+end
+
+-- Is any ticket waiting that could take a free slot now (its tenant below
+-- its cap)? A new acquire then queues behind it instead of jumping ahead.
+local function queue_blocks(default_cap)
+  for _, t in ipairs(redis.call('ZRANGE', K_TQUEUES, 0, -1)) do
+    if tenant_room(t, default_cap) then return true end
+  end
+  return false
+end
 
 -- An empty reason keeps the current one (e.g. Stopping(LEASE_EXPIRED) -> Terminated).
 local function sandbox_set_state(sid, state, reason, message, now)
@@ -129,6 +166,7 @@ local function grant_lease(p, user, session, mode, pool, lease_id, provider, ttl
   local slot = p.slot
   if p.newslot then
     redis.call('SADD', K_ACTIVE, slot)
+    redis.call('SADD', tactive_key(tenant_of(user)), slot)
     redis.call('HSET', slot_key(slot), 'mode', mode, 'refs', 0, 'pool', pool, 'createdAt', now)
     redis.call('HINCRBY', K_MODES, mode .. ':slots', 1)
     if mode == 'multi_user_shared' then redis.call('SADD', pool_key(pool), slot) end
@@ -187,6 +225,7 @@ local function release_lease(id, action, reason)
     if sid then sandbox_schedule_teardown(sid, action, reason) end
     redis.call('DEL', slot_key(slot), seats_key(slot), seatnums_key(slot), seatrefs_key(slot))
     redis.call('SREM', K_ACTIVE, slot)
+    redis.call('SREM', tactive_key(tenant_of(user)), slot)
     redis.call('HINCRBY', K_MODES, mode .. ':slots', -1)
     if mode == 'multi_user_shared' then redis.call('SREM', pool_key(pool), slot) end
   end
@@ -197,15 +236,30 @@ local function release_lease(id, action, reason)
   return slot_freed
 end
 
-local function ticket_position(tid)
-  local r = redis.call('ZRANK', K_QUEUE, tid)
+-- A ticket's place in its tenant's line (1 = next of that tenant).
+local function ticket_position(tid, user)
+  local r = redis.call('ZRANK', tqueue_key(tenant_of(user)), tid)
   if not r then return 0 end
   return r + 1
+end
+
+-- Put a new ticket at the end of its tenant's line; a tenant that had none
+-- waiting takes the current turn, so it is served before anyone served since.
+local function ticket_enqueue(tid, user, seq)
+  local t = tenant_of(user)
+  redis.call('ZADD', K_QUEUE, seq, tid)
+  redis.call('ZADD', tqueue_key(t), seq, tid)
+  redis.call('ZADD', K_TQUEUES, 'NX', tonumber(redis.call('GET', K_TURN) or '0'), t)
 end
 
 local function ticket_unqueue(tid, user, session)
   redis.call('ZREM', K_QUEUE, tid)
   redis.call('ZREM', K_TPOLL, tid)
+  if user then
+    local t = tenant_of(user)
+    redis.call('ZREM', tqueue_key(t), tid)
+    if redis.call('ZCARD', tqueue_key(t)) == 0 then redis.call('ZREM', K_TQUEUES, t) end
+  end
   if user and redis.call('GET', tsession_key(user, session)) == tid then
     redis.call('DEL', tsession_key(user, session))
   end

@@ -1,8 +1,10 @@
 -- osb_create: the record of an OpenSandbox create, before it asks for a slot.
--- ARGV = prefix, sandboxId, tenant, maxPerTenant, timeoutMs ('' = manual cleanup),
+-- ARGV = prefix, sandboxId, tenant, maxPerTenant (default; tenantcfg maxSandboxes wins), timeoutMs ('' = manual cleanup),
 --   then field/value pairs of the record
 -- Returns {'ok'} | {'limit', live} when the tenant already has maxPerTenant live sandboxes.
 local sid, tenant, max, timeout = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+-- a tenant's own maxSandboxes (broker-admin tenant set) overrides the default
+max = tonumber(redis.call('HGET', P .. 'tenantcfg:' .. tenant, 'maxSandboxes') or '') or max
 local idx = P .. 'tenant:' .. tenant
 local live = 0
 for _, other in ipairs(redis.call('ZRANGE', idx, 0, -1)) do

@@ -5,13 +5,13 @@ local sid, tenant = ARGV[2], ARGV[3]
 local s = redis.call('HMGET', sandbox_key(sid), 'tenant', 'state', 'ref')
 if s[1] ~= tenant then return { 'notfound' } end
 if s[2] == 'Stopping' or s[2] == 'Terminated' then return { 'gone', s[2] } end
-local lease = redis.call('GET', session_key(tenant, sid))
+local lease = redis.call('GET', session_key(osb_user(tenant), sid))
 if lease and redis.call('EXISTS', lease_key(lease)) == 1 then
   release_lease(lease, 'remove', 'user_delete')
 end
-local tid = redis.call('GET', tsession_key(tenant, sid))
+local tid = redis.call('GET', tsession_key(osb_user(tenant), sid))
 if tid and redis.call('HGET', ticket_key(tid), 'state') == 'queued' then
-  ticket_unqueue(tid, tenant, sid)
+  ticket_unqueue(tid, osb_user(tenant), sid)
   redis.call('HSET', ticket_key(tid), 'state', 'expired')
   redis.call('EXPIRE', ticket_key(tid), TICKET_KEEP_S)
 end

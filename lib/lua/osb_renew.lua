@@ -12,12 +12,12 @@ if s[3] and s[3] ~= '' and new <= tonumber(s[3]) then
 end
 if new > latest then return { 'invalid', 'expiresAt is beyond the longest timeout this server allows' } end
 redis.call('HSET', sandbox_key(sid), 'expiresAt', new)
-local lease = redis.call('GET', session_key(tenant, sid))
+local lease = redis.call('GET', session_key(osb_user(tenant), sid))
 if lease and redis.call('EXISTS', lease_key(lease)) == 1 then
   redis.call('HSET', lease_key(lease), 'expiresAt', new)
   redis.call('ZADD', K_LEASES, new, lease)
 end
-local tid = redis.call('GET', tsession_key(tenant, sid))
+local tid = redis.call('GET', tsession_key(osb_user(tenant), sid))
 if tid and redis.call('ZSCORE', K_TPOLL, tid) then
   -- a queued create now waits until the new expiry (see acquire.lua)
   redis.call('ZADD', K_TPOLL, new - tonumber(ARGV[6] or 0), tid)

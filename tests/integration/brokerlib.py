@@ -30,7 +30,7 @@ STACK_TIMEOUT = float(os.environ.get("IT_STACK_TIMEOUT", "240"))
 # inherited from the caller's environment, always set by the harness.
 CONFIG_VARS = (
     "REDIS_HOST", "REDIS_PORT", "REDIS_TIMEOUT_MS", "REDIS_KEY_PREFIX",
-    "KAFKA_BROKERS", "KAFKA_TOPIC", "KAFKA_GROUP", "KAFKA_SESSION_TIMEOUT_MS",
+    "KAFKA_BROKERS", "KAFKA_TOPIC", "KAFKA_EVENTS_TOPIC", "KAFKA_GROUP", "KAFKA_SESSION_TIMEOUT_MS",
     "KAFKA_TIMEOUT_MS", "BROKER_CAPACITY", "LEASE_TTL_MS", "TICKET_TTL_MS",
     "POOL_SEATS", "SANDBOX_PROVIDER", "MAX_BODY_BYTES", "FCGI_THREADS",
     "LOG_LEVEL", "SUPERVISOR_TICK_MS", "BROKER_STATE_DIR", "BROKER_HTTP_PORT",
@@ -43,7 +43,7 @@ CONFIG_VARS = (
     "OPENSANDBOX_API_KEYS", "OPENSANDBOX_MAX_TIMEOUT_S", "OPENSANDBOX_MAX_PER_TENANT",
     "OPENSANDBOX_ENDPOINT_HOST", "DAYTONA_API_URL", "DAYTONA_API_KEY",
     "DAYTONA_ORGANIZATION_ID", "DAYTONA_SNAPSHOT", "DAYTONA_TARGET", "DAYTONA_TIMEOUT_MS",
-    "DAYTONA_POLL_MAX_MS", "LOG_TARGET",
+    "DAYTONA_POLL_MAX_MS", "LOG_TARGET", "METRICS_TOKEN", "TENANT_MAX_SLOTS",
 )
 
 _used_ports = set()
@@ -308,6 +308,7 @@ class Broker:
         "TICKET_TTL_MS": "30000",
         "KAFKA_SESSION_TIMEOUT_MS": "6000",
         "SUPERVISOR_TICK_MS": "100",
+        "METRICS_TOKEN": "it-metrics-scrape-token",
     }
 
     def __init__(self, services, state_dir, **overrides):
@@ -329,6 +330,14 @@ class Broker:
         if os.environ.get("IT_LOG_LEVEL"):
             self.config["LOG_LEVEL"] = os.environ["IT_LOG_LEVEL"]
         self.config.update({k: str(v) for k, v in overrides.items()})
+        # Every route but /health needs an API key: each broker seeds one of
+        # its own for tenant "it" (plus whatever seeds a test passes), and
+        # request() sends it unless told otherwise.
+        self.tenant = "it"
+        self.api_key = "itk_%s" % uuid.uuid4().hex
+        seeds = self.config.get("OPENSANDBOX_API_KEYS", "")
+        self.config["OPENSANDBOX_API_KEYS"] = ",".join(
+            s for s in ("%s:%s" % (self.api_key, self.tenant), seeds) if s)
         self.capacity = int(self.config["BROKER_CAPACITY"])
         self.redis = redis.Redis(host="127.0.0.1", port=services.redis_port,
                                  decode_responses=True, socket_timeout=10)
@@ -389,19 +398,29 @@ class Broker:
         return logs_tail(self.state_dir, lines)
 
     # -- HTTP
+    def auth_headers(self, key=None):
+        """Authorization: Bearer with key (default: the broker's own)."""
+        return {"Authorization": "Bearer %s" % (key or self.api_key)}
+
     def request(self, method, path, body=None, headers=None,
-                timeout=HTTP_TIMEOUT):
-        r = http_request(self.port, method, path, body, headers, timeout)
+                timeout=HTTP_TIMEOUT, auth=True):
+        """auth: True sends the broker's key unless headers carry a
+        credential already; False sends none; a string sends that key."""
+        hdrs = dict(headers or {})
+        has_cred = any(k.lower() in ("authorization", "open-sandbox-api-key") for k in hdrs)
+        if auth and not has_cred:
+            hdrs.update(self.auth_headers(auth if isinstance(auth, str) else None))
+        r = http_request(self.port, method, path, body, hdrs, timeout)
         # docs/API.md: every answer carries X-Request-ID and is JSON.
         assert r.headers.get("X-Request-ID"), "no X-Request-ID on %r" % (r,)
         assert r.json is not None, "answer is not JSON: %r" % (r,)
         return r
 
-    def get(self, path, headers=None, timeout=HTTP_TIMEOUT):
-        return self.request("GET", path, None, headers, timeout)
+    def get(self, path, headers=None, timeout=HTTP_TIMEOUT, auth=True):
+        return self.request("GET", path, None, headers, timeout, auth)
 
-    def post(self, path, body, headers=None, timeout=HTTP_TIMEOUT):
-        return self.request("POST", path, body, headers, timeout)
+    def post(self, path, body, headers=None, timeout=HTTP_TIMEOUT, auth=True):
+        return self.request("POST", path, body, headers, timeout, auth)
 
     # -- lease API shortcuts
     def acquire(self, user, session, mode=None, pool=None, **kw):

@@ -301,8 +301,10 @@ class SB:
         sid = kw.pop("sandbox_id", None) or lease["sandboxId"]
         lid = kw.pop("lease_id", None) or lease["leaseId"]
         # 204 has no body: not through Broker.request (which wants JSON)
+        hdrs = {"X-Lease-ID": lid}
+        hdrs.update(kw.pop("headers", None) or self.b.auth_headers())
         return http_request(self.b.port, "DELETE", "/v1/sandboxes/%s" % sid, None,
-                            {"X-Lease-ID": lid}, SB_HTTP_TIMEOUT)
+                            hdrs, SB_HTTP_TIMEOUT)
 
     # -- records and containers
     def record(self, sandbox_id):

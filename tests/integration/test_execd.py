@@ -135,18 +135,24 @@ def check_events(events):
 def test_ping_auth_and_unknown_sandbox(ex):
     st, _, _ = ex.request("GET", "/ping")
     assert st == 200
-    st, _, body = ex.json("GET", "/ping", token="0" * 32)
-    assert st == 401 and body["code"] == "UNAUTHORIZED", body
+    # no credential at all: 401, whatever the id
     st, _, body = ex.json("GET", "/ping", token="")
-    assert st == 401, body
-    st, _, body = ex.json("GET", "/ping", sid="f" * 32)
-    assert st == 404 and body["code"] == "SANDBOX_NOT_FOUND", body
+    assert st == 401 and body["code"] == "UNAUTHORIZED", body
+    st, _, body = ex.json("GET", "/ping", token="", sid="f" * 32)
+    assert st == 401 and body["code"] == "UNAUTHORIZED", body
+    # a wrong token answers exactly like an unknown id: ids cannot be probed
+    st, _, wrong = ex.json("GET", "/ping", token="0" * 32)
+    assert st == 404 and wrong["code"] == "SANDBOX_NOT_FOUND", wrong
+    st, _, unknown = ex.json("GET", "/ping", sid="f" * 32)
+    assert st == 404 and unknown["code"] == "SANDBOX_NOT_FOUND", unknown
     # every route checks the token, before touching the sandbox
     for method, path in (("POST", "/command"), ("GET", "/files/download?path=/etc/hostname"),
                          ("GET", "/files/info?path=/etc"), ("DELETE", "/files?path=/tmp/x"),
                          ("POST", "/directories"), ("GET", "/metrics"),
                          ("GET", "/command/status/" + "a" * 32), ("POST", "/files/upload")):
         st, _, body = ex.json(method, path, {} if method == "POST" else None, token="bad")
+        assert st == 404, (method, path, st, body)
+        st, _, body = ex.json(method, path, {} if method == "POST" else None, token="")
         assert st == 401, (method, path, st, body)
     # a record that is not Running yet: ping is 503 (the SDK keeps polling)
     key = ex.sb.b.key("sandbox:" + ex.sid)
@@ -501,6 +507,8 @@ def test_egress_policy(ex):
     assert p["mode"] == "deny_all" and p["policy"]["defaultAction"] == "deny", p
     assert p["policy"]["egress"] == []
     st, _, p = ex.json("GET", "/policy", port=18080, token="nope")
-    assert st == 401
+    assert st == 404, p
+    st, _, p = ex.json("GET", "/policy", port=18080, token="")
+    assert st == 401, p
     st, _, p = ex.json("PATCH", "/policy", [{"action": "allow", "target": "pypi.org"}], port=18080)
     assert st == 501, p

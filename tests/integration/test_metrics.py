@@ -21,7 +21,8 @@ def parse(text):
 
 
 def metrics(b):
-    r = http_request(b.port, "GET", "/metrics")  # not JSON: b.get() would refuse it
+    # not JSON: b.get() would refuse it; the scrape credential is METRICS_TOKEN
+    r = http_request(b.port, "GET", "/metrics", headers=b.auth_headers(b.config["METRICS_TOKEN"]))
     assert r.status == 200, r
     assert r.headers.get("X-Request-ID"), r
     assert r.headers.get("Content-Type", "").startswith("text/plain; version=0.0.4"), r

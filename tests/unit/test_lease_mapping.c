@@ -522,7 +522,7 @@ static void test_outcome_clear(void **state)
 
 static void test_ticket_message(void **state)
 {
-        const struct lease_request req = { "u1", "s1", "exclusive", "", NULL };
+        const struct lease_request req = { "acme", "u1", "s1", "exclusive", "", NULL };
         struct json_object *o, *v;
         char *msg = NULL, id[33];
         int64_t before = timeutil_now_ms(), after;
@@ -556,7 +556,7 @@ static void test_ticket_message(void **state)
 
 static void test_ticket_message_pool(void **state)
 {
-        const struct lease_request req = { "u.2@x", "s-2", "multi_user_shared", "pool_1", NULL };
+        const struct lease_request req = { "acme", "u.2@x", "s-2", "multi_user_shared", "pool_1", NULL };
         struct json_object *o, *v;
         char *msg = NULL;
 
@@ -572,7 +572,7 @@ static void test_ticket_message_pool(void **state)
         free(msg);
 
         /* A NULL pool is the same as "". */
-        const struct lease_request nopool = { "u", "s", "user_shared", NULL, NULL };
+        const struct lease_request nopool = { "acme", "u", "s", "user_shared", NULL, NULL };
         assert_int_equal(lease_ticket_message(&nopool, TICKET_ID, &msg), 0);
         assert_non_null(strstr(msg, "\"poolId\":null"));
         free(msg);
@@ -698,7 +698,7 @@ static void assert_hex_id(const char *s)
 
 static void test_acquire_args(void **state)
 {
-        const struct lease_request req = { "u1", "s1", "multi_user_shared", "pool-9", NULL };
+        const struct lease_request req = { "acme", "u1", "s1", "multi_user_shared", "pool-9", NULL };
         struct lease_outcome o;
 
         (void)state;
@@ -712,11 +712,12 @@ static void test_acquire_args(void **state)
         assert_int_equal(fake.calls, 1);
         assert_int_equal(fake.id, LUA_ACQUIRE);
         /* lib/lua/acquire.lua: ARGV[2..13] (the prefix is added by redis_conn). */
-        assert_int_equal(fake.argc, 12);
-        assert_string_equal(fake.argv[0], "u1");
+        assert_int_equal(fake.argc, 13);
+        /* users and pools go to Redis scoped by their tenant */
+        assert_string_equal(fake.argv[0], "acme/u1");
         assert_string_equal(fake.argv[1], "s1");
         assert_string_equal(fake.argv[2], "multi_user_shared");
-        assert_string_equal(fake.argv[3], "pool-9");
+        assert_string_equal(fake.argv[3], "acme/pool-9");
         assert_string_equal(fake.argv[4], "7");
         assert_string_equal(fake.argv[5], "61000");
         assert_string_equal(fake.argv[6], "31000");
@@ -735,7 +736,7 @@ static void test_acquire_args(void **state)
 
 static void test_acquire_fresh_ids(void **state)
 {
-        const struct lease_request req = { "u1", "s1", "exclusive", "", NULL };
+        const struct lease_request req = { "acme", "u1", "s1", "exclusive", "", NULL };
         struct lease_outcome o;
         char first[2][80];
 
@@ -760,7 +761,7 @@ static void test_acquire_fresh_ids(void **state)
 static void test_acquire_errors(void **state)
 {
         static const int errs[] = { -EIO, -EPROTO, -ENOMEM, -E2BIG };
-        const struct lease_request req = { "u1", "s1", "exclusive", "", NULL };
+        const struct lease_request req = { "acme", "u1", "s1", "exclusive", "", NULL };
         struct lease_outcome o;
 
         (void)state;
@@ -801,11 +802,12 @@ static void test_poll(void **state)
         (void)state;
         test_cfg.ticket_ttl_ms = 45000;
         fake_answer(0, r_arr(2, r_str("queued"), r_int(4)));
-        assert_int_equal(lease_poll(NULL, &test_cfg, TICKET_ID, &o), 0);
+        assert_int_equal(lease_poll(NULL, &test_cfg, "acme", TICKET_ID, &o), 0);
         assert_int_equal(fake.id, LUA_POLL);
-        assert_int_equal(fake.argc, 2);
+        assert_int_equal(fake.argc, 3);
         assert_string_equal(fake.argv[0], TICKET_ID);
         assert_string_equal(fake.argv[1], "45000");
+        assert_string_equal(fake.argv[2], "acme");
         assert_int_equal(o.kind, LEASE_QUEUED);
         assert_int_equal(o.position, 4);
         /* The poll reply has no id: the outcome carries the caller's. */
@@ -813,22 +815,22 @@ static void test_poll(void **state)
         lease_outcome_clear(&o);
 
         fake_answer(0, r_arr(1, r_str("expired")));
-        assert_int_equal(lease_poll(NULL, &test_cfg, TICKET_ID, &o), 0);
+        assert_int_equal(lease_poll(NULL, &test_cfg, "acme", TICKET_ID, &o), 0);
         assert_int_equal(o.kind, LEASE_EXPIRED);
         assert_string_equal(o.ticket_id, TICKET_ID);
         lease_outcome_clear(&o);
 
         fake_answer(0, r_arr(2, r_str("granted"), lease_hash()));
-        assert_int_equal(lease_poll(NULL, &test_cfg, TICKET_ID, &o), 0);
+        assert_int_equal(lease_poll(NULL, &test_cfg, "acme", TICKET_ID, &o), 0);
         assert_int_equal(o.kind, LEASE_GRANTED);
         assert_non_null(o.lease);
         lease_outcome_clear(&o);
 
         fake_answer(-EIO, NULL);
-        assert_int_equal(lease_poll(NULL, &test_cfg, TICKET_ID, &o), -EIO);
+        assert_int_equal(lease_poll(NULL, &test_cfg, "acme", TICKET_ID, &o), -EIO);
         assert_string_equal(o.ticket_id, "");
         fake_answer(0, r_arr(2, r_str("queued"), r_int(0)));
-        assert_int_equal(lease_poll(NULL, &test_cfg, TICKET_ID, &o), -EPROTO);
+        assert_int_equal(lease_poll(NULL, &test_cfg, "acme", TICKET_ID, &o), -EPROTO);
         assert_string_equal(o.ticket_id, "");
 }
 
@@ -838,26 +840,27 @@ static void test_heartbeat(void **state)
 
         (void)state;
         fake_answer(0, r_arr(2, r_str("ok"), lease_hash()));
-        assert_int_equal(lease_heartbeat(NULL, &test_cfg, LEASE_ID, NULL, NULL, &o), 0);
+        assert_int_equal(lease_heartbeat(NULL, &test_cfg, "acme", LEASE_ID, NULL, NULL, &o), 0);
         assert_int_equal(fake.id, LUA_HEARTBEAT);
-        assert_int_equal(fake.argc, 4);
+        assert_int_equal(fake.argc, 5);
         assert_string_equal(fake.argv[0], LEASE_ID);
         assert_string_equal(fake.argv[1], "");
         assert_string_equal(fake.argv[2], "");
         assert_string_equal(fake.argv[3], "60000");
+        assert_string_equal(fake.argv[4], "acme");
         assert_int_equal(o.kind, LEASE_GRANTED);
         lease_outcome_clear(&o);
 
         fake_answer(0, r_arr(1, r_str("notfound")));
-        assert_int_equal(lease_heartbeat(NULL, &test_cfg, NULL, "u1", "s1", &o), 0);
+        assert_int_equal(lease_heartbeat(NULL, &test_cfg, "acme", NULL, "u1", "s1", &o), 0);
         assert_string_equal(fake.argv[0], "");
-        assert_string_equal(fake.argv[1], "u1");
+        assert_string_equal(fake.argv[1], "acme/u1");
         assert_string_equal(fake.argv[2], "s1");
         assert_int_equal(o.kind, LEASE_NOT_FOUND);
         lease_outcome_clear(&o);
 
         fake_answer(-EIO, NULL);
-        assert_int_equal(lease_heartbeat(NULL, &test_cfg, NULL, "u1", "s1", &o), -EIO);
+        assert_int_equal(lease_heartbeat(NULL, &test_cfg, "acme", NULL, "u1", "s1", &o), -EIO);
 }
 
 static void test_release(void **state)
@@ -877,10 +880,10 @@ static void test_release(void **state)
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 strcpy(test_cfg.idle_policy, cases[i].policy);
                 fake_answer(0, r_arr(3, r_str("released"), r_str(LEASE_ID), r_int(1)));
-                assert_int_equal(lease_release(NULL, &test_cfg, "u1", "s1", cases[i].reason, &o), 0);
+                assert_int_equal(lease_release(NULL, &test_cfg, "acme", "u1", "s1", cases[i].reason, &o), 0);
                 assert_int_equal(fake.id, LUA_RELEASE);
                 assert_int_equal(fake.argc, 4);
-                assert_string_equal(fake.argv[0], "u1");
+                assert_string_equal(fake.argv[0], "acme/u1");
                 assert_string_equal(fake.argv[1], "s1");
                 assert_string_equal(fake.argv[2], cases[i].action);
                 assert_string_equal(fake.argv[3], cases[i].why);
@@ -891,13 +894,13 @@ static void test_release(void **state)
         }
 
         fake_answer(0, r_arr(1, r_str("notfound")));
-        assert_int_equal(lease_release(NULL, &test_cfg, "u1", "s1", "idle", &o), 0);
+        assert_int_equal(lease_release(NULL, &test_cfg, "acme", "u1", "s1", "idle", &o), 0);
         assert_int_equal(o.kind, LEASE_NOT_FOUND);
         fake_answer(0, r_arr(3, r_str("released"), r_int(9), r_int(1)));
-        assert_int_equal(lease_release(NULL, &test_cfg, "u1", "s1", "idle", &o), -EPROTO);
+        assert_int_equal(lease_release(NULL, &test_cfg, "acme", "u1", "s1", "idle", &o), -EPROTO);
         assert_string_equal(o.lease_id, "");
         fake_answer(-EIO, NULL);
-        assert_int_equal(lease_release(NULL, &test_cfg, "u1", "s1", "deleted", &o), -EIO);
+        assert_int_equal(lease_release(NULL, &test_cfg, "acme", "u1", "s1", "deleted", &o), -EIO);
 }
 
 static void test_ticket_cancel(void **state)
@@ -998,17 +1001,19 @@ static void test_grant_step(void **state)
                              r_strs("t3", NULL)));
         assert_int_equal(lease_grant_step(NULL, &test_cfg, TICKET_ID, &hooks, st), 0);
         assert_int_equal(fake.id, LUA_GRANT);
-        /* lib/lua/grant.lua: target, capacity, ttl, ticket ttl, seats, provider, ids. */
-        assert_int_equal(fake.argc, 6 + 16);
+        /* lib/lua/grant.lua: target, capacity, ttl, ticket ttl, seats, provider,
+         * per-tenant slot cap, ids. */
+        assert_int_equal(fake.argc, 7 + 16);
         assert_string_equal(fake.argv[0], TICKET_ID);
         assert_string_equal(fake.argv[1], "10");
         assert_string_equal(fake.argv[2], "60000");
         assert_string_equal(fake.argv[3], "30000");
         assert_string_equal(fake.argv[4], "8");
         assert_string_equal(fake.argv[5], "none");
-        for (int i = 6; i < fake.argc; i++) {
+        assert_string_equal(fake.argv[6], "0");
+        for (int i = 7; i < fake.argc; i++) {
                 assert_hex_id(fake.argv[i]);
-                if (i > 6)
+                if (i > 7)
                         assert_string_not_equal(fake.argv[i], fake.argv[i - 1]);
         }
         assert_string_equal(st, "granted");
