@@ -45,13 +45,18 @@ void h_health(struct request *req)
 
 void h_status(struct request *req)
 {
-        struct json_object *o = NULL;
+        struct json_object *o = NULL, *t = NULL;
         int r = lease_status(req->w->redis, req->w->cfg, &o);
 
+        if (r == 0)
+                r = lease_tenant_status(req->w->redis, req->w->cfg, req->auth.tenant, &t);
         if (r < 0) {
+                json_put(o);
                 reply_errno(req, r, "status");
                 return;
         }
+        /* the caller's own share; the totals above are the whole broker's */
+        json_object_object_add(o, "tenant", t);
         reply_json(req, 200, o);
         json_put(o);
 }

@@ -518,3 +518,36 @@ out:
         reply_free(rep);
         return r;
 }
+
+int lease_tenant_status(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
+                        struct json_object **ret)
+{
+        static const char *const names[] = { "activeSlots", "queued", "maxSlots", "maxSandboxes" };
+        char slots[16], sandboxes[16];
+        redisReply *rep = NULL;
+        struct json_object *o;
+        int r;
+
+        *ret = NULL;
+        snprintf(slots, sizeof(slots), "%d", cfg->tenant_max_slots);
+        snprintf(sandboxes, sizeof(sandboxes), "%d", cfg->osb_max_per_tenant);
+        const char *argv[] = { tenant, slots, sandboxes };
+        r = redis_conn_script(c, LUA_TENANT_STATUS, 3, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4) {
+                reply_free(rep);
+                return -EPROTO;
+        }
+        o = json_object_new_object();
+        if (!o) {
+                reply_free(rep);
+                return -ENOMEM;
+        }
+        json_object_object_add(o, "name", json_object_new_string(tenant));
+        for (size_t i = 0; i < 4; i++)
+                json_object_object_add(o, names[i], json_object_new_int64(reply_int(rep->element[i])));
+        reply_free(rep);
+        *ret = o;
+        return 0;
+}

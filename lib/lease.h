@@ -109,6 +109,11 @@ int lease_ticket_cancel(struct redis_conn *c, const char *ticket_id);
  * *ret is a new object owned by the caller. */
 int lease_status(struct redis_conn *c, const struct broker_config *cfg, struct json_object **ret);
 
+/* One tenant's share: {"name", "activeSlots", "queued", "maxSlots",
+ * "maxSandboxes"} with the caps in force. *ret is owned by the caller. */
+int lease_tenant_status(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
+                        struct json_object **ret);
+
 /* The Kafka message of a queued ticket (JSON text, caller frees). */
 int lease_ticket_message(const struct lease_request *req, const char *ticket_id, char **ret);
 

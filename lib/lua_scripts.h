@@ -27,6 +27,7 @@ enum lua_script_id {
         LUA_STATUS,
         LUA_TEARDOWN_TAKE,
         LUA_TENANT_LIST,
+        LUA_TENANT_STATUS,
         LUA_TENANT_SET,
         LUA_UNLOCK,
         LUA_SCRIPT_COUNT,

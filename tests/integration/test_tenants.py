@@ -196,6 +196,14 @@ def test_tenant_slot_cap(broker):
     assert b.redis.scard(b.key("tactive:ta")) == 1
     assert b.redis.scard(b.key("tactive:tb")) == 2
     assert b.active() == 3
+    # /v1/status: the broker's totals, and the caller's own share
+    r = b.get("/v1/status", auth=KB)
+    assert r.status == 200 and r.json["activeSlots"] == 3, r
+    assert r.json["tenant"] == {"name": "tb", "activeSlots": 2, "queued": 1, "maxSlots": 2,
+                                "maxSandboxes": 50}, r
+    r = b.get("/v1/status", auth=KA)
+    assert r.json["tenant"] == {"name": "ta", "activeSlots": 1, "queued": 0, "maxSlots": 1,
+                                "maxSandboxes": 50}, r
 
 
 # ----------------------------------------------------------- sandboxes (Docker)
@@ -307,3 +315,38 @@ def test_same_user_two_tenants_two_sandboxes(dsb):
                           {"cmd": "cat /workspace/who"}, {"X-Lease-ID": lease["leaseId"]}, auth=key)
         assert r.status == 200 and r.json["stdout"] == text, r
     assert len(DOCKER.list(prefix=dsb.prefix)) == 2
+
+
+def test_admin_key_acts_across_tenants(dsb):
+    """An admin key (broker-admin key create --admin) lists and acts on
+    every tenant's sandboxes; a plain key sees only its own."""
+    import os
+    import subprocess
+    from brokerlib import REPO, base_env
+    b = dsb.b
+    build = os.environ.get("BROKER_BUILD_DIR", os.path.join(REPO, "build"))
+    env = base_env()
+    env.update({"REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(b.services.redis_port),
+                "REDIS_KEY_PREFIX": b.prefix})
+    cp = subprocess.run([os.path.join(REPO, build, "broker-admin"), "key", "create", "ops",
+                         "--admin", "--create-tenant", "--name", "oncall"],
+                        env=env, capture_output=True, timeout=30)
+    assert cp.returncode == 0, cp
+    admin_key = cp.stdout.decode().strip()
+    body = {"image": {"uri": "sandbox-broker/base:latest"}, "entrypoint": ["sleep", "infinity"],
+            "timeout": 600, "resourceLimits": {"cpu": "250m", "memory": "128Mi"}}
+    xa = osb(b, "POST", "/sandboxes", body, KA).json["id"]
+    xb = osb(b, "POST", "/sandboxes", body, KB).json["id"]
+    ids = lambda key: {s["id"] for s in osb(b, "GET", "/sandboxes?pageSize=200", key=key).json["items"]}
+    assert ids(KA) == {xa} and ids(KB) == {xb}
+    assert {xa, xb} <= ids(admin_key)
+    r = osb(b, "GET", "/sandboxes/" + xa, key=admin_key)
+    assert r.status == 200 and r.json["id"] == xa, r
+    # the admin deletes B's sandbox: B sees it gone, A's stays
+    assert osb(b, "DELETE", "/sandboxes/" + xb, key=admin_key).status == 204
+    st = osb(b, "GET", "/sandboxes/" + xb, key=KB).json["status"]["state"]
+    assert st in ("Stopping", "Terminated"), st
+    assert osb(b, "DELETE", "/sandboxes/" + xa, key=KA).status == 204
+    # admin keys are also the fallback scrape credential of /metrics
+    r = http_request(b.port, "GET", "/metrics", headers=b.auth_headers(admin_key))
+    assert r.status == 200, r
