@@ -12,7 +12,13 @@
 -- thread, so no two connections ever touch the same (user, session).
 --
 -- Counts acquires/releases/non-2xx per thread and prints one BENCHRESULT line
--- (latencies in microseconds) at the end.
+-- (latencies in microseconds) at the end. A 401 is a non-2xx like any other.
+--
+-- Authentication: every request carries "Authorization: Bearer $BENCH_BEARER"
+-- (the environment variable; scripts/bench-leases sets it to a key it seeded
+-- through OPENSANDBOX_API_KEYS). The requests are built with wrk.format and
+-- their own header table, which does not inherit wrk.headers (nor wrk's -H),
+-- so the header is put in that table.
 local threads = {}
 local next_id = 0
 
@@ -23,6 +29,10 @@ function setup(thread)
 end
 
 local hdrs = { ["Content-Type"] = "application/json" }
+local bearer = os.getenv("BENCH_BEARER")
+if bearer and bearer ~= "" then
+  hdrs["Authorization"] = "Bearer " .. bearer
+end
 local pending = {}   -- sessionIds granted and not yet released
 local seq = 0
 local user

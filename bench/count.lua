@@ -1,7 +1,18 @@
 -- count.lua: wrk script for plain GET benchmarks (scripts/bench-leases).
 -- Counts non-2xx answers through the response hook and prints one
 -- machine-readable BENCHRESULT line at the end (latencies in microseconds).
+-- A 401 (key missing or refused) is a non-2xx like any other.
+--
+-- Authentication: when the environment has BENCH_BEARER, every request carries
+-- "Authorization: Bearer $BENCH_BEARER" (an API key, or the METRICS_TOKEN for
+-- /metrics). scripts/bench-leases sets it for every layer, the bench's own nginx
+-- included, so all layers get the same request bytes.
 local threads = {}
+
+local bearer = os.getenv("BENCH_BEARER")
+if bearer and bearer ~= "" then
+  wrk.headers["Authorization"] = "Bearer " .. bearer
+end
 
 function setup(thread)
   table.insert(threads, thread)

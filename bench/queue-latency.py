@@ -18,11 +18,17 @@ Measured per trial:
              settle wait): the resolution of from_resp, since a poll is how a client learns
 B is then the holder of the next trial; the last holder is released at the end.
 Prints one QUEUERESULT line (milliseconds) plus a per-trial line with -v.
+
+Every request carries "Authorization: Bearer <key>", the key taken from the
+environment variable BENCH_BEARER (scripts/bench-leases sets it to a key it seeded
+through OPENSANDBOX_API_KEYS); without it the script refuses to run. Any answer
+other than the expected one (a 401 included) ends the run with exit status 1.
 """
 import argparse
 import datetime
 import http.client
 import json
+import os
 import statistics
 import sys
 import time
@@ -37,12 +43,13 @@ def pct(sorted_vals, p):
 
 
 class Client:
-    def __init__(self, port):
+    def __init__(self, port, key):
         self.port = port
+        self.key = key
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
 
     def call(self, method, path, body=None):
-        hdrs = {}
+        hdrs = {"Authorization": "Bearer " + self.key}
         data = None
         if body is not None:
             data = json.dumps(body)
@@ -70,8 +77,11 @@ def main():
     ap.add_argument("--prefix", default="q")
     ap.add_argument("-v", action="store_true")
     a = ap.parse_args()
+    key = os.environ.get("BENCH_BEARER", "")
+    if not key:
+        sys.exit("queue-latency: set BENCH_BEARER to an API key of the broker (every route but /health needs one)")
 
-    holder_conn, waiter_conn = Client(a.port), Client(a.port)
+    holder_conn, waiter_conn = Client(a.port, key), Client(a.port, key)
     tag = "%s%d" % (a.prefix, int(time.time()))
     holder = {"userId": tag + "-h", "sessionId": "s0"}
     st, body = holder_conn.call("POST", "/v1/leases/acquire", holder)
