@@ -23,7 +23,7 @@ ADMIN_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard admin/*.c))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin
+all: $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin $(BUILD)/sandbox-runc
 
 $(BUILD)/libbroker.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
@@ -36,6 +36,12 @@ $(BUILD)/broker-supervisor: $(SUP_OBJ) $(BUILD)/libbroker.a
 
 $(BUILD)/broker-admin: $(ADMIN_OBJ) $(BUILD)/libbroker.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The OCI runtime wrapper dockerd runs sandboxes with (docs/OPERATIONS.md,
+# "Process hiding"): one file, json-c only. scripts/docker-up builds the same.
+$(BUILD)/sandbox-runc: runtime/sandbox-runc.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(shell pkg-config --libs json-c)
 
 # Each Redis script is common.lua followed by its own file, embedded as a C string.
 $(BUILD)/lua_scripts.c: lib/lua/common.lua $(LUA_OPS) scripts/embed-lua
@@ -126,6 +132,7 @@ test:
 # the account is created and systemd reloaded.
 PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
+LIBEXECDIR  ?= $(PREFIX)/libexec/sandbox-broker
 DOCDIR      ?= $(PREFIX)/share/doc/sandbox-broker
 SYSCONFDIR  ?= /etc
 ifeq ($(PREFIX),/usr)
@@ -145,6 +152,8 @@ install: all
 		$(DESTDIR)$(NGINXDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/sandbox-broker
 	install -m 0755 $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin \
 		$(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(LIBEXECDIR)
+	install -m 0755 $(BUILD)/sandbox-runc $(DESTDIR)$(LIBEXECDIR)/sandbox-runc
 	for u in $(UNITS); do \
 		$(INSTALL_SED) deploy/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
@@ -159,6 +168,7 @@ install: all
 		systemd-sysusers $(SYSUSERSDIR)/sandbox-broker.conf && \
 		chgrp sandbox-broker $(SYSCONFDIR)/sandbox-broker/sandbox-broker.env && \
 		systemctl daemon-reload; fi
+	@echo "install: register $(LIBEXECDIR)/sandbox-runc in dockerd (docs/OPERATIONS.md, \"Process hiding\")"
 
 # The deploy test: boots the installed units under a real systemd (nspawn).
 deploy-test: all

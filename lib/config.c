@@ -114,6 +114,28 @@ static int config_daytona(struct broker_config *cfg, char *err, size_t errsz)
         return 0;
 }
 
+/* SANDBOX_RUNTIME: unlike the other strings, set but empty is a value of
+ * its own (dockerd's default runtime: no process hiding), so only unset
+ * means the default. A dockerd runtime name, so a plain character set. */
+static int config_runtime(struct broker_config *cfg, const char *(*lookup)(const char *name),
+                          char *err, size_t errsz)
+{
+        const char *v = lookup("SANDBOX_RUNTIME");
+
+        if (!v)
+                v = "sandbox-runc";
+        if (strlen(v) >= sizeof(cfg->sandbox_runtime) ||
+            strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+                    strlen(v)) {
+                snprintf(err, errsz, "SANDBOX_RUNTIME=%s: expected a dockerd runtime name "
+                         "(letters, digits, . _ -; at most %zu) or empty", v,
+                         sizeof(cfg->sandbox_runtime) - 1);
+                return -EINVAL;
+        }
+        strcpy(cfg->sandbox_runtime, v);
+        return 0;
+}
+
 static const char *env_lookup(const char *name)
 {
         return getenv(name);
@@ -185,6 +207,8 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
                 return -EINVAL;
         }
         if (strcmp(cfg->provider, "daytona") == 0 && config_daytona(cfg, err, errsz) < 0)
+                return -EINVAL;
+        if (config_runtime(cfg, lookup, err, errsz) < 0)
                 return -EINVAL;
         if (strcmp(cfg->idle_policy, "stop_keep") && strcmp(cfg->idle_policy, "delete")) {
                 snprintf(err, errsz, "IDLE_POLICY=%s: expected stop_keep or delete", cfg->idle_policy);

@@ -31,6 +31,7 @@ struct broker_config {
         int sandbox_memory_mb;
         int sandbox_pids;
         char sandbox_network[64];
+        char sandbox_runtime[64]; /* dockerd runtime name; "" = dockerd's default */
         char idle_policy[16];     /* stop_keep | delete */
         int idle_keep_ms;
         int exec_timeout_ms;      /* default per command */

@@ -76,6 +76,9 @@ static int host_config(const struct sandbox_spec *spec, struct json_object **ret
             (r = json_add(h, "SecurityOpt",
                      str_array((const char *const[]){ "no-new-privileges", NULL }))) < 0 ||
             (r = json_add_str(h, "NetworkMode", spec->network ? spec->network : "none")) < 0 ||
+            /* sandbox-runc (runtime/sandbox-runc.c) mounts /proc hidepid=invisible */
+            (spec->runtime && spec->runtime[0] &&
+             (r = json_add_str(h, "Runtime", spec->runtime)) < 0) ||
             (r = json_add(h, "Privileged", json_object_new_boolean(0))) < 0 ||
             (r = json_add(h, "ReadonlyRootfs", json_object_new_boolean(0))) < 0 ||
             /* docker-init (tini) as PID 1: it reaps the zombies exec'd commands

@@ -40,6 +40,8 @@ struct sandbox_spec {
         const char *const *entrypoint;   /* argv, NULL-terminated; NULL = keep-alive default */
         const char *workdir;
         const char *network;             /* "none" unless policy allows more */
+        const char *runtime;             /* Docker: OCI runtime (HostConfig.Runtime, SANDBOX_RUNTIME);
+                                          * NULL or "" = dockerd's default; others ignore it */
         struct sandbox_limits limits;
 };
 

@@ -238,6 +238,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
                 .env = envp,
                 .workdir = "/workspace",
                 .network = cfg->sandbox_network,
+                .runtime = cfg->sandbox_runtime,
                 .limits = { rec->nano_cpus, rec->memory, rec->pids },
         };
         struct sandbox_info info;

@@ -458,6 +458,30 @@ static void test_config_load_getenv(void **state)
         unsetenv("REDIS_KEY_PREFIX");
 }
 
+/* SANDBOX_RUNTIME: unset = sandbox-runc, set but empty = dockerd's default
+ * (unlike every other string), else a plain runtime name. */
+static void test_sandbox_runtime(void **state)
+{
+        struct broker_config cfg;
+        char err[256] = "";
+
+        (void)state;
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_string_equal(cfg.sandbox_runtime, "sandbox-runc");
+        assert_int_equal(load_one("SANDBOX_RUNTIME", "", &cfg, err, sizeof(err)), 0);
+        assert_string_equal(cfg.sandbox_runtime, "");
+        assert_int_equal(load_one("SANDBOX_RUNTIME", "runsc", &cfg, err, sizeof(err)), 0);
+        assert_string_equal(cfg.sandbox_runtime, "runsc");
+        assert_int_equal(load_one("SANDBOX_RUNTIME", "io.containerd.runc.v2", &cfg, err, sizeof(err)), 0);
+        assert_int_equal(load_one("SANDBOX_RUNTIME", "run c", &cfg, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "SANDBOX_RUNTIME=run c: expected a dockerd runtime name"));
+        assert_int_equal(load_one("SANDBOX_RUNTIME", "a\"b", &cfg, err, sizeof(err)), -EINVAL);
+        assert_int_equal(load_one("SANDBOX_RUNTIME",
+                                  "x123456789x123456789x123456789x123456789x123456789x123456789xyzw",
+                                  &cfg, err, sizeof(err)),
+                         -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -475,6 +499,7 @@ int main(void)
                 cmocka_unit_test_setup(test_small_err_buffer, setup),
                 cmocka_unit_test_setup(test_all_set, setup),
                 cmocka_unit_test_setup(test_config_load_getenv, setup),
+                cmocka_unit_test_setup(test_sandbox_runtime, setup),
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

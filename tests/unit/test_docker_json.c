@@ -60,6 +60,7 @@ static const struct sandbox_spec base_spec = {
         .env = (const char *const[]){ "A=1", "B=two words", NULL },
         .workdir = "/workspace",
         .network = "none",
+        .runtime = "sandbox-runc",
         .limits = { .nano_cpus = 500000000, .memory_bytes = 512LL << 20, .pids = 256 },
 };
 
@@ -89,6 +90,7 @@ static void test_create_body_full(void **state)
         assert_array(get(h, "CapAdd"), docker_cap_add);
         assert_array(get(h, "SecurityOpt"), (const char *const[]){ "no-new-privileges", NULL });
         assert_string_equal(get_s(h, "NetworkMode"), "none");
+        assert_string_equal(get_s(h, "Runtime"), "sandbox-runc");
         assert_false(json_object_get_boolean(get(h, "Privileged")));
         assert_false(json_object_get_boolean(get(h, "ReadonlyRootfs")));
         assert_true(json_object_get_boolean(get(h, "Init")));
@@ -118,11 +120,21 @@ static void test_create_body_minimal(void **state)
         assert_false(json_object_object_get_ex(o, "WorkingDir", &v));
         assert_string_equal(label(o, PROVIDER_LABEL_PREFIX), "");
         h = get(o, "HostConfig");
-        /* Zero limits are left out (Docker: unlimited), network defaults to none. */
+        /* Zero limits are left out (Docker: unlimited), network defaults to
+         * none, no runtime is dockerd's default. */
         assert_false(json_object_object_get_ex(h, "NanoCpus", &v));
         assert_false(json_object_object_get_ex(h, "Memory", &v));
         assert_false(json_object_object_get_ex(h, "PidsLimit", &v));
+        assert_false(json_object_object_get_ex(h, "Runtime", &v));
         assert_string_equal(get_s(h, "NetworkMode"), "none");
+        json_object_put(o);
+        free(body);
+        /* "" (SANDBOX_RUNTIME=) is dockerd's default too */
+        s.runtime = "";
+        assert_int_equal(docker_json_create_body(&s, &body), 0);
+        o = json_tokener_parse(body);
+        assert_non_null(o);
+        assert_false(json_object_object_get_ex(get(o, "HostConfig"), "Runtime", &v));
         json_object_put(o);
         free(body);
 }
