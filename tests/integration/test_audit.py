@@ -17,13 +17,13 @@ auth.denied); it runs once fcgi/*.c calls audit_emit() and is skipped
 until then.
 """
 
-import glob
 import json
 import os
+import uuid
 
 import pytest
 
-from brokerlib import HEX32, ISO_MS, REPO, kafka_tool, wait_until
+from brokerlib import HEX32, ISO_MS, http_request, kafka_tool, wait_until
 from sandboxlib import docker_broker, docker_skip_reason  # noqa: F401
 
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
@@ -34,17 +34,6 @@ SUPERVISOR_EVENTS = {"lease.granted", "lease.expired", "ticket.expired",
                      "sandbox.expired"}
 FIELDS = {"type", "time", "tenant", "userId", "sessionId", "leaseId",
           "sandboxId", "ticketId", "requestId", "reason"}
-
-
-def _fcgi_emits_audit():
-    for path in glob.glob(os.path.join(REPO, "fcgi", "*.c")):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            if "audit_emit(" in f.read():
-                return True
-    return False
-
-
-HANDLER_EVENTS = _fcgi_emits_audit()
 
 
 def events_topic(broker):
@@ -269,9 +258,6 @@ def test_sandbox_expired_event(docker_broker):
     assert b.redis.hget(b.key("sandbox:" + sid), "state") == "Terminated"
 
 
-@pytest.mark.skipif(not HANDLER_EVENTS,
-                    reason="the FastCGI handlers do not call audit_emit() yet "
-                           "(runs by itself once fcgi/*.c does)")
 def test_handler_events(audit_broker):
     b = audit_broker
     st = story(b)
@@ -328,3 +314,39 @@ def test_handler_events(audit_broker):
 
     for ev in events:
         assert HEX32.match(ev[1].get("leaseId", "0" * 32)), ev
+
+
+def test_sandbox_lifecycle_events(docker_broker):
+    """An OpenSandbox sandbox's life (create, pause, resume, delete) as its
+    tenant's events, with the request ids that caused them."""
+    reason = docker_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    key = "kaud_" + uuid.uuid4().hex
+    sb = docker_broker(BROKER_CAPACITY=2, OPENSANDBOX_API_KEYS="%s:acme" % key)
+    b = sb.b
+    hdr = {"OPEN-SANDBOX-API-KEY": key}
+    body = {"image": {"uri": "sandbox-broker/base:latest"}, "entrypoint": ["sleep", "infinity"],
+            "timeout": 600, "resourceLimits": {"cpu": "250m", "memory": "128Mi"}}
+    rids = {}
+    r = b.request("POST", "/v1/sandboxes", body, hdr)
+    assert r.status == 202, r
+    sid = r.json["id"]
+    rids["sandbox.created"] = r.headers["X-Request-ID"]
+    wait_until(lambda: b.request("GET", "/v1/sandboxes/" + sid, None, hdr).json["status"]["state"]
+               == "Running", 90, 0.2, "running")
+    for verb, typ in (("pause", "sandbox.paused"), ("resume", "sandbox.resumed")):
+        r = http_request(b.port, "POST", "/v1/sandboxes/%s/%s" % (sid, verb), {}, hdr)
+        assert r.status == 202, r
+        rids[typ] = r.headers["X-Request-ID"]
+    r = http_request(b.port, "DELETE", "/v1/sandboxes/" + sid, None, hdr)
+    assert r.status == 204, r
+    rids["sandbox.deleted"] = r.headers["X-Request-ID"]
+    events = wait_events(b, [(t, lambda ev, t=t: ev.get("sandboxId") == sid) for t in rids])
+    mine = [(k, ev) for k, ev in events if ev.get("sandboxId") == sid]
+    for k, ev in mine:
+        check_shape(k, ev)
+        assert ev["tenant"] == "acme", ev
+    assert [ev["type"] for _, ev in mine] == list(rids), mine  # in order
+    for _, ev in mine:
+        assert ev["requestId"] == rids[ev["type"]], ev
