@@ -7,15 +7,19 @@ BUILD    ?= build
 PKGS     := hiredis rdkafka json-c libsystemd libcurl libarchive libcrypto
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib -I$(BUILD) $(shell pkg-config --cflags $(PKGS))
+# lib/ is one folder per subsystem (README, "Layout"); headers are included by
+# their bare names, so every folder is on the include path.
+LIB_DIRS := $(sort $(dir $(wildcard lib/*/*.h lib/*/*/*.h)))
+LIB_INC  := $(patsubst %/,-I%,$(LIB_DIRS))
+CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE $(LIB_INC) -I$(BUILD) $(shell pkg-config --cflags $(PKGS))
 LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lfcgi -lpthread
 ifneq ($(SANITIZER),)
 CFLAGS   += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS  += -fsanitize=$(SANITIZER)
 endif
 
-LIB_SRC  := $(wildcard lib/*.c)
-LUA_OPS  := $(filter-out lib/lua/common.lua,$(wildcard lib/lua/*.lua))
+LIB_SRC  := $(wildcard lib/*/*.c lib/*/*/*.c)
+LUA_OPS  := $(filter-out lib/store/lua/common.lua,$(wildcard lib/store/lua/*.lua))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 FCGI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard fcgi/*.c))
 SUP_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(wildcard supervisor/*.c))
@@ -44,17 +48,20 @@ $(BUILD)/sandbox-runc: runtime/sandbox-runc.c
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(shell pkg-config --libs json-c)
 
 # Each Redis script is common.lua followed by its own file, embedded as a C string.
-$(BUILD)/lua_scripts.c: lib/lua/common.lua $(LUA_OPS) scripts/embed-lua
+$(BUILD)/lua_scripts.c: lib/store/lua/common.lua $(LUA_OPS) scripts/embed-lua
 	@mkdir -p $(@D)
-	scripts/embed-lua lib/lua/common.lua $(LUA_OPS) > $@
+	scripts/embed-lua lib/store/lua/common.lua $(LUA_OPS) > $@
 
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/%.o: %.c $(wildcard lib/*.h fcgi/*.h supervisor/*.h)
+# -MMD: each object's header dependencies, read back below.
+$(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
 	@echo "  CC      $<"
-	@$(CC) $(CFLAGS) -c -o $@ $<
+	@$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+-include $(wildcard $(BUILD)/lib/*/*.d $(BUILD)/lib/*/*/*.d $(BUILD)/fcgi/*.d $(BUILD)/supervisor/*.d $(BUILD)/admin/*.d)
 
 # Unit tests: one binary per core module, library seams wrapped at link time.
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
@@ -75,7 +82,7 @@ FUZZ_REPLAY := $(FUZZ_NAMES:%=$(BUILD)/fuzz-replay-%)
 FUZZ_BIN    := $(FUZZ_NAMES:%=$(BUILD)/fuzzer-%)
 CLANG       ?= clang
 FUZZ_TIME   ?= 60
-FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib -I$(BUILD) \
+FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARN) -D_GNU_SOURCE $(LIB_INC) -I$(BUILD) \
                $(shell pkg-config --cflags $(PKGS)) \
                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
                -fno-omit-frame-pointer

@@ -1,4 +1,4 @@
-/* authn: who a request acts for (lib/auth.h), checked once per request by
+/* authn: who a request acts for (lib/store/auth.h), checked once per request by
  * the route table before any handler runs. */
 #pragma once
 #include "request.h"

@@ -5,7 +5,7 @@
  *
  * Every operation is a command in the sandbox as root (the caller owns the
  * whole sandbox; see execd.h); paths are passed as arguments ("$1"), never
- * parsed by a shell. Uploads are parsed as they are read (lib/multipart.h):
+ * parsed by a shell. Uploads are parsed as they are read (lib/codec/multipart.h):
  * each file is held only until it is written (at most FILE_MAX_BYTES), the
  * whole body is capped at EXECD_UPLOAD_MAX. Downloads stream the file's
  * bytes from the exec straight to the client (no copy held). */

@@ -86,7 +86,7 @@ void reply_error_hdr(struct request *req, enum api_error e, const char *extra_he
                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 #define reply_error(req, e, ...) reply_error_hdr(req, e, NULL, __VA_ARGS__)
 
-/* Emit a lifecycle event (lib/audit.h) of this request: tenant and request
+/* Emit a lifecycle event (lib/queue/audit.h) of this request: tenant and request
  * id default to the request's own when ev leaves them NULL. */
 void request_audit(struct request *req, struct audit_event ev);
 

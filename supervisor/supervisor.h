@@ -26,7 +26,7 @@ struct sup {
         struct broker_config cfg;
         struct redis_conn *redis;
         struct kafka_consumer *consumer;
-        struct kafka_producer *events; /* audit events (lib/audit.h); made at start */
+        struct kafka_producer *events; /* audit events (lib/queue/audit.h); made at start */
         redisContext *sub;       /* SUBSCRIBE <prefix>wake */
         int64_t sub_retry_at;    /* monotonic ms of the next reconnect attempt */
         /* Tickets consumed from Kafka, oldest first; each is committed only

@@ -1,5 +1,5 @@
 """A test double of Daytona: the subset of its control-plane API and toolbox
-API that lib/daytona.c calls, on 127.0.0.1, for the integration tests. A test
+API that lib/providers/daytona/daytona.c calls, on 127.0.0.1, for the integration tests. A test
 fixture; it never ships in the product.
 
 - Every request is validated against the OpenAPI documents in

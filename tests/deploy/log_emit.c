@@ -1,4 +1,4 @@
-/* log_emit: emit one event through lib/log.c, for the private-journald test
+/* log_emit: emit one event through lib/core/log.c, for the private-journald test
  * of tests/deploy/run:  log_emit IDENT LEASE_ID USER_ID MESSAGE
  * (LOG_TARGET=journal selects the journal, as JOURNAL_STREAM does under systemd). */
 #include <stdio.h>

@@ -1,4 +1,4 @@
-"""Audit events (lib/audit.h, docs/OPERATIONS.md "Audit events"): every
+"""Audit events (lib/queue/audit.h, docs/OPERATIONS.md "Audit events"): every
 lifecycle event goes to the Kafka events topic (KAFKA_EVENTS_TOPIC, by
 default "<KAFKA_TOPIC>.events") keyed by tenant, and to the log with the
 same fields.

@@ -1,4 +1,4 @@
-/* Unit tests for lib/api_error.c: the error table is complete and every
+/* Unit tests for lib/core/api_error.c: the error table is complete and every
  * error maps to a client (4xx) or server (5xx) status with a reason phrase. */
 #include <setjmp.h>
 #include <stdarg.h>

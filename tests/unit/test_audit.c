@@ -1,4 +1,4 @@
-/* Unit tests for lib/audit.c: the JSON of an event, the Kafka key, the
+/* Unit tests for lib/queue/audit.c: the JSON of an event, the Kafka key, the
  * journald fields (read back from the stderr log line), and the split of a
  * scoped user id; KAFKA_EVENTS_TOPIC's default. Kafka is replaced at the link seam by
  * __wrap_kafka_produce_event below, which keeps the last message. */

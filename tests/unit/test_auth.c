@@ -1,4 +1,4 @@
-/* Unit tests for lib/auth.c: key hashing, generation, shape checks, seeds,
+/* Unit tests for lib/store/auth.c: key hashing, generation, shape checks, seeds,
  * and the mapping of the key_lookup script's replies (Redis replaced at
  * the link seam). */
 /* WRAP: -Wl,--wrap=redis_conn_script */

@@ -1,4 +1,4 @@
-/* Unit tests for lib/config.c and log_level_parse(): defaults, every range
+/* Unit tests for lib/core/config.c and log_level_parse(): defaults, every range
  * bound, malformed values. The environment is replaced by a lookup function
  * over a small per-test table. */
 #include <errno.h>

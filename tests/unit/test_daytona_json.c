@@ -1,7 +1,7 @@
-/* Unit tests for the pure parts of the Daytona provider: lib/daytona_json.c
+/* Unit tests for the pure parts of the Daytona provider: lib/providers/daytona/daytona_json.c
  * (create/exec bodies, Sandbox and list parsing, state mapping, error
- * messages), lib/daytona_exec.c (the command wrapper and its output),
- * daytona_api_retry_after_ms, and the DAYTONA_* settings of lib/config.c. */
+ * messages), lib/providers/daytona/daytona_exec.c (the command wrapper and its output),
+ * daytona_api_retry_after_ms, and the DAYTONA_* settings of lib/core/config.c. */
 #include <errno.h>
 #include <json-c/json.h>
 #include <setjmp.h>

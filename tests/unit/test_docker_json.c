@@ -1,4 +1,4 @@
-/* Unit tests for lib/docker_json.c: the container-create body carries the
+/* Unit tests for lib/providers/docker/docker_json.c: the container-create body carries the
  * sandbox's image, command, labels, limits and hardening; exec bodies; and
  * the parsers of Docker's answers map states and labels. */
 #include <errno.h>

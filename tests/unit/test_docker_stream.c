@@ -1,4 +1,4 @@
-/* Unit tests for the exec stream demultiplexer in lib/docker_api.c: Docker's
+/* Unit tests for the exec stream demultiplexer in lib/providers/docker/docker_api.c: Docker's
  * 8-byte-header frames, fed split at every byte boundary, interleaved
  * stdout/stderr, the per-stream cap with the truncation flag, bad headers. */
 #include <errno.h>

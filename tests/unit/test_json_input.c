@@ -1,4 +1,4 @@
-/* Unit tests for lib/json_input.c: parsing and validating untrusted request
+/* Unit tests for lib/core/json_input.c: parsing and validating untrusted request
  * bodies (the first thing every handler does with client bytes). */
 #include <errno.h>
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* Unit tests for lib/keystore.c: argument validation (nothing reaches Redis
+/* Unit tests for lib/store/keystore.c: argument validation (nothing reaches Redis
  * on a bad argument), the arguments each operation hands to its script, and
  * the mapping of script replies to results and errors. Redis and the key
  * generator are replaced at the link seam (__wrap_redis_conn_script,

@@ -1,4 +1,4 @@
-/* Unit tests for lib/lease.c: the mapping of Redis script replies to lease
+/* Unit tests for lib/store/lease.c: the mapping of Redis script replies to lease
  * outcomes and lease objects, the Kafka ticket message, and the arguments
  * each operation hands to its script. Replies are built by hand; Redis is
  * replaced at the link seam by __wrap_redis_conn_script below. */
@@ -106,7 +106,7 @@ static redisReply *r_strs(const char *first, ...)
 #define T_CREATED "1796212800123" /* 2026-12-02T12:00:00.123Z */
 #define T_EXPIRES "1796212860123" /* one minute later */
 
-/* The hash grant_lease() in lib/lua/common.lua writes, for an exclusive lease. */
+/* The hash grant_lease() in lib/store/lua/common.lua writes, for an exclusive lease. */
 static redisReply *lease_hash(void)
 {
         return r_strs("leaseId", LEASE_ID, "userId", "u1", "sessionId", "s1", "mode", "exclusive",
@@ -711,7 +711,7 @@ static void test_acquire_args(void **state)
         assert_int_equal(lease_acquire(NULL, &test_cfg, &req, &o), 0);
         assert_int_equal(fake.calls, 1);
         assert_int_equal(fake.id, LUA_ACQUIRE);
-        /* lib/lua/acquire.lua: ARGV[2..13] (the prefix is added by redis_conn). */
+        /* lib/store/lua/acquire.lua: ARGV[2..13] (the prefix is added by redis_conn). */
         assert_int_equal(fake.argc, 13);
         /* users and pools go to Redis scoped by their tenant */
         assert_string_equal(fake.argv[0], "acme/u1");
@@ -865,7 +865,7 @@ static void test_heartbeat(void **state)
 
 static void test_release(void **state)
 {
-        /* lib/lua/release.lua: userId, sessionId, sandbox action, reason. */
+        /* lib/store/lua/release.lua: userId, sessionId, sandbox action, reason. */
         static const struct {
                 const char *policy, *reason, *action, *why;
         } cases[] = {
@@ -1001,7 +1001,7 @@ static void test_grant_step(void **state)
                              r_strs("t3", NULL)));
         assert_int_equal(lease_grant_step(NULL, &test_cfg, TICKET_ID, &hooks, st), 0);
         assert_int_equal(fake.id, LUA_GRANT);
-        /* lib/lua/grant.lua: target, capacity, ttl, ticket ttl, seats, provider,
+        /* lib/store/lua/grant.lua: target, capacity, ttl, ticket ttl, seats, provider,
          * per-tenant slot cap, ids. */
         assert_int_equal(fake.argc, 7 + 16);
         assert_string_equal(fake.argv[0], TICKET_ID);
@@ -1054,7 +1054,7 @@ static void test_reap(void **state)
                              r_strs("t1", "t2", NULL), r_strs("sbx-1", NULL)));
         assert_int_equal(lease_reap(NULL, &test_cfg, 50, &hooks, &freed), 0);
         assert_int_equal(fake.id, LUA_REAP);
-        /* lib/lua/reap.lua: ticketTtlMs, limit, idleKeepMs. */
+        /* lib/store/lua/reap.lua: ticketTtlMs, limit, idleKeepMs. */
         assert_int_equal(fake.argc, 3);
         assert_string_equal(fake.argv[0], "30000");
         assert_string_equal(fake.argv[1], "50");

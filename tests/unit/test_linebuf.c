@@ -1,4 +1,4 @@
-/* Unit tests for lib/linebuf.c: lines split at "\n", "\r" and "\r\n" (one
+/* Unit tests for lib/codec/linebuf.c: lines split at "\n", "\r" and "\r\n" (one
  * end), fed whole and at every split point, long lines cut into pieces at
  * UTF-8 boundaries, the unterminated last line on flush. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* Unit tests for lib/metrics.c: counting, histogram buckets, the flush to
+/* Unit tests for lib/core/metrics.c: counting, histogram buckets, the flush to
  * the Redis hash (HINCRBY deltas, kept on failure) and the Prometheus text.
  * Redis is replaced at the link seam by __wrap_redis_conn_command below,
  * which applies HINCRBY to a small in-memory hash. */

@@ -1,4 +1,4 @@
-/* Unit tests for lib/multipart.c: the boundary from Content-Type, a body of
+/* Unit tests for lib/codec/multipart.c: the boundary from Content-Type, a body of
  * metadata + file pairs parsed whole and split at every byte, a partial
  * delimiter inside a part (a full one followed by junk is an error), quoted parameters, and malformed bodies. */
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* Unit tests for lib/tarball.c: single-file tar streams round trip binary
+/* Unit tests for lib/codec/tarball.c: single-file tar streams round trip binary
  * content, empty files and caps; directories and garbage are refused. */
 #include <archive.h>
 #include <archive_entry.h>

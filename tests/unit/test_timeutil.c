@@ -1,4 +1,4 @@
-/* Unit tests for lib/timeutil.c: ISO-8601 formatting and random ids. */
+/* Unit tests for lib/core/timeutil.c: ISO-8601 formatting and random ids. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

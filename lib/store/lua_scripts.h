@@ -1,4 +1,4 @@
-/* lua_scripts: the Redis scripts of lib/lua/, embedded at build time by
+/* lua_scripts: the Redis scripts of lib/store/lua/, embedded at build time by
  * scripts/embed-lua (each is common.lua followed by its own file). */
 #pragma once
 

@@ -3,7 +3,7 @@
  * Producer: thread-safe; kafka_produce_sync() returns once the broker has
  * acknowledged the message (acks=all, idempotent), so an acquire answers 202
  * only for a ticket that is durably queued. The same producer also carries
- * the audit events (lib/audit.h) to cfg->kafka_events_topic, fire-and-forget:
+ * the audit events (lib/queue/audit.h) to cfg->kafka_events_topic, fire-and-forget:
  * kafka_produce_event() never waits, and what cannot be queued or delivered
  * is counted in broker_audit_dropped_total, never reported to a request.
  * Consumer: one per supervisor, in KAFKA_GROUP; offsets are committed only by

@@ -1,5 +1,5 @@
 /* lease: the lease and ticket operations, each one atomic Redis script
- * (lib/lua/), and the mapping of script replies to API objects.
+ * (lib/store/lua/), and the mapping of script replies to API objects.
  *
  * Errors of every function: -EIO (Redis unreachable or timed out: 503),
  * -EPROTO (unexpected script reply or script error: 500), -ENOMEM. */
@@ -23,7 +23,7 @@ extern const char *const lease_release_reasons[];
 #define LEASE_SCOPED_MAX 272 /* "<tenant>/<name>" with its NUL */
 
 /* Every name below is inside req->tenant: Redis keeps users, sessions,
- * pools, slots and tickets as "<tenant>/<name>" (lib/lua/common.lua), so
+ * pools, slots and tickets as "<tenant>/<name>" (lib/store/lua/common.lua), so
  * the same userId in two tenants are two users. */
 struct lease_request {
         const char *tenant;

@@ -1,5 +1,5 @@
 /* daytona: the Daytona provider (struct provider_ops over Daytona's REST API
- * and its toolbox API, lib/daytona_api.h; docs/DAYTONA.md). A sandbox is a
+ * and its toolbox API, lib/providers/daytona/daytona_api.h; docs/DAYTONA.md). A sandbox is a
  * Daytona sandbox named sb-<sandbox_id> made from a snapshot (the record's
  * image) and carrying the PROVIDER_LABEL_* labels; its ref is Daytona's
  * sandbox id.

@@ -33,7 +33,7 @@
 --   P..wake              channel: published when a slot or seat frees while tickets wait
 -- Slot names: ex:<user>:<session>, us:<user>, mu:<pool>:<n>.
 -- Tenants: every user and pool name the scripts see is scoped, "<tenant>/<name>"
--- (lib/lease.c builds them; ids never contain '/' or ':'), so the same userId
+-- (lib/store/lease.c builds them; ids never contain '/' or ':'), so the same userId
 -- in two tenants are two users, with their own slots, seats and sessions.
 -- OpenSandbox creates are leases of the reserved user "<tenant>/*osb", a name
 -- the lease API cannot spell.

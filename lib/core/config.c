@@ -83,7 +83,7 @@ static const struct str_opt str_opts[] = {
 
 /* SANDBOX_PROVIDER=daytona: what it needs, and the snapshots standing in
  * for the images (records keep the snapshot name as their image). The
- * provisioning lock lives 2 * DOCKER_TIMEOUT_MS + 5 s (lib/sandbox.c): a
+ * provisioning lock lives 2 * DOCKER_TIMEOUT_MS + 5 s (lib/sandbox/sandbox.c): a
  * create (one call plus the wait for `started`) must fit in it. Messages
  * never quote the key. */
 static int config_daytona(struct broker_config *cfg, char *err, size_t errsz)

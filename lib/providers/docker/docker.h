@@ -1,5 +1,5 @@
 /* docker: the Docker provider (struct provider_ops over the Docker Engine
- * API, lib/docker_api.h). A sandbox is a container named sb-<sandbox_id>
+ * API, lib/providers/docker/docker_api.h). A sandbox is a container named sb-<sandbox_id>
  * carrying the PROVIDER_LABEL_* labels; its ref is the container id.
  *
  * NOT thread-safe: a provider holds one persistent connection; each thread

@@ -1,6 +1,6 @@
 /* keystore: tenants and their API keys in Redis, for the operator
  * (admin/broker-admin.c). Each operation is one atomic Redis script
- * (lib/lua/key_*.lua, tenant_*.lua; the schema is in lib/lua/key_create.lua).
+ * (lib/store/lua/key_*.lua, tenant_*.lua; the schema is in lib/store/lua/key_create.lua).
  *
  * Only a key's SHA-256 is stored (auth_key_hash); the plaintext exists in
  * the caller's buffer only, which keystore_key_create wipes on failure. A

@@ -1,6 +1,6 @@
 /* sandbox: a lease's sandbox, from Redis record to running container.
  *
- * Records live in Redis (lib/lua/sandbox_*.lua); this module makes them real
+ * Records live in Redis (lib/store/lua/sandbox_*.lua); this module makes them real
  * through a provider, with a Redis lock per sandbox so that two processes
  * never create the same one. Every function is safe to repeat: a create that
  * crashed half-way is finished (or cleaned) by the next attempt.

@@ -2,8 +2,8 @@
  *
  * A key is a bearer secret ("sbk_" + 48 hex from auth_key_generate, or any
  * printable string an operator seeded through OPENSANDBOX_API_KEYS). Redis
- * keeps only its SHA-256 (lib/keystore.c manages the records; the schema
- * is in lib/lua/key_lookup.lua), so a key is looked up by its hash and a
+ * keeps only its SHA-256 (lib/store/keystore.c manages the records; the schema
+ * is in lib/store/lua/key_lookup.lua), so a key is looked up by its hash and a
  * leaked dump of Redis authenticates nothing. Seeds are compared with the
  * presented key's hash in constant time, every seed every time. */
 #pragma once

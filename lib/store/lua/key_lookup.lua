@@ -3,7 +3,7 @@
 --   the key is one of the OPENSANDBOX_API_KEYS seeds)
 -- Returns {'ok', tenant, admin ('1'|'0'), keyId} | {'denied'}
 --
--- Keys (see also lib/keystore.c):
+-- Keys (see also lib/store/keystore.c):
 --   P..apikey:<hash>   HASH id, tenant, name, admin, createdAt[, revoked, revokedAt]
 --                           (a revoked record is kept: a seed never brings it back)
 --   P..apikeyid:<id>   STR  hash
