@@ -3,7 +3,7 @@
  * It reads the broker's own configuration from the environment
  * (config_load: REDIS_HOST, REDIS_PORT, REDIS_KEY_PREFIX, ...), so
  *   set -a; . /etc/sandbox-broker/sandbox-broker.env; set +a; broker-admin key list
- * acts on the broker's Redis. Every change is one lib/keystore.c call (one
+ * acts on the broker's Redis. Every change is one lib/store/keystore.c call (one
  * atomic Redis script). A new key's plaintext is written once, to stdout,
  * and never stored or logged; Redis keeps its SHA-256.
  *
