@@ -17,11 +17,11 @@
 #include "lease.h"
 #include "log.h"
 #include "opensandbox.h"
+#include "osb_store.h"
 #include "routes.h"
 #include "sandbox.h"
 #include "timeutil.h"
 
-#define LIST_MAX 10000       /* records a list reads at most */
 #define PAGE_SIZE_MAX 200
 
 struct osb {
@@ -59,11 +59,7 @@ static int osb_auth(struct request *req, struct osb *o)
 
 static int read_record(struct request *req, const char *sid, redisReply **ret)
 {
-        char key[160];
-
-        snprintf(key, sizeof(key), "%ssandbox:%s", req->w->cfg->key_prefix, sid);
-        const char *argv[] = { "HGETALL", key };
-        return redis_conn_command(req->w->redis, 2, argv, ret);
+        return osb_store_get(req->w->redis, req->w->cfg, sid, ret);
 }
 
 /* Authenticate and load the path's sandbox of this tenant; replies on error. */
@@ -117,12 +113,7 @@ static void create_after(struct request *req)
 
 static int delete_record(struct request *req, const char *sid, const char *tenant)
 {
-        redisReply *rep = NULL;
-        const char *argv[] = { sid, tenant };
-        int r = redis_conn_script(req->w->redis, LUA_OSB_DELETE, 2, argv, &rep);
-
-        reply_free(rep);
-        return r;
+        return osb_store_delete(req->w->redis, sid, tenant);
 }
 
 void h_osb_create(struct request *req)
@@ -133,7 +124,8 @@ void h_osb_create(struct request *req)
         struct lease_outcome out = { 0 };
         redisReply *rep = NULL;
         char err[OSB_ERR_MAX], sid[33], token[33], cpus[24], mem[24], pids[16], exp[24] = ""; /* timeout ms */
-        char max[16], location[96];
+        char location[96];
+        long long live = 0;
         struct osb o;
         int r;
 
@@ -152,19 +144,17 @@ void h_osb_create(struct request *req)
         snprintf(pids, sizeof(pids), "%d", req->w->cfg->sandbox_pids);
         if (c.timeout_s > 0)
                 snprintf(exp, sizeof(exp), "%lld", (long long)c.timeout_s * 1000);
-        snprintf(max, sizeof(max), "%d", req->w->cfg->osb_max_per_tenant);
-        const char *argv[] = { sid, o.tenant, max, exp, "image", c.image, "entrypoint", c.entrypoint,
-                               "env", c.env, "metadata", c.metadata, "nanoCpus", cpus,
-                               "memoryBytes", mem, "pids", pids, "token", token,
-                               "provider", req->w->cfg->provider };
-        r = redis_conn_script(req->w->redis, LUA_OSB_CREATE, 22, argv, &rep);
-        if (r < 0) {
-                reply_errno(req, r, "create");
+        const char *fields[] = { "image", c.image, "entrypoint", c.entrypoint, "env", c.env,
+                                 "metadata", c.metadata, "nanoCpus", cpus, "memoryBytes", mem,
+                                 "pids", pids, "token", token, "provider", req->w->cfg->provider };
+        r = osb_store_create(req->w->redis, req->w->cfg, sid, o.tenant, exp, fields, 18, &live);
+        if (r == -EDQUOT) {
+                reply_error(req, API_CONFLICT, "tenant %s already has %lld live sandboxes (the limit)",
+                            o.tenant, live);
                 goto out;
         }
-        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) {
-                reply_error(req, API_CONFLICT, "tenant %s already has %lld live sandboxes (the limit)",
-                            o.tenant, rep->element[1]->integer);
+        if (r < 0) {
+                reply_errno(req, r, "create");
                 goto out;
         }
         /* Admission: the same slots and queue as lease acquires. */
@@ -203,8 +193,6 @@ void h_osb_create(struct request *req)
                 reply_errno(req, -EPROTO, "create");
                 goto out;
         }
-        reply_free(rep);
-        rep = NULL;
         r = read_record(req, sid, &rep);
         if (r < 0) {
                 reply_errno(req, r, "create");
@@ -228,16 +216,7 @@ void h_osb_get(struct request *req)
         osb_done(&o);
 }
 
-/* state and metadata filters of a list */
-struct list_filter {
-        char states[8][24];
-        int n_states;
-        char md_keys[16][128];
-        char md_vals[16][128];
-        int n_md;
-};
-
-static int parse_metadata_filter(const char *v, struct list_filter *f)
+static int parse_metadata_filter(const char *v, struct osb_list_filter *f)
 {
         const char *p = v;
         char k[128], val[128];
@@ -254,32 +233,14 @@ static int parse_metadata_filter(const char *v, struct list_filter *f)
         return r;
 }
 
-static bool list_match(const struct list_filter *f, const redisReply *rec)
-{
-        const char *state = rec_get(rec, "state");
-        struct json_object *md = NULL, *v;
-        bool ok = f->n_states == 0;
-
-        for (int i = 0; i < f->n_states && !ok; i++)
-                ok = state && strcmp(state, f->states[i]) == 0;
-        if (!ok || f->n_md == 0)
-                return ok;
-        md = json_tokener_parse(rec_get(rec, "metadata") ? rec_get(rec, "metadata") : "{}");
-        for (int i = 0; i < f->n_md && ok; i++)
-                ok = md && json_object_object_get_ex(md, f->md_keys[i], &v) &&
-                     strcmp(json_object_get_string(v), f->md_vals[i]) == 0;
-        json_put(md);
-        return ok;
-}
-
 void h_osb_list(struct request *req)
 {
-        static __thread struct list_filter f;
+        static __thread struct osb_list_filter f;
         struct json_object *items = NULL, *o, *pg;
         redisReply *ids = NULL;
         const char *cursor = req->query;
-        char name[32], value[1024], key[200];
-        long page = 1, size = 20, total = 0, skip;
+        char name[32], value[1024];
+        long page = 1, size = 20, total = 0;
         struct osb a;
         int r;
 
@@ -313,30 +274,17 @@ void h_osb_list(struct request *req)
                 return;
         }
         /* an admin key lists every tenant's live sandboxes */
-        if (req->auth.admin)
-                snprintf(key, sizeof(key), "%ssandboxes", req->w->cfg->key_prefix);
-        else
-                snprintf(key, sizeof(key), "%stenant:%s", req->w->cfg->key_prefix, a.tenant);
-        const char *argv[] = { "ZREVRANGE", key, "0", "9999" };
-        r = redis_conn_command(req->w->redis, 4, argv, &ids);
+        r = osb_store_list(req->w->redis, req->auth.admin ? "" : a.tenant, page, size, &f, &ids);
         if (r < 0) {
                 reply_errno(req, r, "list");
                 return;
         }
         items = json_object_new_array();
-        skip = (page - 1) * size;
-        for (size_t i = 0; i < ids->elements && i < LIST_MAX; i++) {
-                redisReply *rec = NULL;
+        total = ids->element[0]->integer;
+        for (size_t i = 1; i < ids->elements; i++) {
                 struct json_object *sb;
-                if (ids->element[i]->type != REDIS_REPLY_STRING ||
-                    read_record(req, ids->element[i]->str, &rec) < 0)
-                        continue;
-                if (rec->elements > 0 && list_match(&f, rec)) {
-                        if (total >= skip && total < skip + size && osb_sandbox_json(rec, true, &sb) == 0)
-                                json_object_array_add(items, sb);
-                        total++;
-                }
-                reply_free(rec);
+                if (osb_sandbox_json(ids->element[i], true, &sb) == 0)
+                        json_object_array_add(items, sb);
         }
         o = json_object_new_object();
         pg = json_object_new_object();
@@ -354,33 +302,29 @@ void h_osb_list(struct request *req)
 
 void h_osb_delete(struct request *req)
 {
-        redisReply *rep = NULL;
         struct osb o;
         int r;
 
         if (osb_open(req, &o) < 0)
                 return;
-        const char *argv[] = { req->path_arg, o.tenant };
-        r = redis_conn_script(req->w->redis, LUA_OSB_DELETE, 2, argv, &rep);
-        if (r < 0) {
-                reply_errno(req, r, "delete");
-        } else if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-                   strcmp(rep->element[1]->str, "Terminated") == 0) {
+        r = osb_store_delete(req->w->redis, req->path_arg, o.tenant);
+        if (r == -EALREADY || r == -ENOENT) {
                 reply_error(req, API_SANDBOX_NOT_FOUND, "sandbox %s is already terminated", req->path_arg);
+        } else if (r < 0) {
+                reply_errno(req, r, "delete");
         } else {
                 request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_DELETED,
                                                          .tenant = o.tenant,
                                                          .sandbox_id = req->path_arg });
                 reply_empty(req, 204);
         }
-        reply_free(rep);
         osb_done(&o);
 }
 
 /* pause (Running -> Paused) or resume (Paused -> Running) */
 static void pause_resume(struct request *req, bool pause)
 {
-        const char *from = pause ? "Running" : "Paused", *to = pause ? "Paused" : "Running";
+        const char *from = pause ? "Running" : "Paused";
         char err[PROVIDER_ERR_MAX] = "";
         const char *state, *ref;
         struct osb o;
@@ -395,19 +339,16 @@ static void pause_resume(struct request *req, bool pause)
                             state ? state : "unknown", pause ? "pause" : "resume", from);
                 goto out;
         }
-        r = pause ? req->w->provider->ops->pause(req->w->provider, ref, err)
-                  : req->w->provider->ops->resume(req->w->provider, ref, err);
+        r = osb_store_pause_resume(req->w->redis, req->w->provider, req->path_arg, ref, pause, err);
+        if (r == -EIO) {
+                reply_errno(req, r, pause ? "pause" : "resume");
+                goto out;
+        }
         if (r < 0) {
                 log_err(LOG_KV({ "SANDBOX_ID", req->path_arg }, { "REQUEST_ID", req->request_id }),
                         "%s failed: %s", pause ? "pause" : "resume", err);
                 reply_error(req, r == -ECONNREFUSED ? API_UNAVAILABLE : API_SANDBOX_FAILED, "%s: %s",
                             pause ? "pause" : "resume", err);
-                goto out;
-        }
-        r = sandbox_transition(req->w->redis, req->path_arg, from, to, pause ? "user_pause" : "user_resume",
-                               "", "");
-        if (r < 0 && r != -EBUSY) {
-                reply_errno(req, r, pause ? "pause" : "resume");
                 goto out;
         }
         request_audit(req, (struct audit_event){ .type = pause ? AUDIT_SANDBOX_PAUSED : AUDIT_SANDBOX_RESUMED,
@@ -430,8 +371,7 @@ void h_osb_resume(struct request *req)
 void h_osb_renew(struct request *req)
 {
         struct json_object *body = NULL, *v, *res;
-        redisReply *rep = NULL;
-        char newms[24], latest[24], tttl[16], iso[32];
+        char why[256], iso[32];
         int64_t ms;
         struct osb o;
         int r;
@@ -445,43 +385,34 @@ void h_osb_renew(struct request *req)
                 reply_error(req, API_INVALID_REQUEST, "expiresAt must be an RFC 3339 UTC time, e.g. 2025-11-16T14:30:45Z");
                 goto out;
         }
-        snprintf(newms, sizeof(newms), "%lld", (long long)ms);
-        snprintf(latest, sizeof(latest), "%lld",
-                 (long long)(timeutil_now_ms() + (int64_t)req->w->cfg->osb_max_timeout_s * 1000));
-        snprintf(tttl, sizeof(tttl), "%d", req->w->cfg->ticket_ttl_ms);
-        const char *argv[] = { req->path_arg, o.tenant, newms, latest, tttl };
-        r = redis_conn_script(req->w->redis, LUA_OSB_RENEW, 5, argv, &rep);
-        if (r < 0) {
-                reply_errno(req, r, "renew");
-                goto out;
-        }
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1) {
-                reply_errno(req, -EPROTO, "renew");
-        } else if (strcmp(rep->element[0]->str, "ok") == 0) {
+        r = osb_store_renew(req->w->redis, req->w->cfg, req->path_arg, o.tenant, (long long)ms,
+                            (long long)(timeutil_now_ms() + (int64_t)req->w->cfg->osb_max_timeout_s * 1000),
+                            why);
+        if (r == 0) {
                 timeutil_format_iso(ms, iso, sizeof(iso));
                 res = json_object_new_object();
                 json_object_object_add(res, "expiresAt", json_object_new_string(iso));
                 reply_json(req, 200, res);
                 json_put(res);
-        } else if (strcmp(rep->element[0]->str, "invalid") == 0) {
-                reply_error(req, API_INVALID_REQUEST, "%s", rep->element[1]->str);
-        } else if (strcmp(rep->element[0]->str, "conflict") == 0) {
-                reply_error(req, API_CONFLICT, "sandbox %s is %s", req->path_arg, rep->element[1]->str);
-        } else {
+        } else if (r == -EINVAL) {
+                reply_error(req, API_INVALID_REQUEST, "%s", why);
+        } else if (r == -EBUSY) {
+                reply_error(req, API_CONFLICT, "sandbox %s is %s", req->path_arg, why);
+        } else if (r == -ENOENT) {
                 reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", req->path_arg);
+        } else {
+                reply_errno(req, r, "renew");
         }
 out:
-        reply_free(rep);
         json_put(body);
         osb_done(&o);
 }
 
 void h_osb_metadata(struct request *req)
 {
-        struct json_object *body = NULL, *md = NULL;
-        redisReply *rep = NULL;
-        char err[OSB_ERR_MAX], key[160];
-        const char *text;
+        struct json_object *body = NULL;
+        redisReply *rec = NULL;
+        char err[OSB_ERR_MAX];
         struct osb o;
         int r;
 
@@ -489,41 +420,26 @@ void h_osb_metadata(struct request *req)
                 return;
         if (request_json_body(req, &body) < 0)
                 goto out;
-        md = json_tokener_parse(rec_get(o.rec, "metadata") ? rec_get(o.rec, "metadata") : "{}");
-        if (!md)
-                md = json_object_new_object();
-        /* JSON Merge Patch (RFC 7396) on a flat object: null deletes a key. */
-        json_object_object_foreach(body, k, v) {
-                if (json_object_is_type(v, json_type_null)) {
-                        json_object_object_del(md, k);
-                        continue;
-                }
-                json_object_object_add(md, k, json_object_get(v));
-        }
-        if (osb_metadata_check(md, err) < 0) {
+        /* JSON Merge Patch (RFC 7396) on a flat object: null deletes a key.
+         * Checked here, merged atomically in Redis (concurrent patches both land). */
+        if (osb_metadata_patch_check(body, err) < 0) {
                 reply_error(req, API_INVALID_REQUEST, "%s", err);
                 goto out;
         }
-        text = json_object_to_json_string_ext(md, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (strlen(text) >= OSB_METADATA_MAX) {
+        r = osb_store_metadata_patch(req->w->redis, req->path_arg, o.tenant,
+                                     json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN),
+                                     OSB_METADATA_MAX - 1, &rec);
+        if (r == -E2BIG) {
                 reply_error(req, API_INVALID_REQUEST, "metadata is larger than %d bytes", OSB_METADATA_MAX - 1);
-                goto out;
-        }
-        snprintf(key, sizeof(key), "%ssandbox:%s", req->w->cfg->key_prefix, req->path_arg);
-        const char *argv[] = { "HSET", key, "metadata", text };
-        r = redis_conn_command(req->w->redis, 4, argv, &rep);
-        reply_free(rep);
-        rep = NULL;
-        if (r == 0)
-                r = read_record(req, req->path_arg, &rep);
-        if (r < 0) {
+        } else if (r == -ENOENT) {
+                reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", req->path_arg);
+        } else if (r < 0) {
                 reply_errno(req, r, "metadata");
-                goto out;
+        } else {
+                reply_sandbox(req, 200, NULL, rec, true);
         }
-        reply_sandbox(req, 200, NULL, rep, true);
 out:
-        reply_free(rep);
-        json_put(md);
+        reply_free(rec);
         json_put(body);
         osb_done(&o);
 }

@@ -126,6 +126,30 @@ int osb_metadata_check(struct json_object *md, char *err)
         return 0;
 }
 
+int osb_metadata_patch_check(struct json_object *patch, char *err)
+{
+        if (!json_object_is_type(patch, json_type_object)) {
+                snprintf(err, OSB_ERR_MAX, "the patch must be a JSON object (RFC 7396)");
+                return -EINVAL;
+        }
+        json_object_object_foreach(patch, k, v) {
+                if (!osb_metadata_key_valid(k)) {
+                        snprintf(err, OSB_ERR_MAX,
+                                 "metadata key '%.64s' is not a valid label key (or is reserved)", k);
+                        return -EINVAL;
+                }
+                if (json_object_is_type(v, json_type_null))
+                        continue; /* deletes the key */
+                if (!json_object_is_type(v, json_type_string) ||
+                    !osb_metadata_value_valid(json_object_get_string(v))) {
+                        snprintf(err, OSB_ERR_MAX,
+                                 "metadata value of '%.64s' must be a string of at most 63 label characters", k);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
 static int store_json(struct json_object *o, char *buf, size_t size, const char *what, char *err)
 {
         const char *s = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |

@@ -32,6 +32,11 @@ bool osb_metadata_value_valid(const char *value);
 /* Check a metadata object (strings only); err explains the first problem. */
 int osb_metadata_check(struct json_object *md, char *err);
 
+/* Check a JSON Merge Patch of metadata: an object whose keys are valid
+ * metadata keys and whose values are valid values or null (delete).
+ * Returns 0 or -EINVAL with err explaining the first problem. */
+int osb_metadata_patch_check(struct json_object *patch, char *err);
+
 /* A validated create request. Strings are JSON texts ready to store. */
 struct osb_create {
         char image[256];

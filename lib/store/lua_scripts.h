@@ -17,6 +17,8 @@ enum lua_script_id {
         LUA_LOCK,
         LUA_OSB_CREATE,
         LUA_OSB_DELETE,
+        LUA_OSB_LIST,
+        LUA_OSB_METADATA,
         LUA_OSB_RENEW,
         LUA_POLL,
         LUA_REAP,

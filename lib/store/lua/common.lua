@@ -30,6 +30,8 @@
 --   P..teardown          LIST  sandboxIds to stop or remove (the supervisor drains it)
 --   P..parked:<slot>     STR   sandboxId of a Stopped sandbox kept for its slot's next lease
 --   P..parked            ZSET  parked sandboxId -> parkedAt
+--   P..tenant:<t>        ZSET  a tenant's OpenSandbox sandboxIds -> createdAt (its list)
+--   P..gone              ZSET  finished sandboxId -> when its record expires (list cleanup)
 --   P..wake              channel: published when a slot or seat frees while tickets wait
 -- Slot names: ex:<user>:<session>, us:<user>, mu:<pool>:<n>.
 -- Tenants: every user and pool name the scripts see is scoped, "<tenant>/<name>"
@@ -42,6 +44,7 @@ local K_ACTIVE, K_LEASES, K_QUEUE = P .. 'active', P .. 'leases', P .. 'queue'
 local K_TPOLL, K_MODES, K_WAKE = P .. 'ticketpoll', P .. 'modes', P .. 'wake'
 local K_SANDBOXES, K_TEARDOWN, K_PARKED = P .. 'sandboxes', P .. 'teardown', P .. 'parked'
 local K_TQUEUES, K_TURN = P .. 'tqueues', P .. 'turn'
+local K_GONE = P .. 'gone' -- ZSET sandboxId -> when its finished record expires
 local TICKET_KEEP_S = 3600 -- how long a finished ticket still answers polls
 local SANDBOX_KEEP_S = 3600 -- how long a Terminated sandbox record stays readable
 local NEVER_MS = 253402300799000 -- 9999-12-31: "no expiry" (manual cleanup)
@@ -102,6 +105,8 @@ local function sandbox_finish(sid, state, reason, message)
   redis.call('ZREM', K_SANDBOXES, sid)
   redis.call('ZREM', K_PARKED, sid)
   redis.call('EXPIRE', sandbox_key(sid), SANDBOX_KEEP_S)
+  -- the tenant's list index drops it when the record itself goes (osb_list.lua)
+  redis.call('ZADD', K_GONE, now_ms() + SANDBOX_KEEP_S * 1000, sid)
   local slot = redis.call('HGET', sandbox_key(sid), 'slot')
   if slot and slot ~= '' and redis.call('HGET', slot_key(slot), 'sandboxId') == sid then
     redis.call('HDEL', slot_key(slot), 'sandboxId')

@@ -1,0 +1,197 @@
+/* osb_store: see osb_store.h. */
+#include "osb_store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lua_scripts.h"
+#include "sandbox.h"
+
+static bool is_str(const redisReply *r, const char *s)
+{
+        return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) &&
+               (!s || strcmp(r->str, s) == 0);
+}
+
+/* Run a script whose reply is an array starting with a tag string. */
+static int tagged(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
+                  redisReply **ret)
+{
+        int r = redis_conn_script(c, id, argc, argv, ret);
+
+        if (r < 0)
+                return r;
+        if ((*ret)->type != REDIS_REPLY_ARRAY || (*ret)->elements < 1 || !is_str((*ret)->element[0], NULL)) {
+                reply_free(*ret);
+                *ret = NULL;
+                return -EPROTO;
+        }
+        return 0;
+}
+
+int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
+                  redisReply **ret)
+{
+        char key[160];
+
+        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        const char *argv[] = { "HGETALL", key };
+        return redis_conn_command(c, 2, argv, ret);
+}
+
+int osb_store_create(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
+                     const char *tenant, const char *timeout_ms, const char **fields, int n,
+                     long long *ret_live)
+{
+        const char *argv[4 + 32];
+        redisReply *rep = NULL;
+        char max[16];
+        int r, argc = 0;
+
+        if (n > 32)
+                return -E2BIG;
+        snprintf(max, sizeof(max), "%d", cfg->osb_max_per_tenant);
+        argv[argc++] = sid;
+        argv[argc++] = tenant;
+        argv[argc++] = max;
+        argv[argc++] = timeout_ms;
+        for (int i = 0; i < n; i++)
+                argv[argc++] = fields[i];
+        r = tagged(c, LUA_OSB_CREATE, argc, argv, &rep);
+        if (r < 0)
+                return r;
+        if (is_str(rep->element[0], "limit") && rep->elements == 2) {
+                *ret_live = rep->element[1]->type == REDIS_REPLY_INTEGER ? rep->element[1]->integer : 0;
+                r = -EDQUOT;
+        } else if (!is_str(rep->element[0], "ok")) {
+                r = -EPROTO;
+        }
+        reply_free(rep);
+        return r;
+}
+
+int osb_store_delete(struct redis_conn *c, const char *sid, const char *tenant)
+{
+        const char *argv[] = { sid, tenant };
+        redisReply *rep = NULL;
+        int r = tagged(c, LUA_OSB_DELETE, 2, argv, &rep);
+
+        if (r < 0)
+                return r;
+        if (is_str(rep->element[0], "notfound"))
+                r = -ENOENT;
+        else if (is_str(rep->element[0], "gone") && rep->elements == 2 &&
+                 is_str(rep->element[1], "Terminated"))
+                r = -EALREADY;
+        reply_free(rep);
+        return r;
+}
+
+int osb_store_renew(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
+                    const char *tenant, long long new_ms, long long latest_ms, char *why)
+{
+        char newms[24], latest[24], tttl[16];
+        redisReply *rep = NULL;
+        int r;
+
+        why[0] = '\0';
+        snprintf(newms, sizeof(newms), "%lld", new_ms);
+        snprintf(latest, sizeof(latest), "%lld", latest_ms);
+        snprintf(tttl, sizeof(tttl), "%d", cfg->ticket_ttl_ms);
+        const char *argv[] = { sid, tenant, newms, latest, tttl };
+        r = tagged(c, LUA_OSB_RENEW, 5, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->elements == 2 && is_str(rep->element[1], NULL))
+                snprintf(why, 256, "%s", rep->element[1]->str);
+        if (is_str(rep->element[0], "ok"))
+                r = 0;
+        else if (is_str(rep->element[0], "invalid"))
+                r = -EINVAL;
+        else if (is_str(rep->element[0], "conflict"))
+                r = -EBUSY;
+        else
+                r = -ENOENT;
+        reply_free(rep);
+        return r;
+}
+
+int osb_store_metadata_patch(struct redis_conn *c, const char *sid, const char *tenant,
+                             const char *patch, size_t max, redisReply **ret)
+{
+        char maxs[24];
+        redisReply *rep = NULL;
+        int r;
+
+        *ret = NULL;
+        snprintf(maxs, sizeof(maxs), "%zu", max);
+        const char *argv[] = { sid, tenant, maxs, patch };
+        r = tagged(c, LUA_OSB_METADATA, 4, argv, &rep);
+        if (r < 0)
+                return r;
+        if (is_str(rep->element[0], "ok") && rep->elements == 2 &&
+            rep->element[1]->type == REDIS_REPLY_ARRAY) {
+                /* hand the record out: detach it from the reply */
+                *ret = rep->element[1];
+                rep->element[1] = NULL;
+                rep->elements = 1;
+        } else if (is_str(rep->element[0], "toolarge")) {
+                r = -E2BIG;
+        } else if (is_str(rep->element[0], "notfound")) {
+                r = -ENOENT;
+        } else {
+                r = -EPROTO;
+        }
+        reply_free(rep);
+        return r;
+}
+
+int osb_store_list(struct redis_conn *c, const char *tenant, long page, long size,
+                   const struct osb_list_filter *f, redisReply **ret)
+{
+        const char *argv[8 + 8 + 32];
+        char pg[24], sz[24], scan[24], ns[8], nm[8];
+        int argc = 0, r;
+
+        *ret = NULL;
+        snprintf(pg, sizeof(pg), "%ld", page);
+        snprintf(sz, sizeof(sz), "%ld", size);
+        snprintf(scan, sizeof(scan), "%d", OSB_LIST_SCAN_MAX);
+        snprintf(ns, sizeof(ns), "%d", f->n_states);
+        snprintf(nm, sizeof(nm), "%d", f->n_md);
+        argv[argc++] = tenant;
+        argv[argc++] = pg;
+        argv[argc++] = sz;
+        argv[argc++] = scan;
+        argv[argc++] = ns;
+        for (int i = 0; i < f->n_states && i < 8; i++)
+                argv[argc++] = f->states[i];
+        argv[argc++] = nm;
+        for (int i = 0; i < f->n_md && i < 16; i++) {
+                argv[argc++] = f->md_keys[i];
+                argv[argc++] = f->md_vals[i];
+        }
+        r = redis_conn_script(c, LUA_OSB_LIST, argc, argv, ret);
+        if (r < 0)
+                return r;
+        if ((*ret)->type != REDIS_REPLY_ARRAY || (*ret)->elements < 1 ||
+            (*ret)->element[0]->type != REDIS_REPLY_INTEGER) {
+                reply_free(*ret);
+                *ret = NULL;
+                return -EPROTO;
+        }
+        return 0;
+}
+
+int osb_store_pause_resume(struct redis_conn *c, struct provider *pv, const char *sid,
+                           const char *ref, bool pause, char *err)
+{
+        int r = pause ? pv->ops->pause(pv, ref, err) : pv->ops->resume(pv, ref, err);
+
+        if (r < 0)
+                return r;
+        r = sandbox_transition(c, sid, pause ? "Running" : "Paused", pause ? "Paused" : "Running",
+                               pause ? "user_pause" : "user_resume", "", "");
+        return r == -EBUSY ? 0 : r; /* moved meanwhile (e.g. deleted): the call itself worked */
+}
