@@ -182,8 +182,21 @@ class OpenCode:
         assert st == 200, (st, s)
         return s["id"]
 
+    def plugin_loaded(self):
+        """True once the plugin announced itself in the server's log."""
+        try:
+            with open(self.log_path, "rb") as f:
+                return b"sandbox-broker info: plugin loaded" in f.read()
+        except OSError:
+            return False
+
     def prompt(self, session_id, text, timeout=300):
-        """Send a user message; returns (assistant info, parts) when the turn is over."""
+        """Send a user message; returns (assistant info, parts) when the turn is over.
+
+        Refuses to prompt unless the plugin is loaded: otherwise OpenCode
+        would run its built-in tools on the host (and its grep would try to
+        download ripgrep from the internet)."""
+        wait_until(self.plugin_loaded, 60, 0.2, "the sandbox-broker plugin loaded in opencode")
         st, r = self.call("POST", "/session/%s/message" % session_id, {
             "parts": [{"type": "text", "text": text}],
             "model": {"providerID": "scripted", "modelID": "scripted"},
@@ -204,6 +217,26 @@ class OpenCode:
                 if p.get("type") == "tool":
                     out.append(p)
         return out
+
+    def watch_events(self):
+        """Collect the server's event stream (GET /event, SSE) into self.events, in a thread."""
+        import threading
+        self.events = []
+        req = urllib.request.Request("http://127.0.0.1:%d/event" % self.port,
+                                     headers={"x-opencode-directory": self.project})
+        resp = urllib.request.urlopen(req, timeout=600)
+
+        def run():
+            try:
+                for line in resp:
+                    if line.startswith(b"data: "):
+                        try:
+                            self.events.append(json.loads(line[6:]))
+                        except ValueError:
+                            pass
+            except Exception:
+                pass
+        threading.Thread(target=run, daemon=True).start()
 
     def delete(self, session_id):
         st, r = self.call("DELETE", "/session/%s" % session_id)

@@ -1,9 +1,9 @@
 """A scripted model: a tiny OpenAI-compatible chat-completions server on
 127.0.0.1 that streams pre-written tool calls and a final message.
 
-A conversation picks its script by a marker in its first user message,
-`SCRIPT:<name>`. The step to answer is the number of assistant turns already
-in the request's messages, so the server keeps no per-conversation state:
+A conversation picks its script by a marker in its latest user message that
+has one, `SCRIPT:<name>`. The step to answer is the number of assistant turns
+after that message, so the server keeps no per-conversation state:
 step 0 is the answer to the prompt, step 1 the answer to the first tool
 results, and so on. A step is a list of tool calls `(tool, args)` or a final
 text. Requests without tools (OpenCode's title generation) get a short text.
@@ -91,7 +91,10 @@ class ScriptedModel:
         steps = self.scripts.get(name)
         if steps is None:
             return "no script named %r" % name
-        step = sum(1 for m in req.get("messages", []) if m.get("role") == "assistant")
+        msgs = req.get("messages", [])
+        last_user = max((i for i, m in enumerate(msgs) if m.get("role") == "user"
+                         and _script_name({"messages": [m]})), default=0)
+        step = sum(1 for m in msgs[last_user:] if m.get("role") == "assistant")
         if step >= len(steps):
             return "done"
         return steps[step]
@@ -174,7 +177,8 @@ class ScriptedModel:
 
 
 def _script_name(req):
-    for m in req.get("messages", []):
+    """The script of the conversation's latest user message that names one."""
+    for m in reversed(req.get("messages", [])):
         if m.get("role") != "user":
             continue
         c = m.get("content")
