@@ -249,8 +249,16 @@ void h_osb_list(struct request *req)
         memset(&f, 0, sizeof(f));
         while ((r = request_query_next(&cursor, name, sizeof(name), value, sizeof(value))) == 1) {
                 char *end;
-                if (strcmp(name, "state") == 0 && f.n_states < 8 && strlen(value) < 24) {
-                        strcpy(f.states[f.n_states++], value);
+                if (strcmp(name, "state") == 0 && f.n_states < 8) {
+                        /* any letter case ("RUNNING", the SDK README's); unknown: 400 */
+                        const char *st = osb_state_canonical(value);
+                        if (!st) {
+                                reply_error(req, API_INVALID_REQUEST,
+                                            "unknown state '%.32s' (Pending, Running, Pausing, Paused, "
+                                            "Stopping, Terminated, Failed)", value);
+                                return;
+                        }
+                        strcpy(f.states[f.n_states++], st);
                 } else if (strcmp(name, "metadata") == 0) {
                         if (parse_metadata_filter(value, &f) < 0) {
                                 reply_error(req, API_INVALID_REQUEST, "metadata filter must be k=v pairs joined by &");

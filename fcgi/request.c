@@ -160,8 +160,11 @@ void reply_empty(struct request *req, int status)
         if (req->status)
                 return;
         req->status = status;
-        FCGX_FPrintF(req->fcgx->out, "Status: %d %s\r\nCache-Control: no-store\r\n\r\n", status,
-                     api_status_reason(status));
+        /* An empty 200/202 says so (Content-Length: 0): clients such as the
+         * OpenSandbox TypeScript SDK otherwise try to parse a body. A 204
+         * carries no Content-Length at all (RFC 9110, 8.6). */
+        FCGX_FPrintF(req->fcgx->out, "Status: %d %s\r\nCache-Control: no-store\r\n%s\r\n", status,
+                     api_status_reason(status), status == 204 ? "" : "Content-Length: 0\r\n");
 }
 
 void reply_json(struct request *req, int status, struct json_object *obj)

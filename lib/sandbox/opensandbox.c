@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "json_input.h"
@@ -420,4 +421,15 @@ int osb_parse_time(const char *s, int64_t *ret)
                 return -EINVAL;
         *ret = ((int64_t)t - (int64_t)off * 60) * 1000 + ms;
         return 0;
+}
+
+const char *osb_state_canonical(const char *s)
+{
+        static const char *const states[] = { "Pending", "Running", "Pausing", "Paused",
+                                              "Stopping", "Stopped", "Terminated", "Failed" };
+
+        for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
+                if (strcasecmp(s, states[i]) == 0)
+                        return states[i];
+        return NULL;
 }

@@ -32,6 +32,10 @@ bool osb_metadata_value_valid(const char *value);
 /* Check a metadata object (strings only); err explains the first problem. */
 int osb_metadata_check(struct json_object *md, char *err);
 
+/* The spec's spelling of a sandbox state named in any letter case
+ * ("RUNNING", "running" -> "Running"), or NULL for no such state. */
+const char *osb_state_canonical(const char *s);
+
 /* Check a JSON Merge Patch of metadata: an object whose keys are valid
  * metadata keys and whose values are valid values or null (delete).
  * Returns 0 or -EINVAL with err explaining the first problem. */

@@ -235,6 +235,10 @@ def test_list_filters_and_pagination_newest_first(mb, made):
     assert [s["id"] for s in r["items"]] == newest_first, r
     r = o.list("state=Terminated").json
     assert r["items"] == [] and r["pagination"]["totalItems"] == 0, r
+    # states in any letter case (the SDK README writes RUNNING); unknown ones are 400
+    r = o.list("state=RUNNING&state=paused").json
+    assert [s["id"] for s in r["items"]] == newest_first, r
+    check_osb_error(o.list("state=Sleeping"), 400)
 
     # metadata filter as the spec encodes it (pairs joined by &, encoded again)
     r = o.list(metadata_query({"team": "red"})).json
@@ -251,6 +255,23 @@ def test_list_filters_and_pagination_newest_first(mb, made):
     # another tenant sees none of them
     r = OSB(mb, "echo").list().json
     assert not set(s["id"] for s in r["items"]) & set(ids), r
+
+
+def test_terminated_sandboxes_leave_the_list(mb, made):
+    """A deleted (killed) sandbox leaves every listing, so cleanup loops that
+    count their tagged sandboxes converge; it stays readable by id."""
+    o = OSB(mb, "foxtrot")
+    tag = {"job": "gc-%d" % int(time.time() * 1000)}
+    keep = o.create(metadata=tag)
+    gone = o.create(metadata=tag)
+    made.extend([("foxtrot", keep), ("foxtrot", gone)])
+    assert o.delete(gone).status == 204
+    o.wait_state(gone, "Terminated", timeout=60)
+    for q in ("", metadata_query(tag), "state=Terminated"):
+        ids = [s["id"] for s in o.list(q).json["items"]]
+        assert gone not in ids, (q, ids)
+    assert [s["id"] for s in o.list(metadata_query(tag)).json["items"]] == [keep]
+    assert o.get(gone).json["status"]["state"] == "Terminated"
 
 
 @pytest.mark.parametrize("query", ["page=0", "pageSize=0", "page=x", "pageSize=-1",
@@ -321,6 +342,9 @@ def test_pause_resume_change_the_real_container(mb, made):
 
     r = o.pause(sid)
     assert r.status == 202, r
+    # an empty answer says so: the TypeScript SDK parses any body it is not told is empty
+    assert r.headers.get("Content-Length") == "0" and r.raw == b"", (r, r.headers.items())
+    assert "chunked" not in (r.headers.get("Transfer-Encoding") or ""), r.headers.items()
     sb = o.wait_state(sid, "Paused")
     assert sb["status"]["state"] == "Paused"
     wait_until(lambda: container(mb, sid)["State"]["Paused"], 30, 0.2, "container paused")
@@ -355,7 +379,11 @@ def test_renew_expiration_rules(mb, made):
     assert r.status == 200, r
     assert abs(parse_iso_ms(r.json["expiresAt"]) - int(t.timestamp() * 1000)) <= 1, r
 
-    check_osb_error(o.renew(sid, iso_in(1800)), 400)     # not after the current one
+    # a shorter life is fine (what the SDK's SandboxPool does), the past is not
+    sooner = iso_in(900)
+    r = o.renew(sid, sooner)
+    assert r.status == 200 and parse_iso_ms(r.json["expiresAt"]) == parse_iso_ms(sooner), r
+    assert parse_iso_ms(o.get(sid).json["expiresAt"]) == parse_iso_ms(sooner)
     check_osb_error(o.renew(sid, iso_in(-60)), 400)      # in the past
     check_osb_error(o.renew(sid, "tomorrow"), 400)
     r = o.call("POST", "/sandboxes/%s/renew-expiration" % sid, {})

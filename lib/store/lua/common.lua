@@ -105,7 +105,12 @@ local function sandbox_finish(sid, state, reason, message)
   redis.call('ZREM', K_SANDBOXES, sid)
   redis.call('ZREM', K_PARKED, sid)
   redis.call('EXPIRE', sandbox_key(sid), SANDBOX_KEEP_S)
-  -- the tenant's list index drops it when the record itself goes (osb_list.lua)
+  -- A terminated sandbox leaves its tenant's list at once (it stays readable
+  -- by id for SANDBOX_KEEP_S); a Failed one is listed until its record expires.
+  local owner = redis.call('HGET', sandbox_key(sid), 'tenant')
+  if state == 'Terminated' and owner and owner ~= '' then
+    redis.call('ZREM', P .. 'tenant:' .. owner, sid)
+  end
   redis.call('ZADD', K_GONE, now_ms() + SANDBOX_KEEP_S * 1000, sid)
   local slot = redis.call('HGET', sandbox_key(sid), 'slot')
   if slot and slot ~= '' and redis.call('HGET', slot_key(slot), 'sandboxId') == sid then
