@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "execd_scripts.h"
 #include "log.h"
+#include "sandbox.h"
 
 /* Sandbox ids as the lifecycle API makes them: [A-Za-z0-9_-], 1..63. */
 static bool id_valid(const char *s)
@@ -22,33 +24,11 @@ static bool id_valid(const char *s)
         return true;
 }
 
-/* Equal strings, in time that depends only on their lengths (no early
- * exit at the first differing byte). */
-static bool token_equal(const char *given, const char *want)
-{
-        size_t gl = strlen(given), wl = strlen(want), n = gl > wl ? gl : wl;
-        unsigned char diff = gl != wl;
-
-        for (size_t i = 0; i < n; i++)
-                diff |= (unsigned char)(i < gl ? given[i] : 0) ^ (unsigned char)(i < wl ? want[i] : 0);
-        return diff == 0;
-}
-
-static int copy_reply(const redisReply *e, char *out, size_t size)
-{
-        if (!e || e->type != REDIS_REPLY_STRING || e->len >= size)
-                return -1;
-        memcpy(out, e->str, e->len);
-        out[e->len] = '\0';
-        return 0;
-}
-
 int execd_open(struct request *req, struct execd *x, bool need_running)
 {
         const char *tok = FCGX_GetParam("HTTP_X_EXECD_ACCESS_TOKEN", req->fcgx->envp);
-        char key[160], token[129] = "", owner[130] = "";
-        redisReply *rep = NULL;
-        int r, ret = -1;
+        struct sandbox_execd rec;
+        int r;
 
         memset(x, 0, sizeof(*x));
         if (!tok)
@@ -69,39 +49,24 @@ int execd_open(struct request *req, struct execd *x, bool need_running)
                 return -1;
         }
         snprintf(x->sandbox_id, sizeof(x->sandbox_id), "%s", req->path_arg);
-        snprintf(key, sizeof(key), "%ssandbox:%s", req->w->cfg->key_prefix, x->sandbox_id);
-        const char *argv[] = { "HMGET", key, "state", "ref", "token", "mode", "tenant" };
-        r = redis_conn_command(req->w->redis, 7, argv, &rep);
+        r = sandbox_execd_lookup(req->w->redis, req->w->cfg, x->sandbox_id, tok,
+                                 req->authed && !req->auth.admin ? req->auth.tenant : NULL, &rec);
+        if (r == -ENOENT) {
+                reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", x->sandbox_id);
+                return -1;
+        }
         if (r < 0) {
                 reply_errno(req, r, "sandbox lookup");
                 return -1;
         }
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 5 ||
-            copy_reply(rep->element[0], x->state, sizeof(x->state)) < 0 ||
-            copy_reply(rep->element[2], token, sizeof(token)) < 0 || !token[0]) {
-                /* no record, or a lease's sandbox: not one of the lifecycle API */
-                reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", x->sandbox_id);
-                goto out;
-        }
-        copy_reply(rep->element[1], x->ref, sizeof(x->ref));
-        copy_reply(rep->element[3], x->mode, sizeof(x->mode));
-        copy_reply(rep->element[4], owner, sizeof(owner));
-        /* A key of another tenant, or a wrong token: the sandbox does not
-         * exist for this caller, exactly like an unknown id (no probing). */
-        if ((req->authed && !req->auth.admin && strcmp(owner, req->auth.tenant) != 0) ||
-            (tok && *tok && !token_equal(tok, token))) {
-                reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", x->sandbox_id);
-                goto out;
-        }
+        snprintf(x->state, sizeof(x->state), "%s", rec.state);
+        snprintf(x->ref, sizeof(x->ref), "%s", rec.ref);
+        snprintf(x->mode, sizeof(x->mode), "%s", rec.mode);
         if (need_running && (strcmp(x->state, "Running") != 0 || !x->ref[0])) {
                 reply_error(req, API_SANDBOX_NOT_RUNNING, "sandbox %s is %s", x->sandbox_id, x->state);
-                goto out;
+                return -1;
         }
-        ret = 0;
-out:
-        explicit_bzero(token, sizeof(token));
-        reply_free(rep);
-        return ret;
+        return 0;
 }
 
 const struct log_kv *execd_kv(const struct request *req, const struct execd *x)
@@ -117,17 +82,11 @@ const struct log_kv *execd_kv(const struct request *req, const struct execd *x)
 void execd_reply_provider(struct request *req, const struct execd *x, int r, const char *what,
                           const char *err)
 {
-        log_err(execd_kv(req, x), "%s failed: %s (%s)", what, err, strerror(-r));
-        if (r == -ECONNREFUSED)
-                reply_error(req, API_UNAVAILABLE, "%s: the sandbox provider is unreachable", what);
-        else if (r == -ENOENT)
-                reply_error(req, API_SANDBOX_NOT_RUNNING, "%s: the sandbox's container is gone", what);
-        else if (r == -EBUSY)
-                reply_error(req, API_SANDBOX_NOT_RUNNING, "%s: the sandbox is not running", what);
-        else if (r == -ETIMEDOUT)
-                reply_error(req, API_SANDBOX_FAILED, "%s: the sandbox provider timed out", what);
-        else
-                reply_error(req, API_SANDBOX_FAILED, "%s: %s", what, err);
+        char msg[PROVIDER_ERR_MAX + 128];
+        enum api_error e = provider_api_error(r, what, err, msg, sizeof(msg));
+
+        log_err(execd_kv(req, x), "%s failed: %s (%s)", what, err ? err : "", strerror(-r));
+        reply_error(req, e, "%s", msg);
 }
 
 int execd_run(struct request *req, const struct execd *x, const char *const *argv,
@@ -139,13 +98,23 @@ int execd_run(struct request *req, const struct execd *x, const char *const *arg
                                   .timeout_ms = req->w->cfg->exec_timeout_ms,
                                   .max_output = max_output, .stdin_data = stdin_data,
                                   .stdin_len = stdin_len };
-        int r = req->w->provider->ops->exec(req->w->provider, x->ref, &spec, res, err);
+        int r = provider_exec(req->w->provider, x->ref, &spec, res, err);
 
         if (r < 0) {
                 execd_reply_provider(req, x, r, argv[0], err);
                 return -1;
         }
         return 0;
+}
+
+int execd_command_kill(struct request *req, const struct execd *x, const char *id, bool known,
+                       struct exec_result *res, char *err)
+{
+        const char *argv[] = { "sh", "-c", EXECD_SH_INTERRUPT, "sh", id, known ? "1" : "0", NULL };
+        struct exec_spec spec = { .argv = argv, .user = "root", .cwd = "/",
+                                  .timeout_ms = req->w->cfg->exec_timeout_ms, .max_output = 4096 };
+
+        return provider_exec(req->w->provider, x->ref, &spec, res, err);
 }
 
 int execd_query_values(const struct request *req, const char *name, const char **vals, int max,
@@ -216,6 +185,24 @@ int execd_path_normalize(const char *in, char *out, size_t size)
                 out[1] = '\0';
         }
         return 0;
+}
+
+void execd_reply_fs_error(struct request *req, const char *path, const struct exec_result *res)
+{
+        const char *e = res->err ? res->err : "";
+
+        if (res->exit_code == EXECD_X_IS_DIR || strstr(e, "Is a directory"))
+                reply_error(req, API_INVALID_REQUEST, "%s: is a directory", path);
+        else if (res->exit_code == EXECD_X_NOT_DIR || strstr(e, "Not a directory"))
+                reply_error(req, API_INVALID_REQUEST, "%s: not a directory", path);
+        else if (res->exit_code == EXECD_X_NOT_FOUND || strstr(e, "No such file"))
+                reply_error(req, API_FILE_NOT_FOUND, "%s: no such file or directory", path);
+        else if (strstr(e, "Permission denied") || strstr(e, "Operation not permitted"))
+                reply_error(req, API_PERMISSION_DENIED, "%s: permission denied", path);
+        else if (strstr(e, "invalid user") || strstr(e, "invalid group"))
+                reply_error(req, API_INVALID_REQUEST, "%s: %.200s", path, e);
+        else
+                reply_error(req, API_SANDBOX_FAILED, "%s: %.200s", path, e);
 }
 
 void execd_reply_headers(struct request *req, int status, const char *content_type,

@@ -1,14 +1,15 @@
 /* execd: what the data-plane handlers (h_execd_command.c, h_execd_files.c)
- * share: the OpenSandbox execd contract (../shared/specs/opensandbox/
- * execd-api.yaml) served by the broker under
+ * share: the OpenSandbox execd contract (execd-api.yaml of OpenSandbox;
+ * docs/EXECD.md) served by the broker under
  * /v1/sandboxes/{id}/proxy/44772/..., and the egress policy under
  * /v1/sandboxes/{id}/proxy/18080/....
  *
- * A sandbox of the lifecycle API has a Redis record P"sandbox:"<id> with
- * state, ref (container id), tenant, token (the data-plane token) and mode.
- * Every call must carry that token in X-EXECD-ACCESS-TOKEN (egress also
- * accepts OPENSANDBOX-EGRESS-AUTH); an unknown sandbox (or one without a
- * token: not an OpenSandbox sandbox) is 404, a wrong token 401. The sandbox
+ * A sandbox of the lifecycle API has a record with its state, ref, owner,
+ * mode and data-plane token (read through sandbox_execd_lookup, sandbox.h).
+ * Every call carries that token in X-EXECD-ACCESS-TOKEN (egress also
+ * accepts OPENSANDBOX-EGRESS-AUTH) or an API key of the owner; no
+ * credential is 401; an unknown sandbox, one without a token (not an
+ * OpenSandbox sandbox), a wrong token or another tenant's key is 404. The sandbox
  * is the caller's alone (exclusive), so commands and file operations run as
  * root (or the uid/gid the request names) anywhere in the container: paths
  * are normalised, never confined, because the container is the boundary. */
@@ -21,7 +22,7 @@
 
 #define EXECD_DEFAULT_CWD "/workspace"
 #define EXECD_PATH_MAX 4096
-#define EXECD_CMD_DIR "/tmp/.sb-cmd" /* command state inside the sandbox */
+#define EXECD_QUERY_BUF (64 * 1024) /* decoded query values of one request */
 
 struct execd {
         char sandbox_id[64];
@@ -49,6 +50,14 @@ int execd_run(struct request *req, const struct execd *x, const char *const *arg
               const void *stdin_data, size_t stdin_len, size_t max_output,
               struct exec_result *res);
 
+/* Kill command id of x and its process group (EXECD_SH_INTERRUPT), as
+ * root; known: a foreground command of this process, whose runner may not
+ * have written its pid yet (the script waits for it). Does not reply:
+ * returns 0 with *res (exit EXECD_X_NOT_FOUND: no such command; free with
+ * exec_result_free) or a provider errno with err set. */
+int execd_command_kill(struct request *req, const struct execd *x, const char *id, bool known,
+                       struct exec_result *res, char *err);
+
 /* The percent-decoded values of every query parameter `name`, in order:
  * up to max of them into vals, pointing into buf (size bytes). Returns the
  * count, or -E2BIG (too many or too long), -EINVAL (bad escape or NUL). */
@@ -59,6 +68,11 @@ int execd_query_values(const struct request *req, const char *name, const char *
  * resolved lexically ("/.." stays "/"), no "//", no trailing "/".
  * Returns 0, or -EINVAL (empty, NUL, too long). */
 int execd_path_normalize(const char *in, char *out, size_t size);
+
+/* A file program (execd_scripts.h) that exited non-zero, as an API error
+ * about path: its EXECD_X_* exit code, or what its stderr says (no such
+ * file, permission denied, ...). */
+void execd_reply_fs_error(struct request *req, const char *path, const struct exec_result *res);
 
 /* Write the headers of a 200 answer with content_type and optional extra
  * header lines (each ending with CRLF, may be NULL); marks req answered. */

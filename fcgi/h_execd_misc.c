@@ -16,23 +16,11 @@
 #include <string.h>
 
 #include "execd.h"
+#include "execd_scripts.h"
 #include "json_input.h"
 #include "log.h"
 #include "routes.h"
 #include "timeutil.h"
-
-static const char METRICS_SCRIPT[] =
-        "cg=/sys/fs/cgroup\n"
-        "u() { sed -n 's/^usage_usec //p' $cg/cpu.stat 2>/dev/null; }\n"
-        "a=$(u); t0=$(date +%s%6N); sleep 0.2; b=$(u); t1=$(date +%s%6N)\n"
-        "printf 'u0=%s\\nu1=%s\\nt0=%s\\nt1=%s\\n' \"$a\" \"$b\" \"$t0\" \"$t1\"\n"
-        "printf 'cpumax=%s\\n' \"$(cat $cg/cpu.max 2>/dev/null)\"\n"
-        "printf 'nproc=%s\\n' \"$(nproc 2>/dev/null)\"\n"
-        "printf 'memmax=%s\\n' \"$(cat $cg/memory.max 2>/dev/null)\"\n"
-        "printf 'memcur=%s\\n' \"$(cat $cg/memory.current 2>/dev/null)\"\n"
-        "printf 'inactive=%s\\n' \"$(sed -n 's/^inactive_file //p' $cg/memory.stat 2>/dev/null)\"\n"
-        "printf 'memtotal=%s\\n' \"$(sed -n 's/^MemTotal: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo)\"\n"
-        "printf 'memavail=%s\\n' \"$(sed -n 's/^MemAvailable: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo)\"\n";
 
 /* GET /ping: 200 once the sandbox is Running, 503 before (the SDK polls it
  * until it succeeds; 401 for a wrong token stops it at once). */
@@ -70,7 +58,7 @@ static double kv_num(const char *text, const char *key, bool *ok)
 
 void h_execd_metrics(struct request *req)
 {
-        const char *argv[] = { "sh", "-c", METRICS_SCRIPT, NULL };
+        const char *argv[] = { "sh", "-c", EXECD_SH_METRICS, NULL };
         struct exec_result res = { 0 };
         struct json_object *o;
         double cpus = 1, pct = 0, total, used, quota, period;

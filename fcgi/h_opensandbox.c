@@ -498,3 +498,12 @@ void h_osb_endpoint(struct request *req)
 out:
         osb_done(&o);
 }
+
+void h_osb_not_implemented(struct request *req)
+{
+        const char *what = strstr(req->route, "diagnostics") ? "diagnostics (logs, events)" : "snapshots";
+
+        reply_error(req, API_NOT_IMPLEMENTED,
+                    "%s %s: %s are part of the OpenSandbox specification but not served by this "
+                    "server yet", req->method, req->route, what);
+}

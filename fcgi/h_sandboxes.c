@@ -79,19 +79,16 @@ static const struct log_kv *sbx_kv(struct request *req, const struct sbx *x)
         return kv;
 }
 
-/* A provider failure as an API error. */
+/* A provider failure as an API error (provider_api_error: the mapping of
+ * every route), logged once, here. */
 static void reply_provider(struct request *req, const struct sbx *x, int r, const char *what,
                            const char *err)
 {
-        log_err(sbx_kv(req, x), "%s failed: %s (%s)", what, err, strerror(-r));
-        if (r == -ECONNREFUSED)
-                reply_error(req, API_UNAVAILABLE, "%s: the sandbox provider is unreachable", what);
-        else if (r == -ENOENT)
-                reply_error(req, API_SANDBOX_NOT_RUNNING, "%s: the sandbox's container is gone", what);
-        else if (r == -ETIMEDOUT)
-                reply_error(req, API_SANDBOX_FAILED, "%s: the sandbox provider timed out", what);
-        else
-                reply_error(req, API_SANDBOX_FAILED, "%s: %s", what, err);
+        char msg[PROVIDER_ERR_MAX + 128];
+        enum api_error e = provider_api_error(r, what, err, msg, sizeof(msg));
+
+        log_err(sbx_kv(req, x), "%s failed: %s (%s)", what, err ? err : "", strerror(-r));
+        reply_error(req, e, "%s", msg);
 }
 
 static void add_output(struct json_object *o, const char *name, const char *data, size_t len)
@@ -222,7 +219,7 @@ void h_sbx_exec(struct request *req)
         if (exec_parse(req, body, &x, argv, env, env_buf, cwd, &spec) < 0)
                 goto out;
         t0 = timeutil_mono_ms();
-        r = req->w->provider->ops->exec(req->w->provider, x.a.ref, &spec, &res, err);
+        r = provider_exec(req->w->provider, x.a.ref, &spec, &res, err);
         metrics_observe_ms(METRICS_SANDBOX_EXEC, timeutil_mono_ms() - t0);
         if (r < 0) {
                 reply_provider(req, &x, r, "exec", err);
@@ -299,7 +296,7 @@ void h_sbx_file_read(struct request *req)
         struct exec_spec spec = { .argv = argv, .user = x.a.linux_user, .cwd = x.a.workdir,
                                   .timeout_ms = req->w->cfg->exec_timeout_ms,
                                   .max_output = (size_t)req->w->cfg->file_max_bytes };
-        r = req->w->provider->ops->exec(req->w->provider, x.a.ref, &spec, &res, err);
+        r = provider_exec(req->w->provider, x.a.ref, &spec, &res, err);
         if (r < 0) {
                 reply_provider(req, &x, r, "file read", err);
                 goto out;
@@ -365,7 +362,7 @@ void h_sbx_file_write(struct request *req)
         struct exec_spec spec = { .argv = argv, .user = x.a.linux_user, .cwd = x.a.workdir,
                                   .timeout_ms = req->w->cfg->exec_timeout_ms, .max_output = 4096,
                                   .stdin_data = data, .stdin_len = len };
-        r = req->w->provider->ops->exec(req->w->provider, x.a.ref, &spec, &res, err);
+        r = provider_exec(req->w->provider, x.a.ref, &spec, &res, err);
         if (r < 0) {
                 reply_provider(req, &x, r, "file write", err);
                 goto out;
@@ -412,7 +409,7 @@ void h_sbx_start(struct request *req)
                             req->path_arg, x.a.state);
                 return;
         }
-        r = req->w->provider->ops->start(req->w->provider, x.a.ref, err);
+        r = provider_start(req->w->provider, x.a.ref, err);
         if (r < 0) {
                 reply_provider(req, &x, r, "start", err);
                 return;
@@ -443,7 +440,7 @@ void h_sbx_stop(struct request *req)
                             req->path_arg, x.a.state);
                 return;
         }
-        r = req->w->provider->ops->stop(req->w->provider, x.a.ref, err);
+        r = provider_stop(req->w->provider, x.a.ref, err);
         if (r < 0) {
                 reply_provider(req, &x, r, "stop", err);
                 return;

@@ -27,7 +27,9 @@ int request_init(struct request *req, FCGX_Request *fcgx, struct worker *w)
         req->w = w;
         req->method = param(req, "REQUEST_METHOD");
         req->query = param(req, "QUERY_STRING");
-        req->request_id = param(req, "REQUEST_ID");
+        /* copied: the after-hook runs once FCGX_Finish_r freed the parameters */
+        snprintf(req->rid, sizeof(req->rid), "%s", param(req, "REQUEST_ID"));
+        req->request_id = req->rid;
         /* DOCUMENT_URI is nginx's normalised path without the query. */
         uri = param(req, "DOCUMENT_URI");
         if (!*uri)

@@ -31,7 +31,8 @@ struct request {
         char path_arg[64];  /* the first {} segment of the route pattern */
         char path_arg2[64]; /* the second, if the pattern has one */
         const char *query;
-        const char *request_id;
+        const char *request_id; /* points into rid: valid after FCGX_Finish_r too */
+        char rid[72];
         const char *route; /* the matched pattern of the route table, for metrics */
         char *body; /* owned */
         size_t body_len;

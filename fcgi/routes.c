@@ -38,6 +38,15 @@ static const struct route routes[] = {
         { "sandboxes", "POST", "/v1/sandboxes/{}/renew-expiration", h_osb_renew, ROUTE_KEY },
         { "sandboxes", "PATCH", "/v1/sandboxes/{}/metadata", h_osb_metadata, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/sandboxes/{}/endpoints/{}", h_osb_endpoint, ROUTE_KEY },
+        /* routes of the OpenSandbox specs this server does not serve (yet): 501 */
+        { "sandboxes", "GET", "/v1/snapshots", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "POST", "/v1/snapshots", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/snapshots/{}", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "DELETE", "/v1/snapshots/{}", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/sandboxes/{}/snapshots", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "POST", "/v1/sandboxes/{}/snapshots", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/logs", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/events", h_osb_not_implemented, ROUTE_KEY },
         /* execd contract (execd-api.yaml) served by the broker, X-EXECD-ACCESS-TOKEN */
         { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/ping", h_execd_ping, ROUTE_TOKEN },
         { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/command", h_execd_run_command, ROUTE_TOKEN },

@@ -74,7 +74,10 @@ int json_input_parse_object(const char *buf, size_t len, int max_depth, struct j
         jerr = json_tokener_get_error(tok);
         if (jerr == json_tokener_continue) {
                 /* A bare number or word also ends mid-token at end of input. */
-                snprintf(err, errsz, strchr("{[\"", buf[strspn(buf, " \t\r\n")]) && len > strspn(buf, " \t\r\n")
+                size_t ws = 0; /* buf need not be NUL-terminated: stay within len */
+                while (ws < len && strchr(" \t\r\n", buf[ws]) && buf[ws])
+                        ws++;
+                snprintf(err, errsz, ws < len && buf[ws] && strchr("{[\"", buf[ws])
                                              ? "request body is truncated JSON"
                                              : "request body must be a JSON object");
                 goto out;

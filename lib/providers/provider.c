@@ -1,6 +1,8 @@
-/* provider: see provider.h. The backends live in their own files (docker.c). */
+/* provider: see provider.h. The backends live in their own folders
+ * (docker/, daytona/); the factory in provider_factory.c. */
 #include "provider.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,4 +33,81 @@ void provider_errf(char *ret_err, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(ret_err, PROVIDER_ERR_MAX, fmt, ap);
         va_end(ap);
+}
+
+bool provider_can_stream(const struct provider *p)
+{
+        return p->ops->exec_stream != NULL;
+}
+
+int provider_exec(struct provider *p, const char *ref, const struct exec_spec *spec,
+                  struct exec_result *ret, char *ret_err)
+{
+        return p->ops->exec(p, ref, spec, ret, ret_err);
+}
+
+int provider_exec_stream(struct provider *p, const char *ref, const struct exec_spec *spec,
+                         const struct exec_stream_cb *cb, struct exec_result *ret, char *ret_err)
+{
+        int r;
+
+        if (p->ops->exec_stream)
+                return p->ops->exec_stream(p, ref, spec, cb, ret, ret_err);
+        /* A backend without streaming: the same callbacks, once, at the end. */
+        r = p->ops->exec(p, ref, spec, ret, ret_err);
+        if (r == 0 && ret->out_len)
+                r = cb->on_output(cb->ud, 1, ret->out, ret->out_len);
+        if (r == 0 && ret->err_len)
+                r = cb->on_output(cb->ud, 2, ret->err, ret->err_len);
+        return r;
+}
+
+int provider_start(struct provider *p, const char *ref, char *ret_err)
+{
+        return p->ops->start(p, ref, ret_err);
+}
+
+int provider_stop(struct provider *p, const char *ref, char *ret_err)
+{
+        return p->ops->stop(p, ref, ret_err);
+}
+
+int provider_pause(struct provider *p, const char *ref, char *ret_err)
+{
+        return p->ops->pause(p, ref, ret_err);
+}
+
+int provider_resume(struct provider *p, const char *ref, char *ret_err)
+{
+        return p->ops->resume(p, ref, ret_err);
+}
+
+enum api_error provider_api_error(int r, const char *what, const char *err, char *msg, size_t size)
+{
+        enum api_error e = API_SANDBOX_FAILED;
+        const char *why;
+
+        switch (r) {
+        case -ECONNREFUSED:
+                e = API_UNAVAILABLE;
+                why = "the sandbox provider is unreachable";
+                break;
+        case -ENOENT:
+                e = API_SANDBOX_NOT_RUNNING;
+                why = "the sandbox's container is gone";
+                break;
+        case -EBUSY:
+                e = API_SANDBOX_NOT_RUNNING;
+                why = "the sandbox is not running";
+                break;
+        case -ETIMEDOUT:
+                why = "the sandbox provider timed out";
+                break;
+        default:
+                why = err && *err ? err : strerror(r < 0 ? -r : r);
+                break;
+        }
+        if (size)
+                snprintf(msg, size, "%s: %s", what, why);
+        return e;
 }

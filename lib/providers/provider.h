@@ -1,6 +1,13 @@
 /* provider: the one interface between the broker and a sandbox backend
- * (Docker today, Daytona next, Kubernetes later: each is one implementation
- * of struct provider_ops).
+ * (Docker and Daytona today, Kubernetes later: each is one implementation
+ * of struct provider_ops, in its own folder, named in the factory,
+ * provider_factory.h; docs/PROVIDERS.md).
+ *
+ * Callers outside lib/providers/ never call p->ops->... themselves: they
+ * use the facade below (provider_exec, provider_exec_stream, provider_start,
+ * ...), which owns the call, carries the buffered fallback for backends
+ * without streaming, and maps a failure to an API error in one place
+ * (provider_api_error).
  *
  * Every call is bounded by a timeout and returns 0 or a negative errno:
  *   -ENOENT     the sandbox (or a file in it) does not exist
@@ -16,6 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "api_error.h"
 
 #define PROVIDER_ERR_MAX 256
 #define PROVIDER_REF_MAX 80 /* backend's id of a sandbox (container id) */
@@ -130,7 +139,60 @@ struct provider {
         void *impl;
 };
 
+/* A backend as the factory (provider_factory.c) knows it: each backend
+ * folder defines one of these, and the factory lists it on one line. */
+struct broker_config;
+struct provider_backend {
+        const char *name; /* its SANDBOX_PROVIDER value */
+        /* Make a provider from the broker's config (no request made yet);
+         * *ret is freed with provider_free(). Errors: -EINVAL, -ENOMEM. */
+        int (*new_from_config)(const struct broker_config *cfg, struct provider **ret);
+        /* The longest one create or one start may take, waits for the
+         * target state included (ms): what a provisioning lock must cover. */
+        int (*deadline_ms)(const struct broker_config *cfg);
+};
+
 void exec_result_free(struct exec_result *r);
+
+/* ---- the facade: what the rest of the broker calls ---- */
+
+/* Does p stream exec output as it comes (ops->exec_stream)? When it does
+ * not, provider_exec_stream still works, but hands the output over only at
+ * the end; a caller that would answer differently (headers before the
+ * bytes) asks here first. */
+bool provider_can_stream(const struct provider *p);
+
+/* Run a command, output buffered (spec->max_output per stream), as
+ * ops->exec. *ret is filled on success (exec_result_free) and may hold a
+ * partial result on failure: free it either way. */
+int provider_exec(struct provider *p, const char *ref, const struct exec_spec *spec,
+                  struct exec_result *ret, char *ret_err);
+
+/* Run a command with its output handed to cb (see struct exec_stream_cb):
+ * streamed by a backend that can (ops->exec_stream); otherwise run buffered
+ * (spec->max_output per stream, ret->out_truncated/err_truncated say when
+ * cut) and handed to cb at the end, stdout first, and on_tick is never
+ * called. ret gets exit_code and timed_out; with the fallback it also
+ * holds the buffered output (exec_result_free either way). Returns 0, a
+ * provider errno, or the negative return of a callback. */
+int provider_exec_stream(struct provider *p, const char *ref, const struct exec_spec *spec,
+                         const struct exec_stream_cb *cb, struct exec_result *ret, char *ret_err);
+
+/* Lifecycle of one sandbox, as the ops of the same names; errors above. */
+int provider_start(struct provider *p, const char *ref, char *ret_err);
+int provider_stop(struct provider *p, const char *ref, char *ret_err);
+int provider_pause(struct provider *p, const char *ref, char *ret_err);
+int provider_resume(struct provider *p, const char *ref, char *ret_err);
+
+/* A failed provider call as an API error, the one mapping every route uses:
+ *   -ECONNREFUSED  API_UNAVAILABLE          the backend is unreachable
+ *   -ENOENT        API_SANDBOX_NOT_RUNNING  the sandbox is gone
+ *   -EBUSY         API_SANDBOX_NOT_RUNNING  not running (stopped, paused)
+ *   -ETIMEDOUT     API_SANDBOX_FAILED       the backend timed out
+ *   anything else  API_SANDBOX_FAILED       err, the backend's message
+ * Writes "<what>: <why>" into msg (size bytes, always terminated) and
+ * returns the error class. err may be NULL or "". */
+enum api_error provider_api_error(int r, const char *what, const char *err, char *msg, size_t size);
 
 /* Write a message into ret_err (PROVIDER_ERR_MAX bytes); ret_err may be NULL. */
 void provider_errf(char *ret_err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

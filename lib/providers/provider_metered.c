@@ -6,7 +6,15 @@
 
 #include "metrics.h"
 
-#define INNER(p) ((struct provider *)(p)->impl)
+/* The wrapper's own table: the forwarding functions where the inner
+ * provider has the op, NULL where it has none, so callers see exactly
+ * the backend's capabilities. */
+struct metered {
+        struct provider_ops ops;
+        struct provider *inner;
+};
+
+#define INNER(p) (((struct metered *)(p)->impl)->inner)
 
 static int counted(int r, const char *op)
 {
@@ -51,11 +59,10 @@ static int m_exec(struct provider *p, const char *ref, const struct exec_spec *s
         return counted(INNER(p)->ops->exec(INNER(p), ref, spec, ret, ret_err), "exec");
 }
 
+/* Only in the table when the inner provider streams. */
 static int m_exec_stream(struct provider *p, const char *ref, const struct exec_spec *spec,
                          const struct exec_stream_cb *cb, struct exec_result *ret, char *ret_err)
 {
-        if (!INNER(p)->ops->exec_stream)
-                return -EOPNOTSUPP;
         return counted(INNER(p)->ops->exec_stream(INNER(p), ref, spec, cb, ret, ret_err), "exec");
 }
 
@@ -91,29 +98,38 @@ static int m_ping(struct provider *p, char *ret_err)
 static void m_free(struct provider *p)
 {
         provider_free(INNER(p));
+        free(p->impl);
         free(p);
 }
 
-static const struct provider_ops metered_ops = {
-        .name = "metered",
-        .create = m_create, .start = m_start, .stop = m_stop, .pause = m_pause,
-        .resume = m_resume, .remove = m_remove, .exec = m_exec, .exec_stream = m_exec_stream,
-        .inspect = m_inspect,
-        .list_managed = m_list_managed, .put_archive = m_put_archive,
-        .get_archive = m_get_archive, .ping = m_ping, .free = m_free,
-};
+/* Forward op only if the inner table has it. */
+#define MIRROR(op) (in->op ? m_##op : NULL)
 
 int provider_metered(struct provider **p)
 {
+        const struct provider_ops *in = (*p)->ops;
         struct provider *w = malloc(sizeof(*w));
+        struct metered *m = malloc(sizeof(*m));
 
-        if (!w) {
+        if (!w || !m) {
+                free(w);
+                free(m);
                 provider_free(*p);
                 *p = NULL;
                 return -ENOMEM;
         }
-        w->ops = &metered_ops;
-        w->impl = *p;
+        m->ops = (struct provider_ops){
+                .name = in->name,
+                .create = MIRROR(create), .start = MIRROR(start), .stop = MIRROR(stop),
+                .pause = MIRROR(pause), .resume = MIRROR(resume), .remove = MIRROR(remove),
+                .exec = MIRROR(exec), .exec_stream = MIRROR(exec_stream), .inspect = MIRROR(inspect),
+                .list_managed = MIRROR(list_managed), .put_archive = MIRROR(put_archive),
+                .get_archive = MIRROR(get_archive), .ping = MIRROR(ping),
+                .free = m_free,
+        };
+        m->inner = *p;
+        w->ops = &m->ops;
+        w->impl = m;
         *p = w;
         return 0;
 }

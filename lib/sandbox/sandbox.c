@@ -7,14 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daytona.h"
-#include "docker.h"
 #include "json_input.h"
 #include "lease.h"
 #include "opensandbox.h"
 #include "log.h"
 #include "metrics.h"
-#include "provider_metered.h"
+#include "provider_factory.h"
 #include "timeutil.h"
 
 #define WAIT_STEP_US 100000
@@ -35,20 +33,8 @@ static int copy_str(const redisReply *r, char *buf, size_t size)
 
 int sandbox_provider_new(const struct broker_config *cfg, struct provider **ret, char *err)
 {
-        int r;
-
-        *ret = NULL;
-        if (strcmp(cfg->provider, "none") == 0)
-                return 0;
-        if (strcmp(cfg->provider, "daytona") == 0)
-                r = daytona_provider_from_config(cfg, ret);
-        else
-                r = docker_provider_new(cfg->docker_socket, cfg->docker_timeout_ms, ret);
-        if (r == 0)
-                r = provider_metered(ret); /* broker_provider_errors_total */
-        if (r < 0)
-                snprintf(err, SANDBOX_ERR_MAX, "%s provider: %s", cfg->provider, strerror(-r));
-        return r;
+        /* SANDBOX_ERR_MAX > PROVIDER_ERR_MAX: the factory's message fits */
+        return provider_new_from_config(cfg, ret, err);
 }
 
 /* A provider's -EIO is the backend's error, not Redis's: keep the two apart
@@ -58,10 +44,11 @@ static int pv_err(int r)
         return r == -EIO ? -EREMOTEIO : r;
 }
 
-/* A lock holder may spend a create and a start, each bounded by the timeout. */
+/* A lock holder may spend a create and a start, each bounded by the
+ * deadline of the backend in use. */
 static int lock_ttl_ms(const struct broker_config *cfg)
 {
-        return 2 * cfg->docker_timeout_ms + 5000;
+        return 2 * provider_deadline_ms(cfg) + 5000;
 }
 
 static int lock_take(struct redis_conn *rc, const char *name, const char *token, int ttl)
@@ -369,7 +356,7 @@ static int prepare_workdir(struct provider *pv, const struct broker_config *cfg,
 {
         const char *argv[] = { "mkdir", "-p", "--", c->workdir, NULL };
         struct exec_spec spec = { .argv = argv, .user = c->linux_user,
-                                  .timeout_ms = cfg->docker_timeout_ms, .max_output = 4096 };
+                                  .timeout_ms = provider_deadline_ms(cfg), .max_output = 4096 };
         struct exec_result res = { 0 };
         int r;
 
@@ -571,6 +558,55 @@ int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const
                 copy_str(rep->element[1], a->ref, sizeof(a->ref));
         r = 0;
 out:
+        reply_free(rep);
+        return r;
+}
+
+/* Equal strings, in time that depends only on their lengths (no early
+ * exit at the first differing byte): the data-plane token is a secret. */
+static bool token_equal(const char *given, const char *want)
+{
+        size_t gl = strlen(given), wl = strlen(want), n = gl > wl ? gl : wl;
+        unsigned char diff = gl != wl;
+
+        for (size_t i = 0; i < n; i++)
+                diff |= (unsigned char)(i < gl ? given[i] : 0) ^ (unsigned char)(i < wl ? want[i] : 0);
+        return diff == 0;
+}
+
+int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                         const char *token, const char *tenant, struct sandbox_execd *x)
+{
+        char key[160], want[129] = "", owner[130] = "";
+        redisReply *rep = NULL;
+        int r;
+
+        memset(x, 0, sizeof(*x));
+        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        const char *argv[] = { "HMGET", key, "state", "ref", "token", "mode", "tenant" };
+        r = redis_conn_command(rc, 7, argv, &rep);
+        if (r < 0)
+                return r;
+        /* no record, or a lease's sandbox (no token): not one of the lifecycle API */
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 5 ||
+            copy_str(rep->element[0], x->state, sizeof(x->state)) < 0 ||
+            copy_str(rep->element[2], want, sizeof(want)) < 0 || !want[0]) {
+                r = -ENOENT;
+                goto out;
+        }
+        (void)copy_str(rep->element[1], x->ref, sizeof(x->ref));
+        (void)copy_str(rep->element[3], x->mode, sizeof(x->mode));
+        (void)copy_str(rep->element[4], owner, sizeof(owner));
+        /* another tenant's, or a wrong token: exactly like an unknown id */
+        if ((tenant && strcmp(owner, tenant) != 0) || (token && *token && !token_equal(token, want))) {
+                r = -ENOENT;
+                goto out;
+        }
+        r = 0;
+out:
+        if (r < 0)
+                memset(x, 0, sizeof(*x));
+        explicit_bzero(want, sizeof(want));
         reply_free(rep);
         return r;
 }

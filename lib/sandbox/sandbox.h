@@ -88,8 +88,29 @@ struct sandbox_access {
 int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const char *tenant,
                    const char *lease_id, const char *sid, struct sandbox_access *ret);
 
+/* What the execd data plane needs of an OpenSandbox sandbox. */
+struct sandbox_execd {
+        char state[24];            /* the record's (Running, Paused, ...) */
+        char ref[PROVIDER_REF_MAX]; /* "" while none is made */
+        char mode[24];
+};
+
+/* Look up sandbox sid for a data-plane call and check the caller: token
+ * (NULL or "" when none was presented) must be the record's data-plane
+ * token, compared in constant time; tenant (NULL for an admin key or no
+ * key) must own the record. The token itself never leaves this function.
+ * -ENOENT, with *ret zeroed, when there is no record, the record has no
+ * token (a lease's sandbox, not one of the lifecycle API), or either check
+ * fails: to such a caller the sandbox does not exist, so ids cannot be
+ * probed. Other errors: those of redis_conn_command. */
+int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                         const char *token, const char *tenant, struct sandbox_execd *ret);
+
 /* Number of leases on a slot (0 if the slot is gone). */
 int sandbox_slot_refs(struct redis_conn *rc, const struct broker_config *cfg, const char *slot);
 
-/* Build the configured provider (NULL for SANDBOX_PROVIDER=none). */
+/* Build the configured provider (NULL for SANDBOX_PROVIDER=none); err
+ * (SANDBOX_ERR_MAX bytes) says why it failed. Kept for its callers: the
+ * factory is provider_new_from_config (lib/providers/provider_factory.h),
+ * to be called directly. */
 int sandbox_provider_new(const struct broker_config *cfg, struct provider **ret, char *err);

@@ -2,12 +2,16 @@
 API that lib/providers/daytona/daytona.c calls, on 127.0.0.1, for the integration tests. A test
 fixture; it never ships in the product.
 
-- Every request is validated against the OpenAPI documents in
-  ../shared/specs/daytona/ with openapi-core (a maintained validator from
-  PyPI), security (the bearer header) included. A request that does not
-  match is answered 400 and recorded in `violations`; tests assert there are
-  none. The documents are used as they are, except their `servers`, which
-  are pointed at this double in memory.
+- Every request is validated against Daytona's OpenAPI documents with
+  openapi-core (a maintained validator from PyPI), security (the bearer
+  header) included. The documents are `api/openapi.yaml` of the Go modules
+  github.com/daytonaio/daytona/libs/api-client-go and
+  .../libs/toolbox-api-client-go (Apache-2.0) at a pinned version, fetched
+  and sha256-checked into .cache/daytona-specs/ by scripts/daytona-specs
+  (run by scripts/deps-install); DAYTONA_SPEC_DIR points elsewhere. A
+  request that does not match is answered 400 and recorded in `violations`;
+  tests assert there are none. The documents are used as they are, except
+  their `servers`, which are pointed at this double in memory.
 - Sandboxes are real Docker containers (docker CLI, `--network none`), one
   per Daytona sandbox, of the image the snapshot name maps to; the toolbox
   runs commands in them with `docker exec` (as root, like a Daytona sandbox
@@ -41,15 +45,20 @@ from werkzeug.datastructures import Headers, ImmutableMultiDict
 from werkzeug.formparser import parse_form_data
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SPEC_DIR = os.environ.get(
-    "DAYTONA_SPEC_DIR", os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "specs", "daytona")))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+SPEC_DIR = os.environ.get("DAYTONA_SPEC_DIR", os.path.join(ROOT, ".cache", "daytona-specs"))
 API_HOST = "http://daytona-api"
 TOOLBOX_HOST = "http://daytona-toolbox"
 CONTAINER_LABEL = "io.sandbox-broker.daytona-double"
 
 
 def _load(name, server):
-    with open(os.path.join(SPEC_DIR, name)) as f:
+    path = os.path.join(SPEC_DIR, name)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"{path}: the Daytona OpenAPI specs are not fetched; run scripts/daytona-specs "
+            "(scripts/deps-install runs it)")
+    with open(path) as f:
         spec = yaml.safe_load(f)
     spec["servers"] = [{"url": server}]
     return OpenAPI.from_dict(spec)

@@ -3,13 +3,13 @@
  * framing, but a broken daemon or a proxy can cut it anywhere, and curl
  * hands it over in pieces of any size. Input layout:
  *
- *   byte 0      output cap selector (docker_buf.max = byte * 3)
+ *   byte 0      output cap selector (http_buf.max = byte * 3)
  *   byte 1      k = byte % 16: number of chunk-size bytes that follow
  *   k bytes     chunk sizes, cycled (0 is a zero-length feed)
  *   rest        the stream
  *
  * The stream is fed whole and in those chunks, to docker_demux_feed (capped
- * docker_bufs) and to docker_demux_feed_fn (a callback that sometimes stops
+ * http_bufs) and to docker_demux_feed_fn (a callback that sometimes stops
  * the feed), and compared with a straightforward reference decoder: split
  * points must not change the bytes, their streams, the result or
  * completeness; caps must hold; buffers stay NUL-terminated. Any crash,
@@ -78,7 +78,7 @@ static void reference(const uint8_t *p, size_t n, struct expect *e)
         }
 }
 
-static void check_buf(const struct docker_buf *b, const uint8_t *want, size_t want_len)
+static void check_buf(const struct http_buf *b, const uint8_t *want, size_t want_len)
 {
         size_t keep = want_len < b->max ? want_len : b->max;
 
@@ -100,7 +100,7 @@ struct chunks {
 
 /* Feed p in the given chunks (whole if none) until an error. */
 static int feed_bufs(struct docker_demux *d, const uint8_t *p, size_t n, const struct chunks *c,
-                     struct docker_buf *out, struct docker_buf *err)
+                     struct http_buf *out, struct http_buf *err)
 {
         size_t off = 0, k = 0;
         int r = 0;
@@ -146,7 +146,7 @@ static int on_piece(void *ud, int stream, const void *p, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct docker_demux whole = { 0 }, chunked = { 0 }, fn_d = { 0 };
-        struct docker_buf wo = { 0 }, we = { 0 }, co = { 0 }, ce = { 0 };
+        struct http_buf wo = { 0 }, we = { 0 }, co = { 0 }, ce = { 0 };
         struct chunks c;
         struct expect e;
         struct sink s;
@@ -197,7 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 char *str = NULL;
                 size_t len = 99;
 
-                CHECK(docker_buf_steal(&co, &str, &len) == 0);
+                CHECK(http_buf_steal(&co, &str, &len) == 0);
                 CHECK(str && len == (e.out_len < max ? e.out_len : max) && str[len] == '\0');
                 CHECK(co.data == NULL && co.len == 0);
                 free(str);
@@ -215,11 +215,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 CHECK(s.out_at == e.out_len && s.err_at == e.err_len);
         }
 
-        docker_buf_release(&wo);
-        docker_buf_release(&we);
-        docker_buf_release(&co);
-        docker_buf_release(&ce);
-        docker_buf_release(NULL);
+        http_buf_release(&wo);
+        http_buf_release(&we);
+        http_buf_release(&co);
+        http_buf_release(&ce);
+        http_buf_release(NULL);
         free(e.out);
         free(e.err);
         return 0;

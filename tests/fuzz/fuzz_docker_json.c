@@ -1,6 +1,6 @@
 /* fuzz_docker_json: the Docker daemon's answers are bytes we did not write
  * (a compromised or buggy daemon, a proxy in between). Each input is taken
- * as a response body (NUL-terminated, as docker_buf hands it over) and fed to
+ * as a response body (NUL-terminated, as http_buf hands it over) and fed to
  * every docker_json reader: the create answer's Id (into buffers of several
  * sizes), container inspect, container list, exec inspect, the error message,
  * and the State.Status mapping. Outputs go into buffers malloc'ed at exactly

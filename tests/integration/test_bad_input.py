@@ -295,3 +295,31 @@ def test_nginx_oversize_answer_is_json(bad):
     r = http_request(bad.port, "POST", ACQ, raw, headers={"Content-Type": J})
     check_error(r, 413, "PAYLOAD_TOO_LARGE")
     assert r.headers.get("X-Request-ID"), r
+
+
+@pytest.mark.parametrize("case", ["header-too-large", "uri-too-long"])
+def test_nginx_own_errors_are_json(bad, case):
+    """Errors nginx answers itself (headers over its buffers, a URI over
+    8k) are the documented JSON, never nginx's HTML page."""
+    if case == "header-too-large":
+        r = http_request(bad.port, "GET", "/v1/status", headers={"X-Big": "b" * 12000})
+        check_error(r, 400, "INVALID_REQUEST")
+    else:
+        r = http_request(bad.port, "GET", "/v1/leases/poll?ticketId=" + "a" * 9000)
+        check_error(r, 414, "INVALID_REQUEST")
+    assert r.headers.get("X-Request-ID"), r
+
+
+@pytest.mark.parametrize("method,path", [
+    ("GET", "/v1/snapshots"), ("POST", "/v1/snapshots"), ("GET", "/v1/snapshots/s1"),
+    ("DELETE", "/v1/snapshots/s1"), ("GET", "/v1/sandboxes/%s/snapshots" % ("a" * 32)),
+    ("POST", "/v1/sandboxes/%s/snapshots" % ("a" * 32)),
+    ("GET", "/v1/sandboxes/%s/diagnostics/logs" % ("a" * 32)),
+    ("GET", "/v1/sandboxes/%s/diagnostics/events" % ("a" * 32))])
+def test_spec_routes_not_served_are_501(bad, method, path):
+    """Routes the OpenSandbox specs name but this server does not serve:
+    501 with the reason (after authentication), never "no such route"."""
+    check_error(bad.request(method, path, {} if method == "POST" else None, auth=False), 401)
+    r = bad.request(method, path, {} if method == "POST" else None)
+    body = check_error(r, 501, "NOT_IMPLEMENTED")
+    assert "not served" in body["message"], body

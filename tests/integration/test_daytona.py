@@ -10,12 +10,17 @@ containers.
 - every failure mode (401, 404, 409, 429, 500, timeouts, malformed JSON, a
   sandbox in state `error`) gives a clear API error or a failed ticket, and
   no record stays Pending
+- the execd data plane (OpenSandbox) on a backend without streaming: SSE
+  command output, background commands, file upload, download and Range
+  (the buffered fallback of the provider facade)
 - zero spec violations, bearer + organization header on every request.
 """
 
+import hashlib
 import os
 import sys
 import time
+import urllib.parse
 import uuid
 
 import pytest
@@ -23,6 +28,8 @@ import pytest
 import conftest
 from brokerlib import check_error, wait_until
 from sandboxlib import BASE_IMAGE, MULTI_IMAGE, SB, SB_HTTP_TIMEOUT, require_docker
+from sdklib import API_KEYS_ENV, OSB
+from test_execd import Execd, check_events, multipart, out_lines
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daytona"))
 import double as daytona_double  # noqa: E402
@@ -42,7 +49,8 @@ def dt(request, services, it_root):
            "DAYTONA_MULTIUSER_SNAPSHOT": MSNAP, "DAYTONA_TARGET": "us",
            "DAYTONA_TIMEOUT_MS": "3000", "DAYTONA_POLL_MAX_MS": "20000",
            "DOCKER_TIMEOUT_MS": "15000", "BROKER_CAPACITY": "16",
-           "EXEC_MAX_OUTPUT": "65536", "IDLE_POLICY": "stop_keep", "RECONCILE_MS": "1000"}
+           "EXEC_MAX_OUTPUT": "65536", "IDLE_POLICY": "stop_keep", "RECONCILE_MS": "1000",
+           "OPENSANDBOX_API_KEYS": API_KEYS_ENV}
     b = conftest.make_broker(request, services, it_root, **env)
     sb = SB(b)
     sb.double = d
@@ -309,6 +317,83 @@ def test_vanished_sandbox_marks_the_record_failed(dt):
     dt.double.delete(s)  # behind the broker's back
     rec = dt.wait_record_state(lz["sandboxId"], "Failed", timeout=30)
     assert rec.get("reason") == "CONTAINER_MISSING", rec
+
+
+# ------------------------------------------------------- execd on Daytona
+
+def test_execd_routes_without_streaming(dt):
+    """Daytona's toolbox has no streaming exec: foreground commands and
+    downloads must take the buffered path (output at the end, same events,
+    same bytes) instead of failing."""
+    osb = OSB(dt.b)
+    sid = osb.create(image=SNAP, entrypoint=("sleep", "infinity"))
+    assert dsandbox(dt, sid)["state"] == "started"
+    r = osb.endpoint(sid, 44772)
+    assert r.status == 200, r
+    ex = Execd(dt, sid, r.json["headers"]["X-EXECD-ACCESS-TOKEN"])
+    assert ex.request("GET", "/ping")[0] == 200
+
+    # foreground command: init, one event per line, execution_complete
+    st, hd, events = ex.command_stream({"command": "echo hello; echo oops >&2; printf 'a\\n\\nb'"})
+    assert st == 200, events
+    assert hd["Content-Type"].startswith("text/event-stream"), hd
+    check_events(events)
+    assert out_lines(events) == ["hello", "a", "\n", "b"], events
+    assert out_lines(events, "stderr") == ["oops"], events
+    assert events[-1]["type"] == "execution_complete", events[-1]
+    st, _, events = ex.command_stream({"command": "pwd; id -u", "envs": {"X": "y"}})
+    assert out_lines(events) == ["/workspace", "0"], events
+    # a failing command: the error event carries the exit code
+    st, _, events = ex.command_stream({"command": "echo before; exit 3"})
+    assert st == 200 and out_lines(events) == ["before"], events
+    assert events[-1]["type"] == "error" and events[-1]["error"]["evalue"] == "3", events[-1]
+    # its status is read back from the sandbox
+    cid = events[0]["text"]
+    st, _, body = ex.json("GET", "/command/status/" + cid)
+    assert st == 200 and body["running"] is False and body["exit_code"] == 3, body
+
+    # background command: status and logs
+    st, _, events = ex.command_stream({"command": "echo bg-out; sleep 0.2; echo bg-done",
+                                       "background": True})
+    assert st == 200 and events[-1]["type"] == "execution_complete", events
+    bid = events[0]["text"]
+    wait_until(lambda: ex.json("GET", "/command/status/" + bid)[2]["running"] is False or None,
+               30, 0.2, "background command ended")
+    st, hd, raw = ex.request("GET", "/command/%s/logs?cursor=0" % bid)
+    assert st == 200 and raw == b"bg-out\nbg-done\n", raw
+
+    # upload (several files), byte-exact download, Range, info
+    data = os.urandom(300 * 1024) + b"\x00\xff end"
+    small = b"\r\n--not-the-boundary\r\n" + bytes(range(256))
+    body, ctype = multipart([("/workspace/up/data.bin", data, {}),
+                             ("notes/small.bin", small, {"mode": 600})])
+    st, _, raw = ex.request("POST", "/files/upload", body, {"Content-Type": ctype}, timeout=120)
+    assert st == 200, raw
+    st, hd, raw = ex.request("GET", "/files/download?path=" + urllib.parse.quote("/workspace/up/data.bin"),
+                             timeout=120)
+    assert st == 200, raw[:300]
+    assert hashlib.sha256(raw).hexdigest() == hashlib.sha256(data).hexdigest(), len(raw)
+    assert int(hd["Content-Length"]) == len(data)
+    assert hd["Content-Type"] == "application/octet-stream"
+    assert "data.bin" in hd["Content-Disposition"]
+    st, hd, raw = ex.request("GET", "/files/download?path=/workspace/up/data.bin",
+                             headers={"Range": "bytes=1000-1999"})
+    assert st == 206 and raw == data[1000:2000], (st, len(raw))
+    assert hd["Content-Range"] == "bytes 1000-1999/%d" % len(data)
+    st, _, raw = ex.request("GET", "/files/download?path=/workspace/notes/small.bin")
+    assert st == 200 and raw == small
+    st, _, raw = ex.request("GET", "/files/download?path=/workspace/missing.bin")
+    assert st == 404, raw
+    st, _, info = ex.json("GET", "/files/info?path=/workspace/notes/small.bin")
+    assert st == 200 and info["/workspace/notes/small.bin"]["mode"] == 600, info
+    # the file is in the Daytona sandbox itself
+    res = daytona_double.docker("exec", dsandbox(dt, sid)["container"], "sha256sum",
+                                "/workspace/up/data.bin")
+    assert res.stdout.split()[0].decode() == hashlib.sha256(data).hexdigest(), res
+
+    r = osb.delete(sid)
+    assert r.status == 204, r
+    wait_until(lambda: dsandbox(dt, sid) is None, 30, 0.2, "daytona sandbox deleted")
 
 
 def test_bad_key_is_refused_without_leaking_it(request, services, it_root):

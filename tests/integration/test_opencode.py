@@ -10,6 +10,16 @@ scripted local model, and the real broker stack with Docker sandboxes.
   third's tool call waits in the queue (its result records the queue position) and
   completes after an idle release frees a slot; session deletion releases
   with reason deleted.
+- test_opencode_user_shared_two_sessions: one user, two sessions in
+  user_shared: one sandbox, a directory each; a child session (parentID)
+  runs on its parent's lease and directory.
+- test_opencode_multi_user_pool: two users (two OpenCode processes, one at a
+  time) in a multi_user_shared pool: one sandbox, a Linux user each; user A's
+  read of user B's file fails with a permission error.
+- test_opencode_plugin_hooks: no OpenCode; a Node test
+  (opencode/plugin_hooks.test.mjs) calls the plugin's hooks and tools against
+  a broker with a 3 s lease TTL: heartbeats, idle release, reacquire after
+  expiry, child sessions, broker down or hung, wrong or missing API key.
 
 scripts/opencode-install (run by scripts/deps-install, and by these tests)
 installs OpenCode and builds the plugin; without it these tests fail.
@@ -17,9 +27,11 @@ installs OpenCode and builds the plugin; without it these tests fail.
 
 import io
 import os
+import subprocess
 import sys
 import tarfile
 import threading
+import time
 import urllib.parse
 
 import pytest
@@ -28,7 +40,7 @@ from brokerlib import wait_until
 from sandboxlib import DOCKER, docker_broker, require_docker  # noqa: F401
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "opencode"))
-from runner import OpenCode, ensure_installed  # noqa: E402
+from runner import PLUGIN_DIST, OpenCode, ensure_installed  # noqa: E402
 from scripted_model import ScriptedModel  # noqa: E402
 
 require_docker()
@@ -89,6 +101,33 @@ def tools_by_name(oc, sid):
 def completed(state):
     assert state["status"] == "completed", state
     return state
+
+
+# ------------------------------------------------ the plugin's hooks, no OpenCode
+
+HOOKS_TEST = os.path.join(os.path.dirname(__file__), "opencode", "plugin_hooks.test.mjs")
+
+
+def test_opencode_plugin_hooks(docker_broker):
+    """The plugin's hooks and LeaseManager called directly by a Node test
+    (opencode/plugin_hooks.test.mjs, node --test) against a real broker with a
+    3 s lease TTL: heartbeats keep a lease past its TTL; idle release after
+    the grace period (a new turn disarms it) and transparent reacquire; a tool
+    call on an expired lease gets a new one on the same sandbox; a child
+    session shares its parent's lease; a closed port, a hung broker and a
+    wrong or missing API key give clear tool errors within a bounded time."""
+    sb = docker_broker(BROKER_CAPACITY=2, LEASE_TTL_MS=3000, IDLE_POLICY="stop_keep")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SANDBOX_BROKER", "OPENCODE"))}
+    env.update({"PLUGIN_DIST": PLUGIN_DIST, "BROKER_URL": "http://127.0.0.1:%d" % sb.b.port,
+                "BROKER_API_KEY": sb.b.api_key, "LEASE_TTL_MS": "3000"})
+    r = subprocess.run(["node", "--test", "--test-reporter=spec", HOOKS_TEST], env=env,
+                       capture_output=True, text=True, timeout=300)
+    print(r.stdout[-6000:], r.stderr[-3000:])
+    assert r.returncode == 0, "node --test plugin_hooks.test.mjs failed:\n%s\n%s" % (r.stdout[-8000:], r.stderr[-3000:])
+    assert "# fail 0" in r.stdout or "\u2139 fail 0" in r.stdout, r.stdout[-2000:]
+    # nothing leaked: every lease the plugin took is gone, from the broker's view
+    st = sb.b.status()
+    assert st["activeLeases"] == 0 and st["queueDepth"] == 0, st
 
 
 # --------------------------------------------------------------- end to end
@@ -231,3 +270,121 @@ def test_opencode_capacity_queue_idle_release(docker_broker, opencode, model):
     # deleting a session releases with reason deleted: its sandbox is removed
     oc.delete(s1)
     sb.wait_container_state(sid1, None, timeout=60)
+
+
+def test_opencode_user_shared_two_sessions(docker_broker, opencode, model):
+    """Scenario 2 through OpenCode: one user, two sessions in user_shared:
+    one sandbox, a directory each (/workspace/<session id>); a session's
+    relative paths stay in its own directory. A child session (parentID, as
+    the task tool makes) runs on its parent's lease, in its parent's
+    directory. Deleting one session keeps the sandbox for the other."""
+    sb = docker_broker(BROKER_CAPACITY=2)
+    model.script("us_1", [[("write", {"filePath": "mine.txt", "content": "session one\n"})],
+                          [("bash", {"command": "pwd; ls"})], "one done"])
+    model.script("us_2", [[("bash", {"command": "pwd; ls -A | wc -l"})],
+                          [("read", {"filePath": "mine.txt"})], "two done"])
+    model.script("us_child", [[("bash", {"command": "pwd; cat mine.txt"})], "child done"])
+    oc = opencode(sb.b, MODE="user_shared", USER_ID="dana", IDLE_RELEASE_MS="-1")
+    s1, s2 = oc.session(), oc.session()
+    oc.prompt(s1, "SCRIPT:us_1")
+    oc.prompt(s2, "SCRIPT:us_2")
+
+    (_, w1), (_, b1) = tools_by_name(oc, s1)
+    (_, b2), (_, r2) = tools_by_name(oc, s2)
+    sandbox_id = completed(w1)["metadata"]["sandboxId"]
+    assert completed(b1)["output"] == "/workspace/%s\nmine.txt\n" % s1, b1
+    assert completed(b2)["output"] == "/workspace/%s\n0\n" % s2, b2
+    assert b2["metadata"]["sandboxId"] == sandbox_id, (b2, sandbox_id)
+    # session 2's relative path is its own directory: session 1's file is not there
+    assert r2["status"] == "error" and "File not found: /workspace/%s/mine.txt" % s2 in r2["error"], r2
+    assert container_file(sandbox_id, "/workspace/%s/mine.txt" % s1) == b"session one\n"
+    assert container_file(sandbox_id, "/workspace/%s/mine.txt" % s2) is None
+    assert [c["Labels"]["io.sandbox-broker.sandbox-id"] for c in sb.containers()] == [sandbox_id]
+    st = sb.b.status()
+    assert (st["activeSlots"], st["activeLeases"]) == (1, 2), st
+
+    # a child session of s1 (what the task tool makes): s1's lease, s1's directory, no new lease
+    child = oc.session(parent=s1)
+    oc.prompt(child, "SCRIPT:us_child")
+    (_, bc), = tools_by_name(oc, child)
+    assert completed(bc)["output"] == "/workspace/%s\nsession one\n" % s1, bc
+    assert bc["metadata"]["sandboxId"] == sandbox_id
+    assert sb.b.status()["activeLeases"] == 2
+    assert "/workspace/%s" % s1 in model.system_prompt("us_child")
+
+    # deleting s1 releases its lease (reason deleted); the sandbox stays for s2
+    oc.delete(s1)
+    wait_until(lambda: sb.b.status()["activeLeases"] == 1, 30, desc="s1's lease released")
+    time.sleep(1)  # give a (wrong) teardown time to happen
+    assert DOCKER.state("sb-" + sandbox_id) == "running"
+    oc.delete(s2)
+    wait_until(lambda: sb.b.status()["activeLeases"] == 0, 30, desc="s2's lease released")
+
+
+def test_opencode_multi_user_pool(docker_broker, opencode, model):
+    """Scenario 3 through OpenCode: two users in one multi_user_shared pool,
+    each with their own OpenCode (one process at a time: the plugin's userId
+    is per process). They share one sandbox as separate Linux users; user A's
+    read of user B's file fails, and so does a cat of it."""
+    sb = docker_broker(BROKER_CAPACITY=2, POOL_SEATS=4)
+    pool = dict(MODE="multi_user_shared", POOL_ID="p1", IDLE_RELEASE_MS="-1")
+
+    # user B (frank) writes a file in his home
+    model.script("mu_b", [[("write", {"filePath": "secret.txt", "content": "frank's secret\n"})],
+                          [("bash", {"command": "id -un; pwd; stat -c %a ."})], "b done"])
+    ocb = opencode(sb.b, USER_ID="frank", **pool)
+    sid_b = ocb.session()
+    ocb.prompt(sid_b, "SCRIPT:mu_b")
+    (_, wb), (_, bb) = tools_by_name(ocb, sid_b)
+    sandbox_id = completed(wb)["metadata"]["sandboxId"]
+    user_b, home_b, mode_b = completed(bb)["output"].split()
+    assert (home_b, mode_b) == ("/home/" + user_b, "700"), bb
+    assert wb["metadata"]["filepath"] == home_b + "/secret.txt", wb
+
+    # one OpenCode at a time: B's stops without releasing (SIGKILL, no dispose), as if it ran
+    # elsewhere; the test heartbeats B's lease so that B keeps his seat meanwhile
+    ocb.stop(kill=True)
+    stop_hb = threading.Event()
+
+    def heartbeat_b():
+        while not stop_hb.wait(1.0):
+            sb.b.heartbeat("frank", sid_b)
+    assert sb.b.heartbeat("frank", sid_b).status == 200
+    hb = threading.Thread(target=heartbeat_b, daemon=True)
+    hb.start()
+    try:
+        # user A (erin), same pool: another seat, same sandbox; B's file is out of reach
+        model.script("mu_a", [
+            [("bash", {"command": "id -un; pwd"})],
+            [("read", {"filePath": home_b + "/secret.txt"})],
+            [("bash", {"command": "cat %s/secret.txt" % home_b})],
+            [("write", {"filePath": "mine.txt", "content": "erin's\n"})],
+            [("read", {"filePath": "mine.txt"})],
+            "a done"])
+        oca = opencode(sb.b, USER_ID="erin", **pool)
+        sid_a = oca.session()
+        oca.prompt(sid_a, "SCRIPT:mu_a")
+        (_, ba), (_, ra), (_, ca), (_, wa), (_, ra2) = tools_by_name(oca, sid_a)
+        user_a, home_a = completed(ba)["output"].split()
+        assert user_a != user_b and home_a == "/home/" + user_a, (user_a, user_b)
+        assert ba["metadata"]["sandboxId"] == sandbox_id
+        # A's read of B's file fails with a permission error; so does a cat
+        assert ra["status"] == "error", ra
+        print("A's read of B's file: %s" % ra["error"])
+        assert "Permission denied" in ra["error"] and home_b + "/secret.txt" in ra["error"], ra
+        assert "frank's secret" not in ra["error"]
+        out = completed(ca)["output"]
+        assert "Permission denied" in out and "frank's secret" not in out, ca
+        assert ca["metadata"]["exit"] != 0, ca
+        assert "1: erin's" in completed(ra2)["output"], ra2
+        assert container_file(sandbox_id, home_a + "/mine.txt") == b"erin's\n"
+        assert container_file(sandbox_id, home_b + "/secret.txt") == b"frank's secret\n"
+        st = sb.b.status()
+        assert (st["activeSlots"], st["activeLeases"]) == (1, 2), st
+        assert len(sb.containers()) == 1
+        oca.delete(sid_a)
+    finally:
+        stop_hb.set()
+        hb.join(5)
+    wait_until(lambda: sb.b.status()["activeLeases"] == 1, 30, desc="erin's lease released")
+    sb.release("frank", sid_b, "deleted")

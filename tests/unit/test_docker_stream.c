@@ -25,7 +25,7 @@ static void frame(uint8_t *buf, size_t *len, uint8_t stream, const void *p, uint
 
 struct sink {
         struct docker_demux dm;
-        struct docker_buf out, err;
+        struct http_buf out, err;
 };
 
 static void sink_init(struct sink *s, size_t max)
@@ -36,11 +36,11 @@ static void sink_init(struct sink *s, size_t max)
 
 static void sink_release(struct sink *s)
 {
-        docker_buf_release(&s->out);
-        docker_buf_release(&s->err);
+        http_buf_release(&s->out);
+        http_buf_release(&s->err);
 }
 
-static const char *str(const struct docker_buf *b)
+static const char *str(const struct http_buf *b)
 {
         return b->data ? b->data : "";
 }
@@ -198,18 +198,18 @@ static void test_truncated_stream(void **state)
 
 static void test_buf_steal_empty(void **state)
 {
-        struct docker_buf b = { .max = 10 };
+        struct http_buf b = { .max = 10 };
         char *s = NULL;
         size_t n = 99;
 
         (void)state;
-        assert_int_equal(docker_buf_steal(&b, &s, &n), 0);
+        assert_int_equal(http_buf_steal(&b, &s, &n), 0);
         assert_string_equal(s, "");
         assert_int_equal(n, 0);
         free(s);
-        assert_int_equal(docker_buf_append(&b, "0123456789abc", 13), 0);
+        assert_int_equal(http_buf_append(&b, "0123456789abc", 13), 0);
         assert_true(b.truncated);
-        assert_int_equal(docker_buf_steal(&b, &s, &n), 0);
+        assert_int_equal(http_buf_steal(&b, &s, &n), 0);
         assert_string_equal(s, "0123456789");
         assert_null(b.data);
         free(s);
@@ -220,10 +220,10 @@ static void test_escape(void **state)
         char *e;
 
         (void)state;
-        e = docker_api_escape("/tmp/a b/ü&x=1?");
+        e = http_escape("/tmp/a b/ü&x=1?");
         assert_string_equal(e, "%2Ftmp%2Fa%20b%2F%C3%BC%26x%3D1%3F");
         free(e);
-        e = docker_api_escape("sb-Az09._~");
+        e = http_escape("sb-Az09._~");
         assert_string_equal(e, "sb-Az09._~");
         free(e);
 }

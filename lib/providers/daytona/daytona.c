@@ -59,7 +59,7 @@ static int status_errno(long status)
  * Returns a malloc'ed URL or NULL (ENOMEM). */
 static char *url_fmt(const char *base, const char *fmt, const char *a, const char *b)
 {
-        char *ea = a ? docker_api_escape(a) : NULL, *eb = b ? docker_api_escape(b) : NULL;
+        char *ea = a ? http_escape(a) : NULL, *eb = b ? http_escape(b) : NULL;
         char *path = NULL, *url = NULL;
 
         if ((a && !ea) || (b && !eb))
@@ -80,10 +80,10 @@ out:
 /* One call: transport errors as daytona_api_request (its -EIO becomes
  * -EREMOTEIO), then the status mapped by status_errno with Daytona's message
  * in ret_err. With resp != NULL and on success, *resp owns the body. */
-static int call(struct daytona *d, const struct daytona_request *req, struct docker_buf *resp,
+static int call(struct daytona *d, const struct daytona_request *req, struct http_buf *resp,
                 const char *what, char *ret_err)
 {
-        struct docker_buf b = { 0 };
+        struct http_buf b = { 0 };
         long status = 0;
         int r;
 
@@ -109,15 +109,15 @@ static int call(struct daytona *d, const struct daytona_request *req, struct doc
 out:
         if (r == 0 && resp) {
                 *resp = b;
-                b = (struct docker_buf){ 0 };
+                b = (struct http_buf){ 0 };
         }
-        docker_buf_release(&b);
+        http_buf_release(&b);
         return r;
 }
 
 /* A control-plane call with an optional JSON body. */
 static int api_call(struct daytona *d, const char *method, char *url, const char *json,
-                    size_t max, struct docker_buf *resp, const char *what, char *ret_err)
+                    size_t max, struct http_buf *resp, const char *what, char *ret_err)
 {
         struct daytona_request req = { .method = method, .url = url, .json = json,
                                        .timeout_ms = d->timeout_ms, .max_resp = max };
@@ -130,7 +130,7 @@ static int api_call(struct daytona *d, const char *method, char *url, const char
 static int sandbox_get(struct daytona *d, const char *ref, struct daytona_sandbox *s,
                        const char *what, char *ret_err)
 {
-        struct docker_buf resp = { 0 };
+        struct http_buf resp = { 0 };
         int r;
 
         r = api_call(d, "GET", url_fmt(d->base, "/sandbox/%s", ref, NULL), NULL, DAYTONA_RESP_MAX,
@@ -141,7 +141,7 @@ static int sandbox_get(struct daytona *d, const char *ref, struct daytona_sandbo
         if (r < 0)
                 provider_errf(ret_err, "daytona: %s: malformed Sandbox answer", what);
 out:
-        docker_buf_release(&resp);
+        http_buf_release(&resp);
         return r;
 }
 
@@ -200,7 +200,7 @@ static int daytona_create(struct provider *p, const struct sandbox_spec *spec, c
         struct daytona_create_opts o = { .user = d->user, .target = d->target,
                                          .auto_stop_min = d->auto_stop_min,
                                          .auto_delete_min = d->auto_delete_min };
-        struct docker_buf resp = { 0 };
+        struct http_buf resp = { 0 };
         struct daytona_sandbox s;
         char *body = NULL;
         int r;
@@ -233,7 +233,7 @@ static int daytona_create(struct provider *p, const struct sandbox_spec *spec, c
                 }
         }
 out:
-        docker_buf_release(&resp);
+        http_buf_release(&resp);
         free(body);
         return r;
 }
@@ -323,7 +323,7 @@ static int list_pages(struct daytona *d, int max_pages,
         int r = 0;
 
         for (int page = 0; page < max_pages; page++) {
-                struct docker_buf resp = { 0 };
+                struct http_buf resp = { 0 };
                 char *url = cursor[0]
                         ? url_fmt(d->base, "/sandbox?limit=" DAYTONA_LIST_PAGE "&labels=%s&cursor=%s",
                                   labels, cursor)
@@ -336,7 +336,7 @@ static int list_pages(struct daytona *d, int max_pages,
                         if (r < 0)
                                 provider_errf(ret_err, "daytona: %s: malformed ListSandboxesResponse", what);
                 }
-                docker_buf_release(&resp);
+                http_buf_release(&resp);
                 if (r < 0 || !cursor[0])
                         return r;
         }
@@ -383,7 +383,7 @@ static int toolbox_base(struct daytona *d, const char *ref, char *ret_err)
                 provider_errf(ret_err, "daytona: sandbox %s has no usable toolboxProxyUrl", ref);
                 return -EPROTO;
         }
-        id = docker_api_escape(s.id);
+        id = http_escape(s.id);
         if (!id) {
                 provider_errf(ret_err, "daytona: toolbox: out of memory");
                 return -ENOMEM;
@@ -453,7 +453,7 @@ static int daytona_exec(struct provider *p, const char *ref, const struct exec_s
                         struct exec_result *ret, char *ret_err)
 {
         struct daytona *d = impl(p);
-        struct docker_buf resp = { 0 };
+        struct http_buf resp = { 0 };
         struct daytona_exec_wrap w = { 0 };
         struct daytona_request req = { .method = "POST" };
         char nonce[33], stdin_path[80] = "", *cmd = NULL, *body = NULL, *url = NULL, *result = NULL;
@@ -542,7 +542,7 @@ out:
                 exec_result_free(ret);
                 ret->exit_code = -1;
         }
-        docker_buf_release(&resp);
+        http_buf_release(&resp);
         free(result);
         free(url);
         free(body);
@@ -715,3 +715,16 @@ int daytona_provider_from_config(const struct broker_config *cfg, struct provide
 
         return daytona_provider_new(&s, ret);
 }
+
+/* create and start are one call and then a wait for the state, at most
+ * poll_max_ms (daytona.h) */
+static int daytona_deadline_ms(const struct broker_config *cfg)
+{
+        return cfg->daytona_timeout_ms + cfg->daytona_poll_max_ms;
+}
+
+const struct provider_backend daytona_backend = {
+        .name = "daytona",
+        .new_from_config = daytona_provider_from_config,
+        .deadline_ms = daytona_deadline_ms,
+};

@@ -46,3 +46,8 @@ int daytona_provider_new(const struct daytona_settings *s, struct provider **ret
  * settings; a stopped sandbox is kept IDLE_KEEP_MS (rounded up to Daytona's
  * minutes) before Daytona deletes it on its own. */
 int daytona_provider_from_config(const struct broker_config *cfg, struct provider **ret);
+
+/* The factory's entry (provider_factory.c): SANDBOX_PROVIDER=daytona,
+ * built by daytona_provider_from_config; deadline DAYTONA_TIMEOUT_MS +
+ * DAYTONA_POLL_MAX_MS (one call, then the wait for the state). */
+extern const struct provider_backend daytona_backend;

@@ -98,7 +98,7 @@ long daytona_api_retry_after_ms(const char *v, long cap_ms)
 struct xfer {
         const struct daytona_request *req;
         CURL *curl;
-        struct docker_buf body;
+        struct http_buf body;
         long status;
         int err;
         char retry_after[32];
@@ -116,7 +116,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
                 return 0;
         }
         /* Error bodies are only read for their message: a prefix is kept. */
-        if (docker_buf_append(&x->body, p, len) < 0) {
+        if (http_buf_append(&x->body, p, len) < 0) {
                 x->err = -ENOMEM;
                 return 0;
         }
@@ -259,7 +259,7 @@ out:
 }
 
 int daytona_api_request(struct daytona_api *api, const struct daytona_request *req,
-                        long *ret_status, struct docker_buf *ret_resp, char *ret_err)
+                        long *ret_status, struct http_buf *ret_resp, char *ret_err)
 {
         int64_t deadline = timeutil_mono_ms() + req->timeout_ms;
         struct xfer x = { 0 };
@@ -269,7 +269,7 @@ int daytona_api_request(struct daytona_api *api, const struct daytona_request *r
                 int64_t left = deadline - timeutil_mono_ms();
                 long wait;
 
-                docker_buf_release(&x.body);
+                http_buf_release(&x.body);
                 x = (struct xfer){ .req = req, .curl = api->curl };
                 x.body.max = req->max_resp > DAYTONA_ERR_BODY_MAX ? req->max_resp : DAYTONA_ERR_BODY_MAX;
                 if (left <= 0) {
@@ -293,10 +293,10 @@ int daytona_api_request(struct daytona_api *api, const struct daytona_request *r
         *ret_status = x.status;
         if (ret_resp) {
                 *ret_resp = x.body;
-                x.body = (struct docker_buf){ 0 };
+                x.body = (struct http_buf){ 0 };
         }
         r = 0;
 out:
-        docker_buf_release(&x.body);
+        http_buf_release(&x.body);
         return r;
 }

@@ -15,7 +15,7 @@
 #pragma once
 #include <stddef.h>
 
-#include "docker_api.h" /* struct docker_buf: a capped byte buffer */
+#include "http_buf.h"
 #include "provider.h"
 
 #define DAYTONA_API_RETRIES 3
@@ -49,12 +49,12 @@ void daytona_api_free(struct daytona_api *api);
 
 /* Run one request. On any HTTP answer returns 0 with *ret_status set and
  * ret_resp (if not NULL) holding the body (owned by the caller,
- * docker_buf_release; error bodies are cut to 64 KiB). Transport errors:
+ * http_buf_release; error bodies are cut to 64 KiB). Transport errors:
  * -ECONNREFUSED (nothing listens, or the name does not resolve),
  * -ETIMEDOUT, -EFBIG (a 2xx body over max_resp), -EIO; a one-line reason
  * (with the path, never the key) goes to ret_err, which may be NULL. */
 int daytona_api_request(struct daytona_api *api, const struct daytona_request *req,
-                        long *ret_status, struct docker_buf *ret_resp, char *ret_err);
+                        long *ret_status, struct http_buf *ret_resp, char *ret_err);
 
 /* Parse a Retry-After value (delta-seconds; an HTTP date counts as 1 s)
  * into milliseconds, capped at cap_ms; -1 when absent or malformed. */

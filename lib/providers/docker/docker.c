@@ -55,7 +55,7 @@ static int status_errno(long status)
  * Returns a malloc'ed path or NULL (ENOMEM). Takes at most two strings. */
 static char *path_fmt(const char *fmt, const char *a, const char *b)
 {
-        char *ea = a ? docker_api_escape(a) : NULL, *eb = b ? docker_api_escape(b) : NULL, *s = NULL;
+        char *ea = a ? http_escape(a) : NULL, *eb = b ? http_escape(b) : NULL, *s = NULL;
 
         if ((a && !ea) || (b && !eb))
                 goto out;
@@ -71,10 +71,10 @@ out:
  * mapped by status_errno with Docker's message in ret_err. On success and
  * with resp != NULL, *resp owns the body. */
 static int call(struct docker *d, const char *method, const char *path, const char *body,
-                int timeout_ms, size_t max, struct docker_buf *resp, const char *what,
+                int timeout_ms, size_t max, struct http_buf *resp, const char *what,
                 char *ret_err)
 {
-        struct docker_buf b = { 0 };
+        struct http_buf b = { 0 };
         long status = 0;
         int r;
 
@@ -91,9 +91,9 @@ static int call(struct docker *d, const char *method, const char *path, const ch
 out:
         if (r == 0 && resp) {
                 *resp = b;
-                b = (struct docker_buf){ 0 };
+                b = (struct http_buf){ 0 };
         }
-        docker_buf_release(&b);
+        http_buf_release(&b);
         return r;
 }
 
@@ -117,7 +117,7 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
                          char *ret_err)
 {
         struct docker *d = impl(p);
-        struct docker_buf resp = { 0 };
+        struct http_buf resp = { 0 };
         char *body = NULL, *path = NULL, name[128];
         int r;
 
@@ -136,7 +136,7 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
         if (r < 0)
                 provider_errf(ret_err, "docker: create: answer without a container id");
 out:
-        docker_buf_release(&resp);
+        http_buf_release(&resp);
         free(body);
         free(path);
         return r;
@@ -181,7 +181,7 @@ static int docker_inspect(struct provider *p, const char *ref, struct sandbox_in
                           char *ret_err)
 {
         struct docker *d = impl(p);
-        struct docker_buf resp = { 0 };
+        struct http_buf resp = { 0 };
         char *path = path_fmt("/containers/%s/json", ref, NULL);
         int r;
 
@@ -194,7 +194,7 @@ static int docker_inspect(struct provider *p, const char *ref, struct sandbox_in
         if (r < 0)
                 provider_errf(ret_err, "docker: inspect: unexpected answer");
 out:
-        docker_buf_release(&resp);
+        http_buf_release(&resp);
         free(path);
         return r;
 }
@@ -204,7 +204,7 @@ static int docker_list_managed(struct provider *p,
                                char *ret_err)
 {
         struct docker *d = impl(p);
-        struct docker_buf resp = { 0 };
+        struct http_buf resp = { 0 };
         char *path = path_fmt("/containers/json?all=1&filters=%s",
                               "{\"label\":[\"" PROVIDER_LABEL_MANAGED "=1\"]}", NULL);
         int r;
@@ -216,7 +216,7 @@ static int docker_list_managed(struct provider *p,
         if (r < 0)
                 provider_errf(ret_err, "docker: list: unexpected answer");
 out:
-        docker_buf_release(&resp);
+        http_buf_release(&resp);
         free(path);
         return r;
 }
@@ -224,7 +224,7 @@ out:
 static int archive_put(struct docker *d, const char *ref, const char *dir, const void *tar,
                        size_t len, char *ret_err)
 {
-        struct docker_buf resp = { 0 };
+        struct http_buf resp = { 0 };
         char *path = path_fmt("/containers/%s/archive?path=%s", ref, dir);
         struct docker_request req = {
                 .method = "PUT",
@@ -249,7 +249,7 @@ static int archive_put(struct docker *d, const char *ref, const char *dir, const
         if (r < 0)
                 docker_json_error_message("put archive", status, resp.data, ret_err);
 out:
-        docker_buf_release(&resp);
+        http_buf_release(&resp);
         free(path);
         return r;
 }
@@ -264,7 +264,7 @@ static int docker_get_archive(struct provider *p, const char *ref, const char *p
                               size_t max_len, void **ret_tar, size_t *ret_len, char *ret_err)
 {
         struct docker *d = impl(p);
-        struct docker_buf resp = { 0 };
+        struct http_buf resp = { 0 };
         char *rpath = path_fmt("/containers/%s/archive?path=%s", ref, path), *data = NULL;
         size_t len = 0;
         int r;
@@ -272,9 +272,9 @@ static int docker_get_archive(struct provider *p, const char *ref, const char *p
         r = call(d, "GET", rpath, NULL, d->timeout_ms, max_len, &resp, "get archive", ret_err);
         if (r < 0)
                 goto out;
-        r = docker_buf_steal(&resp, &data, &len);
+        r = http_buf_steal(&resp, &data, &len);
 out:
-        docker_buf_release(&resp);
+        http_buf_release(&resp);
         free(rpath);
         *ret_tar = r < 0 ? NULL : data;
         *ret_len = r < 0 ? 0 : len;
@@ -284,14 +284,14 @@ out:
 static int docker_ping(struct provider *p, char *ret_err)
 {
         struct docker *d = impl(p);
-        struct docker_buf resp = { 0 };
+        struct http_buf resp = { 0 };
         int r = call(d, "GET", "/_ping", NULL, d->timeout_ms, 64, &resp, "ping", ret_err);
 
         if (r == 0 && (!resp.data || strcmp(resp.data, "OK") != 0)) {
                 provider_errf(ret_err, "docker: ping: unexpected answer");
                 r = -EIO;
         }
-        docker_buf_release(&resp);
+        http_buf_release(&resp);
         return r;
 }
 
@@ -299,7 +299,7 @@ static int docker_ping(struct provider *p, char *ret_err)
 
 struct exec_stream {
         struct docker_demux dm;
-        struct docker_buf out, err;
+        struct http_buf out, err;
 };
 
 static int exec_sink(void *ud, const void *data, size_t len)
@@ -329,7 +329,7 @@ static int exec_run_io(struct docker *d, const char *ref, const char *const *arg
 {
         static const char attached[] = "{\"Detach\":false,\"Tty\":false}";
         static const char detached[] = "{\"Detach\":true,\"Tty\":false}";
-        struct docker_buf resp = { 0 };
+        struct http_buf resp = { 0 };
         char *body = NULL, *path = NULL, id[DOCKER_EXEC_ID_MAX];
         struct docker_request req = { 0 };
         long status = 0;
@@ -347,7 +347,7 @@ static int exec_run_io(struct docker *d, const char *ref, const char *const *arg
         if (r < 0)
                 goto out;
         r = docker_json_parse_id(resp.data, id, sizeof(id));
-        docker_buf_release(&resp);
+        http_buf_release(&resp);
         if (r < 0) {
                 provider_errf(ret_err, "docker: exec: answer without an exec id");
                 goto out;
@@ -386,7 +386,7 @@ static int exec_run_io(struct docker *d, const char *ref, const char *const *arg
                 docker_json_error_message("exec start", status, resp.data, ret_err);
                 goto out;
         }
-        docker_buf_release(&resp);
+        http_buf_release(&resp);
 
         if (!*ret_timed_out && !io->detach) {
                 free(path);
@@ -401,7 +401,7 @@ static int exec_run_io(struct docker *d, const char *ref, const char *const *arg
                         if (r < 0)
                                 goto out;
                         r = docker_json_parse_exec_inspect(resp.data, &running, ret_exit);
-                        docker_buf_release(&resp);
+                        http_buf_release(&resp);
                         if (r < 0) {
                                 provider_errf(ret_err, "docker: exec inspect: unexpected answer");
                                 goto out;
@@ -413,7 +413,7 @@ static int exec_run_io(struct docker *d, const char *ref, const char *const *arg
         }
         r = 0;
 out:
-        docker_buf_release(&resp);
+        http_buf_release(&resp);
         free(body);
         free(path);
         return r;
@@ -435,13 +435,13 @@ static int exec_run(struct docker *d, const char *ref, const char *const *argv,
                 goto out;
         ret->out_truncated = s.out.truncated;
         ret->err_truncated = s.err.truncated;
-        if ((r = docker_buf_steal(&s.out, &ret->out, &ret->out_len)) < 0 ||
-            (r = docker_buf_steal(&s.err, &ret->err, &ret->err_len)) < 0)
+        if ((r = http_buf_steal(&s.out, &ret->out, &ret->out_len)) < 0 ||
+            (r = http_buf_steal(&s.err, &ret->err, &ret->err_len)) < 0)
                 goto out;
         r = 0;
 out:
-        docker_buf_release(&s.out);
-        docker_buf_release(&s.err);
+        http_buf_release(&s.out);
+        http_buf_release(&s.err);
         return r;
 }
 
@@ -705,3 +705,20 @@ out:
         *ret = p;
         return r;
 }
+
+static int docker_from_config(const struct broker_config *cfg, struct provider **ret)
+{
+        return docker_provider_new(cfg->docker_socket, cfg->docker_timeout_ms, ret);
+}
+
+/* create and start are one Engine API call each, bounded by the timeout */
+static int docker_deadline_ms(const struct broker_config *cfg)
+{
+        return cfg->docker_timeout_ms;
+}
+
+const struct provider_backend docker_backend = {
+        .name = "docker",
+        .new_from_config = docker_from_config,
+        .deadline_ms = docker_deadline_ms,
+};

@@ -15,7 +15,12 @@
  * processes; the broker itself needs no privilege for that. A runtime
  * dockerd does not know fails the create (-EIO, dockerd's message). */
 #pragma once
+#include "config.h"
 #include "provider.h"
+
+/* The factory's entry (provider_factory.c): SANDBOX_PROVIDER=docker, built
+ * from DOCKER_SOCKET and DOCKER_TIMEOUT_MS; deadline DOCKER_TIMEOUT_MS. */
+extern const struct provider_backend docker_backend;
 
 /* Seconds `stop` lets the sandbox's processes end after SIGTERM before
  * Docker sends SIGKILL. */

@@ -16,65 +16,6 @@ struct docker_api {
         char *socket_path;
 };
 
-/* ---- buffers ---- */
-
-int docker_buf_append(struct docker_buf *b, const void *p, size_t n)
-{
-        size_t room = b->max > b->len ? b->max - b->len : 0;
-
-        if (n > room) {
-                b->truncated = true;
-                n = room;
-        }
-        if (n == 0)
-                return 0;
-        if (b->len + n + 1 > b->cap) {
-                size_t cap = b->cap ? b->cap : 4096;
-                char *d;
-
-                while (cap < b->len + n + 1)
-                        cap *= 2;
-                if (cap > b->max + 1)
-                        cap = b->max + 1;
-                d = realloc(b->data, cap);
-                if (!d)
-                        return -ENOMEM;
-                b->data = d;
-                b->cap = cap;
-        }
-        memcpy(b->data + b->len, p, n);
-        b->len += n;
-        b->data[b->len] = '\0';
-        return 0;
-}
-
-void docker_buf_release(struct docker_buf *b)
-{
-        if (!b)
-                return;
-        free(b->data);
-        b->data = NULL;
-        b->len = b->cap = 0;
-        b->truncated = false;
-}
-
-int docker_buf_steal(struct docker_buf *b, char **ret, size_t *ret_len)
-{
-        char *d = b->data;
-
-        if (!d) {
-                d = calloc(1, 1);
-                if (!d)
-                        return -ENOMEM;
-        }
-        *ret = d;
-        if (ret_len)
-                *ret_len = b->len;
-        b->data = NULL;
-        b->len = b->cap = 0;
-        return 0;
-}
-
 /* ---- demultiplexer ---- */
 
 int docker_demux_feed_fn(struct docker_demux *d, const void *data, size_t len,
@@ -124,18 +65,18 @@ int docker_demux_feed_fn(struct docker_demux *d, const void *data, size_t len,
 }
 
 struct demux_bufs {
-        struct docker_buf *out, *err;
+        struct http_buf *out, *err;
 };
 
 static int demux_to_bufs(void *ud, int stream, const void *p, size_t n)
 {
         struct demux_bufs *b = ud;
 
-        return docker_buf_append(stream == 2 ? b->err : b->out, p, n);
+        return http_buf_append(stream == 2 ? b->err : b->out, p, n);
 }
 
 int docker_demux_feed(struct docker_demux *d, const void *data, size_t len,
-                      struct docker_buf *out, struct docker_buf *err)
+                      struct http_buf *out, struct http_buf *err)
 {
         struct demux_bufs b = { out, err };
 
@@ -182,7 +123,7 @@ void docker_api_free(struct docker_api *api)
 struct xfer {
         const struct docker_request *req;
         CURL *curl;
-        struct docker_buf body;
+        struct http_buf body;
         long status;
         int err; /* why the write callback stopped the transfer */
 };
@@ -210,7 +151,7 @@ static size_t on_write(char *p, size_t size, size_t n, void *ud)
                 }
         }
         /* Error bodies are only read for their message: keep a prefix. */
-        r = docker_buf_append(&x->body, p, len);
+        r = http_buf_append(&x->body, p, len);
         if (r < 0) {
                 x->err = r;
                 return 0;
@@ -255,7 +196,7 @@ static int curl_errno(CURLcode c)
 }
 
 int docker_api_request(struct docker_api *api, const struct docker_request *req,
-                       long *ret_status, struct docker_buf *ret_resp, char *ret_err)
+                       long *ret_status, struct http_buf *ret_resp, char *ret_err)
 {
         char url[2048], cerr[CURL_ERROR_SIZE] = "";
         struct curl_slist *hdrs = NULL, *h;
@@ -334,7 +275,7 @@ int docker_api_request(struct docker_api *api, const struct docker_request *req,
         *ret_status = x.status;
         if (ret_resp) {
                 *ret_resp = x.body;
-                x.body = (struct docker_buf){ 0 };
+                x.body = (struct http_buf){ 0 };
         }
         r = 0;
 out:
@@ -342,13 +283,13 @@ out:
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, NULL);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, NULL);
         slist_free(hdrs);
-        docker_buf_release(&x.body);
+        http_buf_release(&x.body);
         return r;
 }
 
 int docker_api_call(struct docker_api *api, const char *method, const char *path,
                     const char *json_body, int timeout_ms, long *ret_status,
-                    struct docker_buf *ret_resp, size_t max_resp, char *ret_err)
+                    struct http_buf *ret_resp, size_t max_resp, char *ret_err)
 {
         struct docker_request req = {
                 .method = method,
@@ -362,26 +303,3 @@ int docker_api_call(struct docker_api *api, const char *method, const char *path
         return docker_api_request(api, &req, ret_status, ret_resp, ret_err);
 }
 
-char *docker_api_escape(const char *s)
-{
-        static const char hex[] = "0123456789ABCDEF";
-        size_t n = strlen(s);
-        char *e = malloc(3 * n + 1), *o = e;
-
-        if (!e)
-                return NULL;
-        for (; *s; s++) {
-                unsigned char ch = (unsigned char)*s;
-
-                if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                    (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
-                        *o++ = (char)ch;
-                } else {
-                        *o++ = '%';
-                        *o++ = hex[ch >> 4];
-                        *o++ = hex[ch & 15];
-                }
-        }
-        *o = '\0';
-        return e;
-}

@@ -14,28 +14,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http_buf.h"
 #include "provider.h" /* PROVIDER_ERR_MAX */
 
 #define DOCKER_API_VERSION "1.41"
 #define DOCKER_SOCKET_DEFAULT "/var/run/docker.sock"
-
-/* A growable byte buffer that keeps at most `max` bytes (always followed by
- * a NUL); bytes past the cap are dropped and `truncated` is set. */
-struct docker_buf {
-        char *data;
-        size_t len, cap, max;
-        bool truncated;
-};
-
-/* Append n bytes, keeping at most b->max in total. Returns 0 or -ENOMEM. */
-int docker_buf_append(struct docker_buf *b, const void *p, size_t n);
-
-/* Free the bytes and zero the buffer (keeps nothing); accepts NULL. */
-void docker_buf_release(struct docker_buf *b);
-
-/* Hand the bytes over without copying: *ret owns a NUL-terminated string
- * ("" when empty; free()); the buffer is left empty. Returns 0 or -ENOMEM. */
-int docker_buf_steal(struct docker_buf *b, char **ret, size_t *ret_len);
 
 /* ---- exec stream demultiplexer (Docker API "Attach" stream format) ----
  * With Tty=false every frame is an 8-byte header {stream, 0, 0, 0, size as
@@ -54,7 +37,7 @@ struct docker_demux {
 /* Feed len bytes. Returns 0, -EPROTO on a malformed header (unknown stream
  * type or non-zero padding; the demuxer then stays failed), -ENOMEM. */
 int docker_demux_feed(struct docker_demux *d, const void *data, size_t len,
-                      struct docker_buf *out, struct docker_buf *err);
+                      struct http_buf *out, struct http_buf *err);
 
 /* The same, handing each payload piece to fn as it arrives (stream 1 for
  * stdout, also for 0; 2 for stderr), in stream order. A negative return of
@@ -98,17 +81,14 @@ void docker_api_free(struct docker_api *api);
 
 /* Run one request. On success (any HTTP status) returns 0, *ret_status is
  * the HTTP status and ret_resp (if not NULL) holds the (capped) body, owned
- * by the caller (docker_buf_release). Transport errors: -ECONNREFUSED (no
+ * by the caller (http_buf_release). Transport errors: -ECONNREFUSED (no
  * daemon), -ETIMEDOUT, -EFBIG (body over max_resp), -EIO; a one-line reason
  * goes to ret_err (PROVIDER_ERR_MAX bytes, may be NULL). */
 int docker_api_request(struct docker_api *api, const struct docker_request *req,
-                       long *ret_status, struct docker_buf *ret_resp, char *ret_err);
+                       long *ret_status, struct http_buf *ret_resp, char *ret_err);
 
 /* The common case: a JSON (or empty) body, a JSON answer capped at max_resp. */
 int docker_api_call(struct docker_api *api, const char *method, const char *path,
                     const char *json_body, int timeout_ms, long *ret_status,
-                    struct docker_buf *ret_resp, size_t max_resp, char *ret_err);
+                    struct http_buf *ret_resp, size_t max_resp, char *ret_err);
 
-/* Percent-encode s (all but RFC 3986 unreserved characters) for a path
- * segment or query value. Returns a malloc'ed string (free()) or NULL. */
-char *docker_api_escape(const char *s);

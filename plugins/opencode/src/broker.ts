@@ -73,14 +73,18 @@ export class BrokerClient {
     if (res.status >= 200 && res.status < 300) return { status: res.status, json: json as T };
     const code = typeof json?.code === "string" ? json.code : `HTTP_${res.status}`;
     const msg = typeof json?.message === "string" ? json.message : text.slice(0, 200).trim() || res.statusText;
-    throw new BrokerError(res.status, code, `sandbox broker: ${method} ${path.split("?")[0]}: ${res.status} ${code}: ${msg}`);
+    // a 401 is the operator's to fix, not the model's: say which setting
+    const hint = res.status === 401
+      ? ` (the broker refused the plugin's API key: ${this.s.apiKey ? "it is not a valid key of this broker" : "none is set"}; set the plugin's apiKey option or SANDBOX_BROKER_API_KEY)`
+      : "";
+    throw new BrokerError(res.status, code, `sandbox broker: ${method} ${path.split("?")[0]}: ${res.status} ${code}: ${msg}${hint}`);
   }
 
   async acquire(sessionId: string, signal?: AbortSignal): Promise<AcquireAnswer> {
     const body: Record<string, string> = { userId: this.s.userId, sessionId, mode: this.s.mode };
     if (this.s.mode === "multi_user_shared" && this.s.poolId) body.poolId = this.s.poolId;
-    // the broker makes the sandbox before it answers 200: allow for a slow docker
-    const r = await this.request<AcquireAnswer>("POST", "/v1/leases/acquire", body, {}, Math.max(this.s.requestTimeoutMs, 120_000), signal);
+    // the broker makes the sandbox before it answers 200: allow for a slow docker (acquireTimeoutMs)
+    const r = await this.request<AcquireAnswer>("POST", "/v1/leases/acquire", body, {}, this.s.acquireTimeoutMs, signal);
     return r.json;
   }
 

@@ -27,6 +27,8 @@ export interface Settings {
   queueTimeoutMs: number;
   /** Deadline of one HTTP call to the broker (exec calls add their own timeout). */
   requestTimeoutMs: number;
+  /** Deadline of an acquire call: the broker makes the sandbox before it answers, so it is longer. */
+  acquireTimeoutMs: number;
   /** Default timeout of a bash call (the built-in's is 2 minutes). */
   bashTimeoutMs: number;
   /** Acquire when the session is created instead of on its first tool call. */
@@ -97,6 +99,7 @@ export function loadSettings(opts: Record<string, unknown> = {}, env: NodeJS.Pro
     pollMs: num("pollMs", pick(opts, "pollMs", env, "SANDBOX_BROKER_POLL_MS"), 1_000, 50),
     queueTimeoutMs: num("queueTimeoutMs", pick(opts, "queueTimeoutMs", env, "SANDBOX_BROKER_QUEUE_TIMEOUT_MS"), 15 * 60_000, 1),
     requestTimeoutMs: num("requestTimeoutMs", pick(opts, "requestTimeoutMs", env, "SANDBOX_BROKER_REQUEST_TIMEOUT_MS"), 30_000, 100),
+    acquireTimeoutMs: num("acquireTimeoutMs", pick(opts, "acquireTimeoutMs", env, "SANDBOX_BROKER_ACQUIRE_TIMEOUT_MS"), 120_000, 100),
     bashTimeoutMs: num("bashTimeoutMs", pick(opts, "bashTimeoutMs", env, "SANDBOX_BROKER_BASH_TIMEOUT_MS"), 120_000, 1),
     acquireOnSessionCreated: bool(pick(opts, "acquireOnSessionCreated", env, "SANDBOX_BROKER_ACQUIRE_ON_CREATE"), false),
     systemPrompt: bool(pick(opts, "systemPrompt", env, "SANDBOX_BROKER_SYSTEM_PROMPT"), true),

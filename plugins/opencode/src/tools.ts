@@ -63,8 +63,28 @@ function isMissing(e: unknown): boolean {
   return e instanceof BrokerError && e.code === "FILE_NOT_FOUND";
 }
 
+/**
+ * The broker refuses a file path outside the workdir of a shared-mode lease
+ * (400 INVALID_REQUEST "path must stay inside ..."): for the model that is a
+ * permission problem, said the way the built-ins say one, with the path.
+ */
+export function outsideWorkdir(e: unknown, p: string, lease: Lease): Error | undefined {
+  if (!(e instanceof BrokerError && e.code === "INVALID_REQUEST" && /must stay inside/.test(e.message))) return undefined;
+  const who = lease.mode === "multi_user_shared" ? `other users' files are not yours to reach (you are ${lease.linuxUser ?? "your own Linux user"})`
+    : "other sessions' directories are not yours to reach";
+  return new Error(`Permission denied: ${p} is outside your working directory ${lease.workdir ?? "/"} in this shared sandbox: ${who}.`);
+}
+
+function readFileIn(mgr: LeaseManager, lease: Lease, p: string, signal: AbortSignal): Promise<Buffer> {
+  return mgr.client.readFile(lease, p, signal).catch((e) => { throw outsideWorkdir(e, p, lease) ?? e; });
+}
+
+function writeFileIn(mgr: LeaseManager, lease: Lease, p: string, data: string, signal: AbortSignal): Promise<{ path: string; size: number }> {
+  return mgr.client.writeFile(lease, p, data, signal).catch((e) => { throw outsideWorkdir(e, p, lease) ?? e; });
+}
+
 async function readText(mgr: LeaseManager, lease: Lease, p: string, signal: AbortSignal): Promise<string> {
-  const buf = await mgr.client.readFile(lease, p, signal);
+  const buf = await readFileIn(mgr, lease, p, signal);
   return buf.toString("utf-8");
 }
 
@@ -166,7 +186,7 @@ IMPORTANT: This tool is for terminal operations. Use the read, write, edit, glob
         const title = P.relative(lease.workdir ?? "/", p) || p;
         let buf: Buffer;
         try {
-          buf = await mgr.client.readFile(lease, p, ctx.abort);
+          buf = await readFileIn(mgr, lease, p, ctx.abort);
         } catch (e) {
           if (!(e instanceof BrokerError) || !["FILE_NOT_FOUND", "SANDBOX_FAILED", "PERMISSION_DENIED", "INVALID_REQUEST"].includes(e.code)) throw e;
           const entries = e.code === "INVALID_REQUEST" ? undefined : await listDir(mgr, lease, p, ctx.abort).catch(() => undefined);
@@ -195,7 +215,7 @@ IMPORTANT: This tool is for terminal operations. Use the read, write, edit, glob
         const p = resolvePath(args.filePath, lease, ctx.directory);
         let before: string | undefined;
         try { before = await readText(mgr, lease, p, ctx.abort); } catch (e) { if (!isMissing(e)) before = undefined; }
-        await mgr.client.writeFile(lease, p, args.content, ctx.abort);
+        await writeFileIn(mgr, lease, p, args.content, ctx.abort);
         const ch = countChanges(before ?? "", args.content);
         return { title: P.relative(lease.workdir ?? "/", p) || p, output: "Wrote file successfully.", metadata: { filepath: p, exists: before !== undefined, ...ch, sandboxId: lease.sandboxId } };
       });
@@ -224,7 +244,7 @@ IMPORTANT: This tool is for terminal operations. Use the read, write, edit, glob
           before = await readText(mgr, lease, p, ctx.abort);
         } catch (e) {
           if (isMissing(e) && args.oldString === "") {
-            await mgr.client.writeFile(lease, p, args.newString, ctx.abort);
+            await writeFileIn(mgr, lease, p, args.newString, ctx.abort);
             return { title, output: "Edit applied successfully.", metadata: { filepath: p, ...countChanges("", args.newString), sandboxId: lease.sandboxId } };
           }
           if (isMissing(e)) throw new Error(`File ${p} not found`);
@@ -238,7 +258,7 @@ IMPORTANT: This tool is for terminal operations. Use the read, write, edit, glob
         if (n === 0) throw new Error("Could not find oldString in the file. It must match exactly, including whitespace, indentation, and line endings.");
         if (n > 1 && !args.replaceAll) throw new Error("Found multiple matches for oldString. Provide more surrounding context to make the match unique.");
         const after = args.replaceAll ? before.split(oldS).join(newS) : before.replace(oldS, () => newS);
-        await mgr.client.writeFile(lease, p, after, ctx.abort);
+        await writeFileIn(mgr, lease, p, after, ctx.abort);
         return { title, output: "Edit applied successfully.", metadata: { filepath: p, replacements: args.replaceAll ? n : 1, ...countChanges(before, after), sandboxId: lease.sandboxId } };
       });
     },
@@ -272,7 +292,7 @@ Paths are relative to the sandbox's working directory.`,
           const p = resolvePath(h.path, lease, ctx.directory);
           if (h.type === "add") plan.push({ kind: "A", path: p, content: h.contents });
           else if (h.type === "delete") {
-            try { await mgr.client.readFile(lease, p, ctx.abort); } catch (e) { if (isMissing(e)) throw new Error(`apply_patch verification failed: Failed to read file to delete: ${p}`); throw e; }
+            try { await readFileIn(mgr, lease, p, ctx.abort); } catch (e) { if (isMissing(e)) throw new Error(`apply_patch verification failed: Failed to read file to delete: ${p}`); throw e; }
             plan.push({ kind: "D", path: p });
           } else {
             let old: string;
@@ -287,7 +307,7 @@ Paths are relative to the sandbox's working directory.`,
             const r = await run(mgr, lease, ["rm", "-f", "--", s.path], ctx.abort);
             if (r.exitCode !== 0) throw new Error(`apply_patch: cannot delete ${s.path}: ${r.stderr.trim()}`);
           } else {
-            await mgr.client.writeFile(lease, s.to ?? s.path, s.content ?? "", ctx.abort);
+            await writeFileIn(mgr, lease, s.to ?? s.path, s.content ?? "", ctx.abort);
             if (s.to && s.to !== s.path) await run(mgr, lease, ["rm", "-f", "--", s.path], ctx.abort);
           }
         }

@@ -1,0 +1,106 @@
+/* execd_scripts: see execd_scripts.h. Kept as plain shell, one line per
+ * line of the program, so that they read (and later move to .sh files)
+ * as they are. */
+#include "execd_scripts.h"
+
+const char EXECD_SH_RUN[] =
+        "D=" EXECD_CMD_DIR "; f=\"$D/$1\"; to=$2; cwd=$3; kind=$4; bg=$5; shift 5\n"
+        "mkdir -p -m 1777 \"$D\" 2>/dev/null; umask 077\n"
+        "[ -e \"$f.cmd\" ] || printf '%s' \"$*\" >\"$f.cmd\"\n"
+        "[ -e \"$f.start\" ] || date +%s%3N >\"$f.start\"\n"
+        "[ \"$bg\" = 1 ] && exec >>\"$f.out\" 2>&1 </dev/null\n"
+        "if ! cd -- \"$cwd\" 2>/dev/null; then\n"
+        "  echo \"cwd $cwd: no such directory\" >&2; echo 1 >\"$f.rc\"; date +%s%3N >\"$f.end\"; exit 1\n"
+        "fi\n"
+        "sh=sh; command -v bash >/dev/null 2>&1 && sh=bash\n"
+        "[ \"$kind\" = sh ] && set -- \"$sh\" -c \"$1\"\n"
+        "[ \"$to\" = 0 ] || set -- timeout -s KILL \"$to\" \"$@\"\n"
+        "setsid -w sh -c 'echo $$ >\"$0.pid\"; exec \"$@\"' \"$f\" \"$@\"\n"
+        "rc=$?\n"
+        "echo $rc >\"$f.rc\"; date +%s%3N >\"$f.end\"\n"
+        "exit $rc\n";
+
+const char EXECD_SH_BG_PRECHECK[] =
+        "D=" EXECD_CMD_DIR "; f=\"$D/$1\"\n"
+        "mkdir -p -m 1777 \"$D\" || exit 70; umask 077\n"
+        "[ -d \"$2\" ] || exit 76\n"
+        "n=0; for p in \"$D\"/*.pid; do [ -e \"$p\" ] || continue; [ -e \"${p%.pid}.rc\" ] && continue\n"
+        "  q=$(cat \"$p\" 2>/dev/null); [ -n \"$q\" ] && [ -d \"/proc/$q\" ] && n=$((n+1)); done\n"
+        "[ \"$n\" -lt \"$3\" ] || exit 75\n"
+        "printf '%s' \"$4\" >\"$f.cmd\"; date +%s%3N >\"$f.start\"; : >\"$f.bg\"\n";
+
+const char EXECD_SH_STATUS[] =
+        "f=" EXECD_CMD_DIR "/$1\n"
+        "[ -e \"$f.start\" ] || exit 44\n"
+        "s=$(cat \"$f.start\" 2>/dev/null); p=$(cat \"$f.pid\" 2>/dev/null)\n"
+        "rc=$(cat \"$f.rc\" 2>/dev/null); e=$(cat \"$f.end\" 2>/dev/null)\n"
+        "alive=0; [ -n \"$p\" ] && [ -d \"/proc/$p\" ] && alive=1\n"
+        "if [ -z \"$rc\" ] && [ $alive = 0 ] && [ -n \"$p\" ]; then sleep 0.2\n"
+        "  rc=$(cat \"$f.rc\" 2>/dev/null); e=$(cat \"$f.end\" 2>/dev/null); fi\n"
+        "bg=0; [ -e \"$f.bg\" ] && bg=1\n"
+        "printf 'start=%s\\npid=%s\\nrc=%s\\nend=%s\\nalive=%s\\nbg=%s\\n' \"$s\" \"$p\" \"$rc\" \"$e\" $alive $bg\n"
+        "cat \"$f.cmd\" 2>/dev/null\n";
+
+const char EXECD_SH_LOGS[] =
+        "f=" EXECD_CMD_DIR "/$1\n"
+        "[ -e \"$f.start\" ] || exit 44\n"
+        "[ -e \"$f.bg\" ] || exit 45\n"
+        "d=0; [ -e \"$f.rc\" ] && d=1\n"
+        "sz=$(stat -c %s \"$f.out\" 2>/dev/null || echo 0)\n"
+        "n=$(head -c \"$sz\" \"$f.out\" 2>/dev/null | wc -l)\n"
+        "echo \"$d $n $sz\"\n"
+        "head -c \"$sz\" \"$f.out\" 2>/dev/null | tail -n +\"$(($2 + 1))\"\n";
+
+const char EXECD_SH_INTERRUPT[] =
+        "f=" EXECD_CMD_DIR "/$1\n"
+        "[ -e \"$f.start\" ] || [ \"$2\" = 1 ] || exit 44\n"
+        "i=0; while [ ! -s \"$f.pid\" ] && [ ! -e \"$f.rc\" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n"
+        "[ -e \"$f.rc\" ] && exit 0\n"
+        "[ -s \"$f.pid\" ] || exit 44\n"
+        "kill -s KILL -- \"-$(cat \"$f.pid\")\" 2>/dev/null\n"
+        "exit 0\n";
+
+const char EXECD_SH_WRITE[] =
+        "d=$(dirname -- \"$1\"); mkdir -p -- \"$d\" || exit 1\n"
+        "[ -d \"$1\" ] && { echo \"$1: is a directory\" >&2; exit 45; }\n"
+        "cat >\"$1\" || exit 1\n"
+        "[ -z \"$2\" ] || chmod \"$2\" -- \"$1\" || exit 1\n"
+        "[ -z \"$3\" ] || chown \"$3\" -- \"$1\" || exit 1\n";
+
+const char EXECD_SH_INFO[] =
+        "for p; do stat -c '%f|%s|%Y|%W|%U|%G|%a' -- \"$p\" 2>/dev/null || echo -; done\n";
+
+const char EXECD_SH_RM_FILES[] =
+        "for p; do if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then echo \"$p: is a directory\" >&2; exit 45; fi\n"
+        "  rm -f -- \"$p\" || exit 1; done\n";
+
+const char EXECD_SH_RM_DIRS[] =
+        "for p; do if [ -e \"$p\" ] && [ ! -d \"$p\" ]; then echo \"$p: not a directory\" >&2; exit 46; fi\n"
+        "  rm -rf -- \"$p\" || exit 1; done\n";
+
+const char EXECD_SH_MKDIR[] =
+        "[ -e \"$1\" ] && [ ! -d \"$1\" ] && { echo \"$1: not a directory\" >&2; exit 46; }\n"
+        "mkdir -p -- \"$1\" || exit 1\n"
+        "[ -z \"$2\" ] || chmod \"$2\" -- \"$1\" || exit 1\n"
+        "[ -z \"$3\" ] || chown \"$3\" -- \"$1\" || exit 1\n";
+
+const char EXECD_SH_READ[] =
+        "if [ \"$3\" = -1 ]; then exec cat -- \"$1\"; fi\n"
+        "tail -c +\"$(($2 + 1))\" -- \"$1\" | head -c \"$3\"\n";
+
+const char EXECD_SH_LINES[] =
+        "if [ \"$3\" = 0 ]; then exec tail -n +\"$2\" -- \"$1\"; fi\n"
+        "tail -n +\"$2\" -- \"$1\" | head -n \"$3\"\n";
+
+const char EXECD_SH_METRICS[] =
+        "cg=/sys/fs/cgroup\n"
+        "u() { sed -n 's/^usage_usec //p' $cg/cpu.stat 2>/dev/null; }\n"
+        "a=$(u); t0=$(date +%s%6N); sleep 0.2; b=$(u); t1=$(date +%s%6N)\n"
+        "printf 'u0=%s\\nu1=%s\\nt0=%s\\nt1=%s\\n' \"$a\" \"$b\" \"$t0\" \"$t1\"\n"
+        "printf 'cpumax=%s\\n' \"$(cat $cg/cpu.max 2>/dev/null)\"\n"
+        "printf 'nproc=%s\\n' \"$(nproc 2>/dev/null)\"\n"
+        "printf 'memmax=%s\\n' \"$(cat $cg/memory.max 2>/dev/null)\"\n"
+        "printf 'memcur=%s\\n' \"$(cat $cg/memory.current 2>/dev/null)\"\n"
+        "printf 'inactive=%s\\n' \"$(sed -n 's/^inactive_file //p' $cg/memory.stat 2>/dev/null)\"\n"
+        "printf 'memtotal=%s\\n' \"$(sed -n 's/^MemTotal: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo)\"\n"
+        "printf 'memavail=%s\\n' \"$(sed -n 's/^MemAvailable: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo)\"\n";

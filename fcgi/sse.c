@@ -1,0 +1,151 @@
+/* sse: see sse.h. */
+#include "sse.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "execd.h"
+#include "json_input.h"
+#include "timeutil.h"
+#include "utf8.h"
+
+void sse_begin(struct sse *s, struct request *req)
+{
+        memset(s, 0, sizeof(*s));
+        s->req = req;
+        s->last_ms = timeutil_mono_ms();
+        s->lb[0].max = s->lb[1].max = SSE_LINE_MAX;
+        /* X-Accel-Buffering: nginx passes each event on at once. */
+        execd_reply_headers(req, 200, "text/event-stream",
+                            "X-Accel-Buffering: no\r\n");
+        FCGX_FFlush(req->fcgx->out);
+}
+
+/* Send one event; o (borrowed) gets type and timestamp added. */
+static int sse_send(struct sse *s, const char *type, struct json_object *o)
+{
+        const char *js;
+
+        if (s->broken)
+                return -EPIPE;
+        json_object_object_add(o, "type", json_object_new_string(type));
+        json_object_object_add(o, "timestamp", json_object_new_int64(timeutil_now_ms()));
+        js = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!js || FCGX_PutS("data: ", s->req->fcgx->out) < 0 ||
+            FCGX_PutS(js, s->req->fcgx->out) < 0 || FCGX_PutS("\n\n", s->req->fcgx->out) < 0 ||
+            FCGX_FFlush(s->req->fcgx->out) < 0) {
+                s->broken = true;
+                return -EPIPE;
+        }
+        s->last_ms = timeutil_mono_ms();
+        return 0;
+}
+
+int sse_text(struct sse *s, const char *type, const char *text, size_t len)
+{
+        struct json_object *o = json_object_new_object();
+        char *clean = NULL;
+        size_t n = 0;
+        int r = -ENOMEM;
+
+        if (o && utf8_sanitize(text, len, &clean, &n) == 0) {
+                json_object_object_add(o, "text", json_object_new_string_len(clean, (int)n));
+                r = sse_send(s, type, o);
+        }
+        free(clean);
+        json_put(o);
+        return r;
+}
+
+struct line_ctx {
+        struct sse *s;
+        const char *type;
+};
+
+/* One line of output: an event, unless over the cap (then only counted).
+ * An empty line is "\n", as execd's tail reports it. */
+static int on_line(void *ud, const char *line, size_t len)
+{
+        struct line_ctx *lc = ud;
+        struct sse *s = lc->s;
+
+        if (s->out_bytes + len > SSE_OUTPUT_MAX) {
+                s->dropped += len + 1;
+                return 0;
+        }
+        s->out_bytes += len + 1;
+        return len ? sse_text(s, lc->type, line, len) : sse_text(s, lc->type, "\n", 1);
+}
+
+int sse_on_output(void *ud, int stream, const char *data, size_t len)
+{
+        struct sse *s = ud;
+        struct line_ctx lc = { s, stream == 2 ? "stderr" : "stdout" };
+
+        return linebuf_feed(&s->lb[stream == 2], data, len, on_line, &lc);
+}
+
+int sse_on_tick(void *ud)
+{
+        struct sse *s = ud;
+        struct json_object *o;
+        int r;
+
+        if (timeutil_mono_ms() - s->last_ms < SSE_PING_MS)
+                return 0;
+        o = json_object_new_object();
+        if (!o)
+                return -ENOMEM;
+        json_object_object_add(o, "text", json_object_new_string("pong"));
+        r = sse_send(s, "ping", o);
+        json_put(o);
+        return r;
+}
+
+int sse_flush_lines(struct sse *s)
+{
+        struct line_ctx out = { s, "stdout" }, err = { s, "stderr" };
+        int r = linebuf_flush(&s->lb[0], on_line, &out);
+
+        if (r == 0)
+                r = linebuf_flush(&s->lb[1], on_line, &err);
+        return r;
+}
+
+void sse_end(struct sse *s)
+{
+        linebuf_release(&s->lb[0]);
+        linebuf_release(&s->lb[1]);
+}
+
+void sse_complete(struct sse *s, int64_t ms)
+{
+        struct json_object *o = json_object_new_object();
+
+        if (!o)
+                return;
+        json_object_object_add(o, "execution_time", json_object_new_int64(ms));
+        sse_send(s, "execution_complete", o);
+        json_put(o);
+}
+
+void sse_error(struct sse *s, const char *evalue, const char *why)
+{
+        struct json_object *o = json_object_new_object(), *e = json_object_new_object(),
+                           *tb = json_object_new_array();
+
+        if (!o || !e || !tb) {
+                json_put(o);
+                json_put(e);
+                json_put(tb);
+                return;
+        }
+        json_object_array_add(tb, json_object_new_string(why));
+        json_object_object_add(e, "ename", json_object_new_string("CommandExecError"));
+        json_object_object_add(e, "evalue", json_object_new_string(evalue));
+        json_object_object_add(e, "traceback", tb);
+        json_object_object_add(o, "error", e);
+        sse_send(s, "error", o);
+        json_put(o);
+}

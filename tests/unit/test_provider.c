@@ -1,0 +1,323 @@
+/* Unit tests for lib/providers/: the facade (provider.c), the metering
+ * wrapper (provider_metered.c) and the factory (provider_factory.c), over
+ * a fake backend that records what it was asked.
+ *
+ * - the metered wrapper has exactly its backend's ops: no exec_stream on a
+ *   backend without one (the Daytona bug of issue 11), the backend's when it
+ *   has one
+ * - provider_exec_stream streams through a backend that can, and hands a
+ *   buffered result to the same callbacks (stdout first) through one that
+ *   cannot; a callback's error stops it
+ * - provider_api_error: the one errno -> API error mapping (-EBUSY is "not
+ *   running", 409)
+ * - the factory: backends by name, each backend's deadline, "none" */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "provider.h"
+#include "provider_factory.h"
+#include "provider_metered.h"
+
+struct fake {
+        int execs, streams, starts, stops, pauses, resumes;
+        int exec_rc;
+        const char *out, *err;
+        int freed;
+};
+
+static struct fake *fake_of(struct provider *p)
+{
+        return p->impl;
+}
+
+static int f_exec(struct provider *p, const char *ref, const struct exec_spec *spec,
+                  struct exec_result *ret, char *ret_err)
+{
+        struct fake *f = fake_of(p);
+
+        (void)ref;
+        (void)spec;
+        f->execs++;
+        if (f->exec_rc < 0) {
+                provider_errf(ret_err, "backend says no");
+                return f->exec_rc;
+        }
+        memset(ret, 0, sizeof(*ret));
+        ret->exit_code = 7;
+        ret->out = strdup(f->out ? f->out : "");
+        ret->err = strdup(f->err ? f->err : "");
+        ret->out_len = strlen(ret->out);
+        ret->err_len = strlen(ret->err);
+        return 0;
+}
+
+static int f_exec_stream(struct provider *p, const char *ref, const struct exec_spec *spec,
+                         const struct exec_stream_cb *cb, struct exec_result *ret, char *ret_err)
+{
+        struct fake *f = fake_of(p);
+        int r;
+
+        (void)ref;
+        (void)spec;
+        (void)ret_err;
+        f->streams++;
+        r = cb->on_output(cb->ud, 2, "e", 1);
+        if (r == 0)
+                r = cb->on_output(cb->ud, 1, "o", 1);
+        ret->exit_code = 0;
+        return r;
+}
+
+static int f_start(struct provider *p, const char *ref, char *ret_err)
+{
+        (void)ref;
+        (void)ret_err;
+        fake_of(p)->starts++;
+        return 0;
+}
+
+static int f_stop(struct provider *p, const char *ref, char *ret_err)
+{
+        (void)ref;
+        (void)ret_err;
+        fake_of(p)->stops++;
+        return -EBUSY;
+}
+
+static int f_pause(struct provider *p, const char *ref, char *ret_err)
+{
+        (void)ref;
+        (void)ret_err;
+        fake_of(p)->pauses++;
+        return 0;
+}
+
+static int f_resume(struct provider *p, const char *ref, char *ret_err)
+{
+        (void)ref;
+        (void)ret_err;
+        fake_of(p)->resumes++;
+        return 0;
+}
+
+static void f_free(struct provider *p)
+{
+        fake_of(p)->freed++;
+        free(p);
+}
+
+static const struct provider_ops buffered_ops = {
+        .name = "fake-buffered", .exec = f_exec, .start = f_start, .stop = f_stop,
+        .pause = f_pause, .resume = f_resume, .free = f_free,
+};
+
+static const struct provider_ops streaming_ops = {
+        .name = "fake-streaming", .exec = f_exec, .exec_stream = f_exec_stream, .start = f_start,
+        .stop = f_stop, .pause = f_pause, .resume = f_resume, .free = f_free,
+};
+
+static struct provider *fake_new(const struct provider_ops *ops, struct fake *f)
+{
+        struct provider *p = calloc(1, sizeof(*p));
+
+        assert_non_null(p);
+        p->ops = ops;
+        p->impl = f;
+        return p;
+}
+
+/* What the callbacks saw: "<stream><bytes>" pieces, in order. */
+struct seen {
+        char log[64];
+        int fail_at; /* return -EPIPE on this call (1-based); 0: never */
+        int calls;
+};
+
+static int on_output(void *ud, int stream, const char *data, size_t len)
+{
+        struct seen *s = ud;
+        size_t n = strlen(s->log);
+
+        if (++s->calls == s->fail_at)
+                return -EPIPE;
+        snprintf(s->log + n, sizeof(s->log) - n, "%d%.*s;", stream, (int)len, data);
+        return 0;
+}
+
+static void test_metered_mirrors_a_backend_without_streaming(void **state)
+{
+        struct fake f = { .out = "out\n", .err = "err\n" };
+        struct provider *p = fake_new(&buffered_ops, &f);
+        char err[PROVIDER_ERR_MAX] = "";
+        struct seen s = { 0 };
+        struct exec_stream_cb cb = { .on_output = on_output, .ud = &s };
+        const char *argv[] = { "true", NULL };
+        struct exec_spec spec = { .argv = argv, .timeout_ms = 1000, .max_output = 100 };
+        struct exec_result res = { 0 };
+
+        (void)state;
+        assert_int_equal(provider_metered(&p), 0);
+        /* the wrapper offers no streaming the backend does not have */
+        assert_null(p->ops->exec_stream);
+        assert_non_null(p->ops->exec);
+        assert_null(p->ops->create); /* the fake has none either */
+        assert_string_equal(p->ops->name, "fake-buffered");
+        assert_false(provider_can_stream(p));
+        /* the facade's fallback: one buffered exec, output to the callbacks */
+        assert_int_equal(provider_exec_stream(p, "ref", &spec, &cb, &res, err), 0);
+        assert_int_equal(f.execs, 1);
+        assert_int_equal(f.streams, 0);
+        assert_int_equal(res.exit_code, 7);
+        assert_string_equal(s.log, "1out\n;2err\n;");
+        exec_result_free(&res);
+        /* a callback's error is returned */
+        memset(&s, 0, sizeof(s));
+        s.fail_at = 1;
+        assert_int_equal(provider_exec_stream(p, "ref", &spec, &cb, &res, err), -EPIPE);
+        exec_result_free(&res);
+        /* a backend error is returned with its message, and no callback runs */
+        memset(&s, 0, sizeof(s));
+        f.exec_rc = -ETIMEDOUT;
+        assert_int_equal(provider_exec_stream(p, "ref", &spec, &cb, &res, err), -ETIMEDOUT);
+        assert_string_equal(err, "backend says no");
+        assert_int_equal(s.calls, 0);
+        exec_result_free(&res);
+        provider_free(p);
+        assert_int_equal(f.freed, 1);
+}
+
+static void test_metered_mirrors_a_streaming_backend(void **state)
+{
+        struct fake f = { 0 };
+        struct provider *p = fake_new(&streaming_ops, &f);
+        char err[PROVIDER_ERR_MAX] = "";
+        struct seen s = { 0 };
+        struct exec_stream_cb cb = { .on_output = on_output, .ud = &s };
+        const char *argv[] = { "true", NULL };
+        struct exec_spec spec = { .argv = argv, .timeout_ms = 1000 };
+        struct exec_result res = { 0 };
+
+        (void)state;
+        assert_int_equal(provider_metered(&p), 0);
+        assert_non_null(p->ops->exec_stream);
+        assert_true(provider_can_stream(p));
+        assert_int_equal(provider_exec_stream(p, "ref", &spec, &cb, &res, err), 0);
+        assert_int_equal(f.streams, 1);
+        assert_int_equal(f.execs, 0);
+        assert_string_equal(s.log, "2e;1o;"); /* as the backend sent it */
+        exec_result_free(&res);
+        provider_free(p);
+        assert_int_equal(f.freed, 1);
+}
+
+static void test_lifecycle_facade(void **state)
+{
+        struct fake f = { 0 };
+        struct provider *p = fake_new(&streaming_ops, &f);
+        char err[PROVIDER_ERR_MAX] = "";
+
+        (void)state;
+        assert_int_equal(provider_metered(&p), 0);
+        assert_int_equal(provider_start(p, "ref", err), 0);
+        assert_int_equal(provider_stop(p, "ref", err), -EBUSY);
+        assert_int_equal(provider_pause(p, "ref", err), 0);
+        assert_int_equal(provider_resume(p, "ref", err), 0);
+        assert_int_equal(f.starts + f.stops + f.pauses + f.resumes, 4);
+        provider_free(p);
+}
+
+static void test_api_error_mapping(void **state)
+{
+        char msg[128];
+
+        (void)state;
+        assert_int_equal(provider_api_error(-EBUSY, "exec", "Conflict", msg, sizeof(msg)),
+                         API_SANDBOX_NOT_RUNNING);
+        assert_string_equal(msg, "exec: the sandbox is not running");
+        assert_int_equal(api_error_status(API_SANDBOX_NOT_RUNNING), 409);
+        assert_int_equal(provider_api_error(-ENOENT, "start", "", msg, sizeof(msg)),
+                         API_SANDBOX_NOT_RUNNING);
+        assert_string_equal(msg, "start: the sandbox's container is gone");
+        assert_int_equal(provider_api_error(-ECONNREFUSED, "stop", NULL, msg, sizeof(msg)),
+                         API_UNAVAILABLE);
+        assert_string_equal(msg, "stop: the sandbox provider is unreachable");
+        assert_int_equal(provider_api_error(-ETIMEDOUT, "exec", "slow", msg, sizeof(msg)),
+                         API_SANDBOX_FAILED);
+        assert_string_equal(msg, "exec: the sandbox provider timed out");
+        assert_int_equal(provider_api_error(-EREMOTEIO, "exec", "daytona: HTTP 500", msg, sizeof(msg)),
+                         API_SANDBOX_FAILED);
+        assert_string_equal(msg, "exec: daytona: HTTP 500");
+        /* no message from the backend: the errno's text */
+        assert_int_equal(provider_api_error(-EPROTO, "exec", "", msg, sizeof(msg)), API_SANDBOX_FAILED);
+        assert_string_equal(msg, "exec: Protocol error");
+        /* always terminated, even when cut */
+        assert_int_equal(provider_api_error(-EBUSY, "download", NULL, msg, 8), API_SANDBOX_NOT_RUNNING);
+        assert_string_equal(msg, "downloa");
+}
+
+static void test_factory(void **state)
+{
+        struct broker_config cfg;
+        struct provider *p = (struct provider *)&cfg; /* must be reset */
+        char err[PROVIDER_ERR_MAX] = "";
+
+        (void)state;
+        memset(&cfg, 0, sizeof(cfg));
+        assert_non_null(provider_backend_find("docker"));
+        assert_non_null(provider_backend_find("daytona"));
+        assert_string_equal(provider_backend_find("daytona")->name, "daytona");
+        assert_null(provider_backend_find("kubernetes"));
+        assert_null(provider_backend_find("none"));
+
+        cfg.docker_timeout_ms = 30000;
+        cfg.daytona_timeout_ms = 3000;
+        cfg.daytona_poll_max_ms = 20000;
+        snprintf(cfg.provider, sizeof(cfg.provider), "docker");
+        assert_int_equal(provider_deadline_ms(&cfg), 30000);
+        /* Daytona's own timeouts, not DOCKER_TIMEOUT_MS */
+        snprintf(cfg.provider, sizeof(cfg.provider), "daytona");
+        assert_int_equal(provider_deadline_ms(&cfg), 23000);
+
+        snprintf(cfg.provider, sizeof(cfg.provider), "none");
+        assert_int_equal(provider_new_from_config(&cfg, &p, err), 0);
+        assert_null(p);
+        p = (struct provider *)&cfg;
+        snprintf(cfg.provider, sizeof(cfg.provider), "kubernetes");
+        assert_int_equal(provider_new_from_config(&cfg, &p, err), -EINVAL);
+        assert_null(p);
+        assert_non_null(strstr(err, "kubernetes"));
+        /* a backend's own refusal (no timeout) reaches the caller, named */
+        snprintf(cfg.provider, sizeof(cfg.provider), "docker");
+        cfg.docker_timeout_ms = 0;
+        assert_int_equal(provider_new_from_config(&cfg, &p, err), -EINVAL);
+        assert_null(p);
+        assert_non_null(strstr(err, "docker provider"));
+        /* and a working one comes metered: the backend's name and ops */
+        cfg.docker_timeout_ms = 1000;
+        snprintf(cfg.docker_socket, sizeof(cfg.docker_socket), "/nonexistent/docker.sock");
+        assert_int_equal(provider_new_from_config(&cfg, &p, err), 0);
+        assert_non_null(p);
+        assert_string_equal(p->ops->name, "docker");
+        assert_true(provider_can_stream(p));
+        provider_free(p);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_metered_mirrors_a_backend_without_streaming),
+                cmocka_unit_test(test_metered_mirrors_a_streaming_backend),
+                cmocka_unit_test(test_lifecycle_facade),
+                cmocka_unit_test(test_api_error_mapping),
+                cmocka_unit_test(test_factory),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
