@@ -167,7 +167,13 @@ test:
 	scripts/docker-up
 	scripts/build-images
 	$(MAKE) all
-	BUILD=$(BUILD) scripts/run-tests
+	BUILD=$(BUILD) scripts/run-tests $(TEST_ARGS)
+
+# What `make test` runs besides the plain suites (CI and the README use it):
+# the unit and integration suites again under ASan+UBSan, and each fuzzer
+# for FUZZ_SECONDS. `make test TEST_ARGS=` runs the plain suites only.
+FUZZ_SECONDS ?= 20
+TEST_ARGS    ?= --sanitized build-asan --fuzz $(FUZZ_SECONDS)
 
 # Production install (docs/OPERATIONS.md). DESTDIR-aware; with PREFIX=/usr the
 # units go to /usr/lib/systemd/system (a package), else to /etc/systemd/system.
