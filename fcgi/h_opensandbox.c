@@ -1,5 +1,5 @@
 /* h_opensandbox: the OpenSandbox lifecycle API
- * (../shared/specs/opensandbox/sandbox-lifecycle.yml) on the broker's slots.
+ * (sandbox-lifecycle.yml of the OpenSandbox project) on the broker's slots.
  *
  * A create is a lease of its tenant (user LEASE_OSB_USER, which the lease API
  * cannot name; session = sandbox id) that carries the sandbox record made at

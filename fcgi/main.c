@@ -5,7 +5,7 @@
  * Without --socket it serves the listening socket systemd passed
  * (LISTEN_FDS) or, per the FastCGI spec, fd 0. FCGI_THREADS threads each
  * serve one connection at a time (libfcgi's model), so nginx must not keep
- * more upstream connections open than there are threads (DESIGN §8). */
+ * more upstream connections open than there are threads (docs/ARCHITECTURE.md §6). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcgiapp.h>

@@ -1,6 +1,6 @@
 /* sandboxes: the supervisor's side of sandbox life: sandboxes for the
  * leases it granted from the queue, teardown of released ones, and the
- * reconciler that heals crashes (DESIGN §7: no container outlives its record). */
+ * reconciler that heals crashes (docs/ARCHITECTURE.md §5: no container outlives its record). */
 #include <errno.h>
 #include <string.h>
 

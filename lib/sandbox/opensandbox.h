@@ -1,5 +1,5 @@
 /* opensandbox: the OpenSandbox lifecycle contract
- * (../shared/specs/opensandbox/sandbox-lifecycle.yml) as data: validation of create requests and metadata, and rendering of
+ * (sandbox-lifecycle.yml of the OpenSandbox project) as data: validation of create requests and metadata, and rendering of
  * sandbox records as the spec's Sandbox object. No I/O. */
 #pragma once
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 """Bad input gets the documented 4xx JSON error and changes nothing
-(docs/API.md "Errors", DESIGN.md section 7).
+(docs/API.md "Errors", docs/ARCHITECTURE.md §5).
 
 One broker serves the whole battery: capacity 1, one lease held
 (alice/s1) and one ticket queued (bob/s1), so that a bad request that

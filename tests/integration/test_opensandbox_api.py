@@ -1,4 +1,4 @@
-"""The OpenSandbox lifecycle API (../shared/specs/opensandbox/sandbox-lifecycle.yml)
+"""The OpenSandbox lifecycle API (sandbox-lifecycle.yml of the OpenSandbox project)
 over raw HTTP, against real Docker sandboxes: auth (401), spec-shaped 400s
 for bad bodies, list filters (repeatable state, metadata) and pagination
 (newest first), metadata merge patch, pause/resume changing the real

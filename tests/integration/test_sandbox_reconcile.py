@@ -1,4 +1,4 @@
-"""Nothing leaks (DESIGN §7): the supervisor's reconciler removes managed
+"""Nothing leaks (docs/ARCHITECTURE.md §5): the supervisor's reconciler removes managed
 containers without a live record (and only this broker's), marks records
 whose container vanished Failed, and heals a supervisor killed while it was
 making a sandbox; lease expiry and the idle policies remove containers.

@@ -1,4 +1,4 @@
-"""A storm of concurrent acquires never over-grants (DESIGN.md section 7)."""
+"""A storm of concurrent acquires never over-grants (docs/ARCHITECTURE.md §5)."""
 
 import concurrent.futures
 import threading

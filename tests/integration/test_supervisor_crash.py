@@ -1,5 +1,5 @@
 """Killing the supervisor loses no ticket and grants none twice
-(DESIGN.md section 7)."""
+(docs/ARCHITECTURE.md §5)."""
 
 import os
 import random

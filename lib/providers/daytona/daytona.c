@@ -1,4 +1,4 @@
-/* daytona: see daytona.h. Contract: ../shared/specs/daytona/api-openapi.yaml
+/* daytona: see daytona.h. Contract: api/openapi.yaml of github.com/daytonaio/daytona/libs/api-client-go v0.190.0 (scripts/daytona-specs)
  * (control plane) and toolbox-openapi.yaml (in-sandbox daemon, reached as
  * {toolboxProxyUrl}/{sandboxId}/{endpoint}). */
 #include "daytona.h"

@@ -1,6 +1,6 @@
 /* daytona_json: the JSON bodies the Daytona provider sends and the parts of
  * Daytona's answers it reads. Pure (no I/O), so unit tests and fuzzers can
- * drive it. Contract: ../shared/specs/daytona/api-openapi.yaml (schemas
+ * drive it. Contract: api/openapi.yaml of github.com/daytonaio/daytona/libs/api-client-go v0.190.0 (scripts/daytona-specs) (schemas
  * CreateSandbox, Sandbox, ListSandboxesResponse) and toolbox-openapi.yaml
  * (ExecuteRequest, ExecuteResponse). */
 #pragma once
