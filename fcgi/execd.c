@@ -9,6 +9,7 @@
 #include "execd_scripts.h"
 #include "log.h"
 #include "sandbox.h"
+#include "sandbox_path.h"
 
 /* Sandbox ids as the lifecycle API makes them: [A-Za-z0-9_-], 1..63. */
 static bool id_valid(const char *s)
@@ -144,12 +145,18 @@ int execd_path_normalize(const char *in, char *out, size_t size)
         size_t o = 0, inlen = strlen(in);
         const char *p = in;
 
-        if (inlen == 0 || inlen >= EXECD_PATH_MAX || size < 2)
+        if (inlen == 0 || size < 2)
                 return -EINVAL;
+        if (inlen >= EXECD_PATH_MAX)
+                return -E2BIG;
+        /* a name over NAME_MAX would fail in the sandbox (ENAMETOOLONG):
+         * the client's error, said before anything runs */
+        if (sandbox_path_check_lengths(in, NULL) < 0)
+                return -ENAMETOOLONG;
         if (in[0] != '/') {
                 size_t n = strlen(EXECD_DEFAULT_CWD);
                 if (n + 1 >= size)
-                        return -EINVAL;
+                        return -E2BIG;
                 memcpy(out, EXECD_DEFAULT_CWD, n);
                 o = n;
         }
@@ -172,7 +179,7 @@ int execd_path_normalize(const char *in, char *out, size_t size)
                         out[o] = '\0';
                 } else {
                         if (o + 1 + seg + 1 > size)
-                                return -EINVAL;
+                                return -E2BIG;
                         out[o++] = '/';
                         memcpy(out + o, p, seg);
                         o += seg;
@@ -187,6 +194,18 @@ int execd_path_normalize(const char *in, char *out, size_t size)
         return 0;
 }
 
+const char *execd_path_strerror(int r)
+{
+        switch (r) {
+        case -ENAMETOOLONG:
+                return "a file name in it is longer than 255 bytes (NAME_MAX)";
+        case -E2BIG:
+                return "it is longer than 4095 bytes (PATH_MAX)";
+        default:
+                return "it is empty or not a path";
+        }
+}
+
 void execd_reply_fs_error(struct request *req, const char *path, const struct exec_result *res)
 {
         const char *e = res->err ? res->err : "";
@@ -199,6 +218,9 @@ void execd_reply_fs_error(struct request *req, const char *path, const struct ex
                 reply_error(req, API_FILE_NOT_FOUND, "%s: no such file or directory", path);
         else if (strstr(e, "Permission denied") || strstr(e, "Operation not permitted"))
                 reply_error(req, API_PERMISSION_DENIED, "%s: permission denied", path);
+        else if (strstr(e, "File name too long"))
+                reply_error(req, API_INVALID_REQUEST, "%s: a file name in it is too long (NAME_MAX is 255 bytes)",
+                            path);
         else if (strstr(e, "invalid user") || strstr(e, "invalid group"))
                 reply_error(req, API_INVALID_REQUEST, "%s: %.200s", path, e);
         else

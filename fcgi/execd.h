@@ -66,8 +66,14 @@ int execd_query_values(const struct request *req, const char *name, const char *
 
 /* Normalise a client path: relative to EXECD_DEFAULT_CWD, "." and ".."
  * resolved lexically ("/.." stays "/"), no "//", no trailing "/".
- * Returns 0, or -EINVAL (empty, NUL, too long). */
+ * Returns 0, or -EINVAL (empty), -ENAMETOOLONG (a component over 255
+ * bytes, NAME_MAX), -E2BIG (longer than EXECD_PATH_MAX - 1 bytes, or than
+ * size once normalised). All are the client's error (400). */
 int execd_path_normalize(const char *in, char *out, size_t size);
+
+/* What is wrong with a path execd_path_normalize refused with r, as a
+ * clause for an error message ("path: <clause>"); static storage. */
+const char *execd_path_strerror(int r);
 
 /* A file program (execd_scripts.h) that exited non-zero, as an API error
  * about path: its EXECD_X_* exit code, or what its stderr says (no such

@@ -88,9 +88,14 @@ const char EXECD_SH_READ[] =
         "if [ \"$3\" = -1 ]; then exec cat -- \"$1\"; fi\n"
         "tail -c +\"$(($2 + 1))\" -- \"$1\" | head -c \"$3\"\n";
 
+/* awk, not tail | head: the lines are joined by "\n" with nothing after the
+ * last, as execd answers (a file's final newline is not a line of its own);
+ * the file is opened by the shell so that no path is taken for an awk
+ * assignment (a=b). */
 const char EXECD_SH_LINES[] =
-        "if [ \"$3\" = 0 ]; then exec tail -n +\"$2\" -- \"$1\"; fi\n"
-        "tail -n +\"$2\" -- \"$1\" | head -n \"$3\"\n";
+        "exec awk -v s=\"$2\" -v n=\"$3\" '"
+        "n > 0 && NR >= s + n { exit } "
+        "NR >= s { printf \"%s%s\", (NR > s ? \"\\n\" : \"\"), $0 }' < \"$1\"\n";
 
 const char EXECD_SH_METRICS[] =
         "cg=/sys/fs/cgroup\n"

@@ -77,7 +77,9 @@ extern const char EXECD_SH_MKDIR[];
 extern const char EXECD_SH_READ[];
 
 /* Lines of a file to stdout: args PATH OFFSET LIMIT (OFFSET 1-based;
- * LIMIT 0: to the end). */
+ * LIMIT 0: to the end), joined by "\n" with none after the last (the
+ * file's line ends are "\n"; a "\r" before one is kept). Exit 0, or the
+ * shell's non-zero code when PATH cannot be opened (the reason on stderr). */
 extern const char EXECD_SH_LINES[];
 
 /* The sandbox's resource use (h_execd_misc.c), no args: key=value lines

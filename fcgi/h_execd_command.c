@@ -126,9 +126,12 @@ static int cmd_parse(struct request *req, struct json_object *body, struct cmd_r
                 return -1;
         }
         if (json_object_object_get_ex(body, "cwd", &v) && !json_object_is_type(v, json_type_null)) {
-                if (!json_str_clean(v) ||
-                    execd_path_normalize(json_object_get_string(v), c->cwd, sizeof(c->cwd)) < 0) {
-                        reply_error(req, API_INVALID_REQUEST, "cwd must be a path");
+                int r = json_str_clean(v) ? execd_path_normalize(json_object_get_string(v), c->cwd,
+                                                                 sizeof(c->cwd))
+                                          : -EINVAL;
+
+                if (r < 0) {
+                        reply_error(req, API_INVALID_REQUEST, "cwd: %s", execd_path_strerror(r));
                         return -1;
                 }
         }

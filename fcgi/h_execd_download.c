@@ -149,8 +149,12 @@ void h_execd_download(struct request *req)
                 return;
         }
         r = execd_query_values(req, "path", vals, 1, qbuf, EXECD_QUERY_BUF);
-        if (r != 1 || execd_path_normalize(vals[0], path, sizeof(path)) < 0) {
+        if (r != 1) {
                 reply_error(req, API_INVALID_REQUEST, "one path query parameter is required");
+                goto out;
+        }
+        if ((r = execd_path_normalize(vals[0], path, sizeof(path))) < 0) {
+                reply_error(req, API_INVALID_REQUEST, "path: %s", execd_path_strerror(r));
                 goto out;
         }
         ro = query_int(req, "offset", &offset);

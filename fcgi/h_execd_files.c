@@ -169,15 +169,19 @@ static int up_meta(struct upload *u)
 {
         struct json_object *o = NULL, *v;
         char err[256];
-        int r = -ECANCELED;
+        int r = -ECANCELED, pr;
 
         if (json_input_parse_object(u->buf ? u->buf : "", u->len, JSON_INPUT_MAX_DEPTH, &o, err,
                                     sizeof(err)) < 0)
                 return up_fail(u, API_INVALID_REQUEST, "metadata: %s", err);
         if (!json_object_object_get_ex(o, "path", &v) || !json_object_is_type(v, json_type_string) ||
-            strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v) ||
-            execd_path_normalize(json_object_get_string(v), u->path, sizeof(u->path)) < 0) {
+            strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v)) {
                 up_fail(u, API_INVALID_REQUEST, "%s", "metadata: path is required and must be a path");
+                goto out;
+        }
+        pr = execd_path_normalize(json_object_get_string(v), u->path, sizeof(u->path));
+        if (pr < 0) {
+                up_fail(u, API_INVALID_REQUEST, "metadata: path: %s", execd_path_strerror(pr));
                 goto out;
         }
         json_object_object_get_ex(o, "mode", &v);
@@ -314,8 +318,10 @@ static int query_paths(struct request *req, char *qbuf, char (*paths)[EXECD_PATH
                 return -1;
         }
         for (int i = 0; i < n; i++) {
-                if (execd_path_normalize(vals[i], paths[i], EXECD_PATH_MAX) < 0) {
-                        reply_error(req, API_INVALID_REQUEST, "path %d is not a path", i + 1);
+                int r = execd_path_normalize(vals[i], paths[i], EXECD_PATH_MAX);
+
+                if (r < 0) {
+                        reply_error(req, API_INVALID_REQUEST, "path %d: %s", i + 1, execd_path_strerror(r));
                         return -1;
                 }
                 argv[first + i] = paths[i];
@@ -463,8 +469,14 @@ void h_execd_dirs_create(struct request *req)
         json_object_object_foreach(body, key, perm) {
                 struct json_object *mv = NULL;
 
-                if (execd_path_normalize(key, path, sizeof(path)) < 0 ||
-                    !json_object_is_type(perm, json_type_object)) {
+                int pr = execd_path_normalize(key, path, sizeof(path));
+
+                if (pr < 0) {
+                        reply_error(req, API_INVALID_REQUEST, "each key must be a path: %s",
+                                    execd_path_strerror(pr));
+                        goto out;
+                }
+                if (!json_object_is_type(perm, json_type_object)) {
                         reply_error(req, API_INVALID_REQUEST, "each key must be a path, each value a Permission");
                         goto out;
                 }

@@ -19,23 +19,61 @@
 #include "execd_scripts.h"
 #include "json_input.h"
 #include "log.h"
+#include "readiness.h"
 #include "routes.h"
 #include "timeutil.h"
 
-/* GET /ping: 200 once the sandbox is Running, 503 before (the SDK polls it
- * until it succeeds; 401 for a wrong token stops it at once). */
+/* GET /ping: 200 once the sandbox is Running. While it is Pending the
+ * answer waits (bounded, readiness.h) for it to leave Pending, then 503 if
+ * it has not: the SDKs keep polling on 503. A sandbox that is Failed,
+ * Stopping or Terminated will never be ready: 403 SANDBOX_UNUSABLE with the
+ * record's reason and message, a status the Python SDK does not retry (its
+ * create then fails at once with that message, and deletes the sandbox);
+ * 401 for a wrong token stops it as well. */
 void h_execd_ping(struct request *req)
 {
+        char detail[READINESS_DETAIL_MAX];
+        struct readiness rd;
+        struct execd x;
+        int r;
+
+        if (execd_open(req, &x, false) < 0)
+                return;
+        r = readiness_read(req, x.sandbox_id, &rd);
+        if (r < 0) {
+                reply_errno(req, r, "sandbox lookup");
+                return;
+        }
+        readiness_wait(req, x.sandbox_id, false, &rd);
+        if (readiness_ready(&rd)) {
+                reply_empty(req, 200);
+                return;
+        }
+        readiness_detail(&rd, detail, sizeof(detail));
+        if (readiness_final(&rd))
+                reply_error(req, API_SANDBOX_UNUSABLE, "sandbox %s is %s%s: it will never be ready",
+                            x.sandbox_id, rd.state, detail);
+        else
+                reply_error(req, API_UNAVAILABLE, "sandbox %s is %s%s, not Running yet", x.sandbox_id,
+                            rd.state, detail);
+}
+
+/* A route of execd-api.yaml or egress-api.yaml the broker does not serve
+ * (docs/EXECD.md, "Differences from execd"): 501 with a message, after the
+ * same credential check as every data-plane route (an unknown id or a wrong
+ * token is still 404). */
+void h_execd_not_implemented(struct request *req)
+{
+        const char *what = strstr(req->route, "/proxy/");
         struct execd x;
 
         if (execd_open(req, &x, false) < 0)
                 return;
-        if (strcmp(x.state, "Running") != 0 || !x.ref[0]) {
-                reply_error(req, API_UNAVAILABLE, "sandbox %s is %s, not Running yet", x.sandbox_id,
-                            x.state);
-                return;
-        }
-        reply_empty(req, 200);
+        /* "/proxy/44772/files/mv" -> "/files/mv" */
+        what = what ? strchr(what + strlen("/proxy/"), '/') : NULL;
+        reply_error(req, API_NOT_IMPLEMENTED, "%s %s of %s is not served by this broker (docs/EXECD.md)",
+                    req->method, what ? what : req->route,
+                    strstr(req->route, "/18080/") ? "egress-api.yaml" : "execd-api.yaml");
 }
 
 static double kv_num(const char *text, const char *key, bool *ok)

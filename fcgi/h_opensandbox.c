@@ -18,6 +18,7 @@
 #include "log.h"
 #include "opensandbox.h"
 #include "osb_store.h"
+#include "readiness.h"
 #include "routes.h"
 #include "sandbox.h"
 #include "timeutil.h"
@@ -456,8 +457,9 @@ void h_osb_endpoint(struct request *req)
 {
         const char *host = req->w->cfg->osb_endpoint_host, *token, *cursor = req->query;
         struct json_object *res, *hdrs;
-        char name[32], value[64], url[512], *end;
+        char name[32], value[64], url[512], detail[READINESS_DETAIL_MAX], *end;
         long port = strtol(req->path_arg2, &end, 10);
+        struct readiness rd;
         struct osb o;
         int r;
 
@@ -486,6 +488,19 @@ void h_osb_endpoint(struct request *req)
                 reply_error(req, API_INVALID_REQUEST, "no Host header to build the endpoint from");
                 goto out;
         }
+        /* The SDKs ask for execd's endpoint right after the create, and the
+         * TypeScript SDK's create fails at once only here (its /ping loop
+         * retries everything): a sandbox being made is waited for (bounded,
+         * readiness.h), and one that failed or ended is 403 with its reason. */
+        if (port == OSB_EXECD_PORT && readiness_read(req, req->path_arg, &rd) == 0) {
+                readiness_wait(req, req->path_arg, true, &rd);
+                if (readiness_final(&rd)) {
+                        readiness_detail(&rd, detail, sizeof(detail));
+                        reply_error(req, API_SANDBOX_UNUSABLE, "sandbox %s is %s%s: it will never be ready",
+                                    req->path_arg, rd.state, detail);
+                        goto out;
+                }
+        }
         token = rec_get(o.rec, "token");
         snprintf(url, sizeof(url), "%s/v1/sandboxes/%s/proxy/%ld", host, req->path_arg, port);
         res = json_object_new_object();
@@ -497,6 +512,15 @@ void h_osb_endpoint(struct request *req)
         json_put(res);
 out:
         osb_done(&o);
+}
+
+/* POST /v1/metrics/events: the SDKs' telemetry after every create
+ * ({eventType: "sandbox.create", createDurationMs, success, sandboxId,
+ * image}), in none of the specs, its answer ignored by the SDKs. The broker
+ * keeps its own metrics (/metrics): the event is accepted and dropped. */
+void h_osb_metrics_event(struct request *req)
+{
+        reply_empty(req, 204);
 }
 
 void h_osb_not_implemented(struct request *req)

@@ -38,6 +38,8 @@ static const struct route routes[] = {
         { "sandboxes", "POST", "/v1/sandboxes/{}/renew-expiration", h_osb_renew, ROUTE_KEY },
         { "sandboxes", "PATCH", "/v1/sandboxes/{}/metadata", h_osb_metadata, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/sandboxes/{}/endpoints/{}", h_osb_endpoint, ROUTE_KEY },
+        /* the SDKs' create telemetry (in no spec): accepted and dropped, 204 */
+        { "sandboxes", "POST", "/v1/metrics/events", h_osb_metrics_event, ROUTE_KEY },
         /* routes of the OpenSandbox specs this server does not serve (yet): 501 */
         { "sandboxes", "GET", "/v1/snapshots", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "POST", "/v1/snapshots", h_osb_not_implemented, ROUTE_KEY },
@@ -60,10 +62,35 @@ static const struct route routes[] = {
         { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/directories", h_execd_dirs_create, ROUTE_TOKEN },
         { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/directories", h_execd_dirs_delete, ROUTE_TOKEN },
         { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/metrics", h_execd_metrics, ROUTE_TOKEN },
+        /* execd-api.yaml routes not served (docs/EXECD.md): 501 with a message */
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/code/contexts", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/code/contexts", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/code/contexts/{}", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/code/contexts/{}", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/code/context", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/code", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/code", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/session", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/session/{}/run", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/session/{}", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/files/permissions", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/files/mv", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/files/search", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/files/replace", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/directories/list", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/metrics/watch", h_execd_not_implemented, ROUTE_TOKEN },
         /* egress sidecar (egress-api.yaml) */
         { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_get, ROUTE_TOKEN },
         { "execd", "PATCH", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change, ROUTE_TOKEN },
         { "execd", "DELETE", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/18080/credential-vault", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "PATCH", "/v1/sandboxes/{}/proxy/18080/credential-vault", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/18080/credential-vault", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault/credentials", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault/credentials/{}", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault/bindings", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault/bindings/{}", h_execd_not_implemented, ROUTE_TOKEN },
 };
 
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))

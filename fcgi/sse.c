@@ -61,27 +61,43 @@ int sse_text(struct sse *s, const char *type, const char *text, size_t len)
 struct line_ctx {
         struct sse *s;
         const char *type;
+        const struct linebuf *lb; /* whose `ended` says if the line had a terminator */
 };
 
 /* One line of output: an event, unless over the cap (then only counted).
- * An empty line is "\n", as execd's tail reports it. */
+ * A line that ended carries "\n" (whatever its terminator was: "\r\n" and
+ * "\r" too), as execd-api.yaml's example event does ("Hello, World!\n"), so
+ * a client that writes the texts as they come (osb's raw output) or joins
+ * them prints the output as it was; an empty line is "\n". A piece of a
+ * longer line, and an unterminated last line, carry none. */
 static int on_line(void *ud, const char *line, size_t len)
 {
         struct line_ctx *lc = ud;
         struct sse *s = lc->s;
+        char *text;
+        int r;
 
         if (s->out_bytes + len > SSE_OUTPUT_MAX) {
                 s->dropped += len + 1;
                 return 0;
         }
         s->out_bytes += len + 1;
-        return len ? sse_text(s, lc->type, line, len) : sse_text(s, lc->type, "\n", 1);
+        if (!lc->lb->ended)
+                return sse_text(s, lc->type, line, len);
+        text = malloc(len + 1);
+        if (!text)
+                return -ENOMEM;
+        memcpy(text, line, len);
+        text[len] = '\n';
+        r = sse_text(s, lc->type, text, len + 1);
+        free(text);
+        return r;
 }
 
 int sse_on_output(void *ud, int stream, const char *data, size_t len)
 {
         struct sse *s = ud;
-        struct line_ctx lc = { s, stream == 2 ? "stderr" : "stdout" };
+        struct line_ctx lc = { s, stream == 2 ? "stderr" : "stdout", &s->lb[stream == 2] };
 
         return linebuf_feed(&s->lb[stream == 2], data, len, on_line, &lc);
 }
@@ -105,7 +121,7 @@ int sse_on_tick(void *ud)
 
 int sse_flush_lines(struct sse *s)
 {
-        struct line_ctx out = { s, "stdout" }, err = { s, "stderr" };
+        struct line_ctx out = { s, "stdout", &s->lb[0] }, err = { s, "stderr", &s->lb[1] };
         int r = linebuf_flush(&s->lb[0], on_line, &out);
 
         if (r == 0)

@@ -2,8 +2,10 @@
  * execd contract, docs/EXECD.md): each event is one `data: <json>\n\n`
  * frame, flushed at once, with "type" and "timestamp" (epoch ms) added:
  *   init                 {text: command id}
- *   stdout / stderr      {text: one line, without its newline; "\n" for an
- *                        empty line; invalid UTF-8 replaced}
+ *   stdout / stderr      {text: one line with "\n" at its end (for any of
+ *                        "\n", "\r\n", "\r"), as execd-api.yaml's example;
+ *                        none on a piece of a longer line or on an
+ *                        unterminated last line; invalid UTF-8 replaced}
  *   ping                 {text: "pong"} after SSE_PING_MS of silence
  *   execution_complete   {execution_time: ms}
  *   error                {error: {ename: CommandExecError, evalue, traceback}}

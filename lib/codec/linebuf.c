@@ -25,7 +25,10 @@ static int emit_long(struct linebuf *lb, linebuf_fn fn, void *ud)
         /* hand out full pieces while the pending line is longer than max */
         while (lb->len > lb->max) {
                 size_t n = piece_len(lb->buf, lb->max);
-                int r = fn(ud, lb->buf, n);
+                int r;
+
+                lb->ended = false;
+                r = fn(ud, lb->buf, n);
 
                 if (r < 0)
                         return r;
@@ -74,6 +77,7 @@ int linebuf_feed(struct linebuf *lb, const char *data, size_t len, linebuf_fn fn
                         i++;
                 /* A whole line inside this chunk with nothing pending: no copy. */
                 if (i < len && lb->len == 0 && i - start <= lb->max) {
+                        lb->ended = true;
                         r = fn(ud, data + start, i - start);
                         if (r < 0)
                                 return r;
@@ -83,6 +87,7 @@ int linebuf_feed(struct linebuf *lb, const char *data, size_t len, linebuf_fn fn
                                 return r;
                         if (i == len)
                                 break;
+                        lb->ended = true;
                         r = fn(ud, lb->buf ? lb->buf : "", lb->len);
                         if (r < 0)
                                 return r;
@@ -98,6 +103,7 @@ int linebuf_flush(struct linebuf *lb, linebuf_fn fn, void *ud)
 {
         int r = 0;
 
+        lb->ended = false;
         if (lb->len > 0)
                 r = fn(ud, lb->buf, lb->len);
         lb->len = 0;

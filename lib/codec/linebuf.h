@@ -12,6 +12,9 @@ struct linebuf {
         size_t len, cap;
         size_t max;      /* longest piece handed out; set before the first feed (>= 4) */
         bool last_cr;    /* the previous byte ended a line with "\r" */
+        bool ended;      /* for the callback: the line it gets ended with a
+                          * terminator (false for a piece of a long line that
+                          * goes on, and for the unterminated rest at flush) */
 };
 
 /* Called once per line (or piece of a long line); line is not NUL-terminated

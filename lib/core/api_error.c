@@ -19,6 +19,10 @@ static const struct {
         [API_SANDBOX_FAILED] = { 502, "SANDBOX_FAILED" },
         [API_SANDBOX_NOT_FOUND] = { 404, "SANDBOX_NOT_FOUND" },
         [API_SANDBOX_NOT_RUNNING] = { 409, "SANDBOX_NOT_RUNNING" },
+        /* 403: a status the Python SDK's readiness loop (execd /ping) does
+         * not retry (docs/OPENSANDBOX.md), so a failed sandbox fails the
+         * create at once */
+        [API_SANDBOX_UNUSABLE] = { 403, "SANDBOX_UNUSABLE" },
         [API_FILE_NOT_FOUND] = { 404, "FILE_NOT_FOUND" },
         [API_FILE_TOO_LARGE] = { 413, "FILE_TOO_LARGE" },
         [API_CONFLICT] = { 409, "CONFLICT" },

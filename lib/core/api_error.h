@@ -17,6 +17,7 @@ enum api_error {
         API_SANDBOX_FAILED,
         API_SANDBOX_NOT_FOUND,
         API_SANDBOX_NOT_RUNNING,
+        API_SANDBOX_UNUSABLE, /* Failed or ended: will never be Running */
         API_FILE_NOT_FOUND,
         API_FILE_TOO_LARGE,
         API_CONFLICT,

@@ -320,6 +320,13 @@ static const char *hash_get(const redisReply *h, const char *name)
         return NULL;
 }
 
+const char *osb_record_field(const redisReply *h, const char *name)
+{
+        if (!h || h->type != REDIS_REPLY_ARRAY)
+                return NULL;
+        return hash_get(h, name);
+}
+
 static struct json_object *iso_time(const char *ms)
 {
         char buf[32];

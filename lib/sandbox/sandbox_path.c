@@ -5,6 +5,31 @@
 #include <stdio.h>
 #include <string.h>
 
+int sandbox_path_check_lengths(const char *path, char *why)
+{
+        size_t len = strlen(path);
+
+        if (len >= SANDBOX_PATH_MAX) {
+                if (why)
+                        snprintf(why, 128, "path is %zu bytes, longer than %d (PATH_MAX)", len,
+                                 SANDBOX_PATH_MAX - 1);
+                return -ENAMETOOLONG;
+        }
+        for (const char *p = path; *p;) {
+                size_t n = strcspn(p, "/");
+
+                if (n > SANDBOX_NAME_MAX) {
+                        if (why)
+                                snprintf(why, 128, "a file name in the path is %zu bytes, longer than %d "
+                                         "(NAME_MAX)", n, SANDBOX_NAME_MAX);
+                        return -ENAMETOOLONG;
+                }
+                p += n;
+                p += strspn(p, "/");
+        }
+        return 0;
+}
+
 int sandbox_path_resolve(const char *workdir, const char *path, bool confine, char *out,
                          size_t size, char *why)
 {
@@ -16,6 +41,8 @@ int sandbox_path_resolve(const char *workdir, const char *path, bool confine, ch
                 snprintf(why, 128, "path must be 1 to %d bytes", SANDBOX_PATH_MAX - 1);
                 return -EINVAL;
         }
+        if (sandbox_path_check_lengths(path, why) < 0)
+                return -EINVAL;
         if (path[0] == '/')
                 snprintf(joined, sizeof(joined), "%s", path);
         else

@@ -341,14 +341,17 @@ def check_quickstart(run, b, text, osb):
 
     r = run.step("run")
     assert r["exit_code"] == 0, r
-    assert r["stdout"] == text.rstrip("\n").split("\n") + ["greeting=hi"], r
+    # one message per line, each with its newline (execd-api.yaml's example
+    # event is "Hello, World!\n"): joined, they are the output as it was
+    assert r["stdout"] == [l + "\n" for l in text.rstrip("\n").split("\n")] + ["greeting=hi\n"], r
+    assert "".join(r["stdout"]) == text + "greeting=hi\n", r
     assert r["stderr"] == [], r
     assert r["error"] is None, r
 
     f = run.step("run_failing")
     assert f["exit_code"] == 3, f
-    assert f["stdout"] == ["to-stdout"], f
-    assert f["stderr"] == ["to-stderr"], f
+    assert f["stdout"] == ["to-stdout\n"], f
+    assert f["stderr"] == ["to-stderr\n"], f
     assert f["error"] is not None and f["error"]["value"] == "3", f
 
     rd = run.step("read_file")

@@ -338,7 +338,7 @@ def test_execd_routes_without_streaming(dt):
     assert st == 200, events
     assert hd["Content-Type"].startswith("text/event-stream"), hd
     check_events(events)
-    assert out_lines(events) == ["hello", "a", "\n", "b"], events
+    assert out_lines(events) == ["hello", "a", "", "b"], events
     assert out_lines(events, "stderr") == ["oops"], events
     assert events[-1]["type"] == "execution_complete", events[-1]
     st, _, events = ex.command_stream({"command": "pwd; id -u", "envs": {"X": "y"}})

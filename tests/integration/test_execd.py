@@ -117,8 +117,16 @@ def ex(request, services, it_root):
     return Execd(SB(b), sid, r.json["headers"]["X-EXECD-ACCESS-TOKEN"])
 
 
-def out_lines(events, kind="stdout"):
+def out_texts(events, kind="stdout"):
+    """The texts of the stdout (or stderr) events, as they came."""
     return [e["text"] for e in events if e["type"] == kind]
+
+
+def out_lines(events, kind="stdout"):
+    """The output as a client assembles it (the texts joined), in lines."""
+    text = "".join(out_texts(events, kind))
+    lines = text.split("\n")
+    return lines[:-1] if text.endswith("\n") else lines
 
 
 def check_events(events):
@@ -154,7 +162,8 @@ def test_ping_auth_and_unknown_sandbox(ex):
         assert st == 404, (method, path, st, body)
         st, _, body = ex.json(method, path, {} if method == "POST" else None, token="")
         assert st == 401, (method, path, st, body)
-    # a record that is not Running yet: ping is 503 (the SDK keeps polling)
+    # a record that is not Running yet: ping waits for it (READINESS_HOLD_MS,
+    # 5 s), then answers 503 (the SDK keeps polling)
     key = ex.sb.b.key("sandbox:" + ex.sid)
     ex.sb.b.redis.hset(key, "state", "Pending")
     try:
@@ -175,8 +184,12 @@ def test_command_stdout_stderr_lines(ex):
     assert st == 200, events
     assert hd["Content-Type"].startswith("text/event-stream"), hd
     check_events(events)
-    assert out_lines(events) == ["hello", "a", "\n", "b", "x", "y"], events
-    assert out_lines(events, "stderr") == ["oops"], events
+    # one event per line, carrying its newline (any terminator becomes "\n"),
+    # as execd-api.yaml's example ("Hello, World!\n"); an unterminated last
+    # line carries none
+    assert out_texts(events) == ["hello\n", "a\n", "\n", "b\n", "x\n", "y"], events
+    assert out_texts(events, "stderr") == ["oops\n"], events
+    assert out_lines(events) == ["hello", "a", "", "b", "x", "y"], events
     assert events[-1]["type"] == "execution_complete", events[-1]
     assert isinstance(events[-1]["execution_time"], int) and events[-1]["execution_time"] >= 0
 
@@ -219,17 +232,19 @@ def test_command_10000_lines_complete_and_in_order(ex):
 
 def test_command_long_line_is_split_and_complete(ex):
     st, _, events = ex.command_stream({"command": "head -c 200000 /dev/zero | tr '\\0' x; echo"})
-    lines = out_lines(events)
-    assert "".join(lines) == "x" * 200000, [len(l) for l in lines]
-    assert all(len(l) <= 65536 for l in lines)
+    texts = out_texts(events)
+    assert "".join(texts) == "x" * 200000 + "\n", [len(t) for t in texts]
+    assert all(len(t) <= 65536 + 1 for t in texts)
+    # only the last piece ends the line
+    assert [t.endswith("\n") for t in texts] == [False] * (len(texts) - 1) + [True]
 
 
 def test_command_streams_without_buffering_and_pings(ex):
     t0 = time.monotonic()
     st, _, events = ex.command_stream({"command": "echo first; sleep 4; echo second"})
     assert st == 200
-    first = [e for e in events if e.get("text") == "first"][0]
-    second = [e for e in events if e.get("text") == "second"][0]
+    first = [e for e in events if e.get("text") == "first\n"][0]
+    second = [e for e in events if e.get("text") == "second\n"][0]
     # "first" arrived while the command still ran: nothing buffered it
     assert first["_t"] - t0 < 3.0, first["_t"] - t0
     assert second["_t"] - first["_t"] > 3.0
@@ -419,7 +434,7 @@ def test_upload_download_byte_exact_and_ranges(ex):
     body2, ctype2 = multipart([("/workspace/up/lines.txt", b"l1\nl2\nl3\nl4\n", {})])
     assert ex.request("POST", "/files/upload", body2, {"Content-Type": ctype2})[0] == 200
     st, hd, raw = ex.request("GET", "/files/download?path=/workspace/up/lines.txt&offset=2&limit=2")
-    assert st == 200 and raw == b"l2\nl3\n", raw
+    assert st == 200 and raw == b"l2\nl3", raw
 
     # the SDK sends chunked bodies when it talks to execd directly
     chunks = [body2[i:i + 7] for i in range(0, len(body2), 7)]

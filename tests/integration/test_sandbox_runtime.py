@@ -178,6 +178,11 @@ def test_file_errors_and_path_traversal(rt, lease):
         check_error(rt.read(lease, p), 400, "INVALID_REQUEST")
         check_error(rt.write(lease, p, b"pwned"), 400, "INVALID_REQUEST")
     check_error(rt.write(lease, "", b"x"), 400, "INVALID_REQUEST")
+    # a file name over NAME_MAX (255 bytes) is the caller's error, said before any exec
+    r = rt.write(lease, "n" * 256, b"x")
+    check_error(r, 400, "INVALID_REQUEST")
+    assert "NAME_MAX" in r.json["message"], r
+    check_error(rt.read(lease, "/workspace/" + "n" * 300 + "/x"), 400, "INVALID_REQUEST")
     check_error(rt.call("POST", lease, "/files/write", {"path": "x.txt", "content": "not base64!"}),
                 400, "INVALID_REQUEST")
     check_error(rt.call("POST", lease, "/files/write", {"path": "x.txt"}), 400, "INVALID_REQUEST")

@@ -64,7 +64,7 @@ def test_python_sdk_5mib_file_and_10000_lines(osb_broker):
     }, timeout=300)
     w = run.step("write_5mib")
     s = run.step("sha256_in_sandbox")
-    assert s["exit_code"] == 0 and s["stdout"] == [w["sha256"], str(5 * 1024 * 1024)], s
+    assert s["exit_code"] == 0 and s["stdout"] == [w["sha256"] + "\n", "%d\n" % (5 * 1024 * 1024)], s
     r = run.step("read_5mib")
     assert r["bytes"] == w["bytes"] and r["sha256"] == w["sha256"], (r, w)
     q = run.step("seq_10000")

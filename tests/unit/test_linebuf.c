@@ -1,6 +1,7 @@
 /* Unit tests for lib/codec/linebuf.c: lines split at "\n", "\r" and "\r\n" (one
  * end), fed whole and at every split point, long lines cut into pieces at
- * UTF-8 boundaries, the unterminated last line on flush. */
+ * UTF-8 boundaries, the unterminated last line on flush, and `ended` (did
+ * the line handed out end with a terminator). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -85,6 +86,53 @@ static void test_utf8_boundary(void **state)
         assert_string_equal(l.text, "aaa|\xc3\xa9zz|");
 }
 
+struct ended_ctx {
+        struct linebuf *lb;
+        struct lines l; /* each line followed by '$' (ended) or '~' (not) */
+};
+
+static int collect_ended(void *ud, const char *line, size_t len)
+{
+        struct ended_ctx *c = ud;
+
+        assert_true(c->l.len + len + 1 < sizeof(c->l.text));
+        memcpy(c->l.text + c->l.len, line, len);
+        c->l.len += len;
+        c->l.text[c->l.len++] = c->lb->ended ? '$' : '~';
+        c->l.text[c->l.len] = '\0';
+        return 0;
+}
+
+static void check_ended(const char *s, size_t max, const char *want)
+{
+        for (size_t split = 0; split <= strlen(s); split++) {
+                struct linebuf lb = { .max = max };
+                struct ended_ctx c = { .lb = &lb };
+                size_t n = strlen(s);
+
+                if (split == 0 || split >= n) {
+                        assert_int_equal(linebuf_feed(&lb, s, n, collect_ended, &c), 0);
+                } else {
+                        assert_int_equal(linebuf_feed(&lb, s, split, collect_ended, &c), 0);
+                        assert_int_equal(linebuf_feed(&lb, s + split, n - split, collect_ended, &c), 0);
+                }
+                assert_int_equal(linebuf_flush(&lb, collect_ended, &c), 0);
+                linebuf_release(&lb);
+                assert_string_equal(c.l.text, want);
+        }
+}
+
+/* Terminated lines are "ended"; the pieces of a long line but its last,
+ * and the unterminated rest handed out by flush, are not. */
+static void test_ended(void **state)
+{
+        (void)state;
+        check_ended("a\nb\r\nc\rd", 100, "a$b$c$d~");
+        check_ended("\n\n", 100, "$$");
+        check_ended("abcdefghij\nxy", 4, "abcd~efgh~ij$xy~");
+        check_ended("abcdefgh\n", 4, "abcd~efgh$");
+}
+
 static int stop_at_two(void *ud, const char *line, size_t len)
 {
         int *n = ud;
@@ -111,6 +159,7 @@ int main(void)
                 cmocka_unit_test(test_terminators),
                 cmocka_unit_test(test_long_lines),
                 cmocka_unit_test(test_utf8_boundary),
+                cmocka_unit_test(test_ended),
                 cmocka_unit_test(test_callback_error_stops),
         };
 

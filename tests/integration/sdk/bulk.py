@@ -56,7 +56,7 @@ async def main():
 
         step = "seq_10000"
         ex = await sandbox.commands.run("seq 1 10000")
-        lines = [m.text for m in ex.logs.stdout]
+        lines = "".join(m.text for m in ex.logs.stdout).splitlines()
         expected = [str(i) for i in range(1, 10001)]
         first_bad = next((i for i, (a, b) in enumerate(zip(lines, expected)) if a != b), None)
         emit(step, exit_code=ex.exit_code, count=len(lines), in_order=(lines == expected),
