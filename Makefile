@@ -29,7 +29,8 @@ ADMIN_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard admin/*.c))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin $(BUILD)/sandbox-runc
+all: $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin $(BUILD)/sandbox-runc \
+	$(BUILD)/sandbox-agent
 
 $(BUILD)/libbroker.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
@@ -48,6 +49,15 @@ $(BUILD)/broker-admin: $(ADMIN_OBJ) $(BUILD)/libbroker.a
 $(BUILD)/sandbox-runc: runtime/sandbox-runc.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(shell pkg-config --libs json-c)
+
+# The first process of every Docker sandbox (docs/AGENT.md): static, linked
+# with musl so that it runs in any image, and with nothing of lib/.
+MUSL_CC   ?= musl-gcc
+AGENT_SRC := $(wildcard agent/*.c)
+
+$(BUILD)/sandbox-agent: $(AGENT_SRC) $(wildcard agent/*.h)
+	@mkdir -p $(@D)
+	$(MUSL_CC) -static -Os -s -std=gnu11 $(WARN) -D_GNU_SOURCE -o $@ $(AGENT_SRC)
 
 # Each Redis script is common.lua followed by its own file, embedded as a C string.
 $(BUILD)/lua_scripts.c: lib/store/lua/common.lua $(LUA_OPS) scripts/embed-lua
@@ -194,7 +204,7 @@ endif
 NGINXDIR    ?= $(SYSCONFDIR)/nginx/sites-available
 UNITS       := $(notdir $(wildcard deploy/systemd/*))
 INSTALL_SED := sed -e 's,@BINDIR@,$(BINDIR),g' -e 's,@DOCDIR@,$(DOCDIR),g' \
-                   -e 's,@SYSCONFDIR@,$(SYSCONFDIR),g'
+                   -e 's,@SYSCONFDIR@,$(SYSCONFDIR),g' -e 's,@LIBEXECDIR@,$(LIBEXECDIR),g'
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
@@ -202,7 +212,7 @@ install: all
 	install -m 0755 $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin \
 		$(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(LIBEXECDIR)
-	install -m 0755 $(BUILD)/sandbox-runc $(DESTDIR)$(LIBEXECDIR)/sandbox-runc
+	install -m 0755 $(BUILD)/sandbox-runc $(BUILD)/sandbox-agent $(DESTDIR)$(LIBEXECDIR)/
 	for u in $(UNITS); do \
 		$(INSTALL_SED) deploy/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done

@@ -440,12 +440,26 @@ void h_sbx_stop(struct request *req)
                             req->path_arg, x.a.state);
                 return;
         }
+        /* Leave Running before Docker sees the stop: the supervisor's watch
+         * takes a Running sandbox that stops for an ended entrypoint. */
+        r = sandbox_transition(req->w->redis, req->path_arg, "Running", "Stopping", "STOPPING",
+                               "stopping at its lease holder's request", "");
+        if (r == -EBUSY) {
+                reply_error(req, API_SANDBOX_NOT_RUNNING, "sandbox %s changed state; try again",
+                            req->path_arg);
+                return;
+        }
+        if (r < 0) {
+                reply_errno(req, r, "stop");
+                return;
+        }
         r = provider_stop(req->w->provider, x.a.ref, err);
         if (r < 0) {
+                (void)sandbox_transition(req->w->redis, req->path_arg, "Stopping", "Running", "", "", "");
                 reply_provider(req, &x, r, "stop", err);
                 return;
         }
-        r = sandbox_transition(req->w->redis, req->path_arg, "Running", "Stopped",
+        r = sandbox_transition(req->w->redis, req->path_arg, "Stopping", "Stopped",
                                "STOPPED", "stopped by its lease holder", "");
         if (r < 0 && r != -EBUSY) {
                 reply_errno(req, r, "stop");

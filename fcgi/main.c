@@ -24,6 +24,7 @@
 #include "config.h"
 #include "kafka.h"
 #include "log.h"
+#include "provider_factory.h"
 #include "metrics.h"
 #include "redis_conn.h"
 #include "request.h"
@@ -185,7 +186,7 @@ int main(int argc, char **argv)
                 char perr[SANDBOX_ERR_MAX];
                 workers[i] = (struct worker){ .id = i, .cfg = &app.cfg, .kafka = app.kafka,
                                               .max_body = max_body };
-                if (sandbox_provider_new(&app.cfg, &workers[i].provider, perr) < 0) {
+                if (provider_new_from_config(&app.cfg, &workers[i].provider, perr) < 0) {
                         log_err(NULL, "%s", perr);
                         goto out;
                 }

@@ -15,6 +15,7 @@
 #include "lease.h"
 #include "log.h"
 #include "metrics.h"
+#include "provider_factory.h"
 #include "sandbox.h"
 #include "supervisor.h"
 #include "timeutil.h"
@@ -120,12 +121,14 @@ int main(void)
                 goto out;
         {
                 char perr[SANDBOX_ERR_MAX];
-                if (sandbox_provider_new(&s->cfg, &s->provider, perr) < 0) {
+                if (provider_new_from_config(&s->cfg, &s->provider, perr) < 0) {
                         log_err(NULL, "%s", perr);
                         goto out;
                 }
         }
         if (events_start(s) < 0)
+                goto out;
+        if (sup_watch_start(s) < 0)
                 goto out;
         if (kafka_consumer_new(&s->cfg, &s->consumer, err, sizeof(err)) < 0) {
                 log_err(NULL, "kafka consumer: %s", err);
@@ -152,6 +155,7 @@ int main(void)
 out:
         if (s->redis)
                 metrics_flush(s->redis, &s->cfg);
+        sup_watch_stop(s);
         sup_queue_clear(s);
         kafka_consumer_free(s->consumer);
         kafka_producer_free(s->events); /* flushes queued events, bounded by KAFKA_TIMEOUT_MS */

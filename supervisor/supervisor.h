@@ -41,6 +41,7 @@ struct sup {
         char granted[SUP_GRANTED_MAX][33]; /* leases to give a sandbox */
         int n_granted;
         int64_t next_reconcile;  /* monotonic ms */
+        struct sup_watch *watch; /* watch.c; NULL: none */
 };
 
 /* queue.c: take messages from Kafka and grant in order. */
@@ -67,6 +68,12 @@ void sup_ticket_expired(struct sup *s, const char *ticket_id);
 void sup_sandboxes_provision(struct sup *s);
 void sup_sandboxes_teardown(struct sup *s);
 void sup_sandboxes_reconcile(struct sup *s);
+
+/* watch.c: a thread following the provider's events, so that a sandbox
+ * whose entrypoint ends reads Failed at once (not at the next reconcile).
+ * No-op without a provider or a backend without events. */
+int sup_watch_start(struct sup *s);
+void sup_watch_stop(struct sup *s);
 
 /* wake.c: the "a slot was freed" channel. sup_wake_wait() waits up to
  * timeout_ms and returns 1 if woken, 0 otherwise (reconnecting as needed). */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -69,6 +70,8 @@ static const struct str_opt str_opts[] = {
         STR_OPT("SANDBOX_MULTIUSER_IMAGE", sandbox_multiuser_image, "sandbox-broker/multiuser:latest"),
         STR_OPT("SANDBOX_NETWORK", sandbox_network, "none"),
         STR_OPT("IDLE_POLICY", idle_policy, "stop_keep"),
+        STR_OPT("AGENT_DIR", agent_dir, "/run/sandbox-broker/agents"),
+        STR_OPT("EXEC_TRANSPORT", exec_transport, "agent"),
         STR_OPT("DAYTONA_API_URL", daytona_api_url, ""),
         STR_OPT("DAYTONA_API_KEY", daytona_api_key, ""),
         STR_OPT("DAYTONA_ORGANIZATION_ID", daytona_org_id, ""),
@@ -83,9 +86,9 @@ static const struct str_opt str_opts[] = {
 
 /* SANDBOX_PROVIDER=daytona: what it needs, and the snapshots standing in
  * for the images (records keep the snapshot name as their image). The
- * provisioning lock lives 2 * DOCKER_TIMEOUT_MS + 5 s (lib/sandbox/sandbox.c): a
- * create (one call plus the wait for `started`) must fit in it. Messages
- * never quote the key. */
+ * provisioning lock follows the provider's own deadline (a create is one
+ * call plus the wait for `started`: DAYTONA_TIMEOUT_MS + DAYTONA_POLL_MAX_MS),
+ * so no bound ties it to DOCKER_TIMEOUT_MS. Messages never quote the key. */
 static int config_daytona(struct broker_config *cfg, char *err, size_t errsz)
 {
         if (strncmp(cfg->daytona_api_url, "http://", 7) && strncmp(cfg->daytona_api_url, "https://", 8)) {
@@ -99,11 +102,6 @@ static int config_daytona(struct broker_config *cfg, char *err, size_t errsz)
         }
         if (strcspn(cfg->daytona_org_id, "\r\n") != strlen(cfg->daytona_org_id)) {
                 snprintf(err, errsz, "DAYTONA_ORGANIZATION_ID: must be one line");
-                return -EINVAL;
-        }
-        if ((long)cfg->daytona_timeout_ms + cfg->daytona_poll_max_ms > 2L * cfg->docker_timeout_ms) {
-                snprintf(err, errsz, "DAYTONA_TIMEOUT_MS + DAYTONA_POLL_MAX_MS must not exceed "
-                         "2 * DOCKER_TIMEOUT_MS (the provisioning lock)");
                 return -EINVAL;
         }
         if (cfg->daytona_snapshot[0])
@@ -133,6 +131,52 @@ static int config_runtime(struct broker_config *cfg, const char *(*lookup)(const
                 return -EINVAL;
         }
         strcpy(cfg->sandbox_runtime, v);
+        return 0;
+}
+
+/* SANDBOX_AGENT (docs/AGENT.md): unset means the sandbox-agent installed
+ * next to the running binary, if there is one (build/ and the packages'
+ * libexec directory alike); set but empty means no agent (every command a
+ * `docker exec`); a path given must be an absolute, existing file. */
+static int config_agent(struct broker_config *cfg, const char *(*lookup)(const char *name),
+                        char *err, size_t errsz)
+{
+        const char *v = lookup("SANDBOX_AGENT");
+        char exe[PATH_MAX];
+        ssize_t n;
+
+        if (strcmp(cfg->exec_transport, "agent") && strcmp(cfg->exec_transport, "docker")) {
+                snprintf(err, errsz, "EXEC_TRANSPORT=%s: expected agent or docker", cfg->exec_transport);
+                return -EINVAL;
+        }
+        if (cfg->agent_dir[0] != '/') {
+                snprintf(err, errsz, "AGENT_DIR=%s: expected an absolute path", cfg->agent_dir);
+                return -EINVAL;
+        }
+        if (v) {
+                if (*v && (v[0] != '/' || access(v, R_OK) < 0)) {
+                        snprintf(err, errsz, "SANDBOX_AGENT=%s: expected the absolute path of a "
+                                 "readable file (or empty: no agent)", v);
+                        return -EINVAL;
+                }
+                if (strlen(v) >= sizeof(cfg->sandbox_agent)) {
+                        snprintf(err, errsz, "SANDBOX_AGENT: longer than %zu characters",
+                                 sizeof(cfg->sandbox_agent) - 1);
+                        return -EINVAL;
+                }
+                strcpy(cfg->sandbox_agent, v);
+                return 0;
+        }
+        n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n <= 0)
+                return 0;
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (!slash || (size_t)(slash - exe) + sizeof("/sandbox-agent") > sizeof(cfg->sandbox_agent))
+                return 0;
+        strcpy(slash, "/sandbox-agent");
+        if (access(exe, R_OK) == 0)
+                strcpy(cfg->sandbox_agent, exe);
         return 0;
 }
 
@@ -209,6 +253,8 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
         if (strcmp(cfg->provider, "daytona") == 0 && config_daytona(cfg, err, errsz) < 0)
                 return -EINVAL;
         if (config_runtime(cfg, lookup, err, errsz) < 0)
+                return -EINVAL;
+        if (config_agent(cfg, lookup, err, errsz) < 0)
                 return -EINVAL;
         if (strcmp(cfg->idle_policy, "stop_keep") && strcmp(cfg->idle_policy, "delete")) {
                 snprintf(err, errsz, "IDLE_POLICY=%s: expected stop_keep or delete", cfg->idle_policy);

@@ -32,6 +32,9 @@ struct broker_config {
         int sandbox_pids;
         char sandbox_network[64];
         char sandbox_runtime[64]; /* dockerd runtime name; "" = dockerd's default */
+        char sandbox_agent[256];  /* absolute path of sandbox-agent (docs/AGENT.md); "" = none */
+        char agent_dir[200];      /* per-sandbox agent socket directories */
+        char exec_transport[16];  /* agent | docker */
         char idle_policy[16];     /* stop_keep | delete */
         int idle_keep_ms;
         int exec_timeout_ms;      /* default per command */

@@ -62,6 +62,18 @@ int provider_exec_stream(struct provider *p, const char *ref, const struct exec_
         return r;
 }
 
+int provider_watch_exits(struct provider *p, const char *prefix,
+                         void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
+                                         int exit_code),
+                         bool (*stop)(void *ud), void *ud, char *ret_err)
+{
+        if (!p->ops->watch_exits) {
+                provider_errf(ret_err, "%s: no event stream", p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return p->ops->watch_exits(p, prefix, on_exit, stop, ud, ret_err);
+}
+
 int provider_start(struct provider *p, const char *ref, char *ret_err)
 {
         return p->ops->start(p, ref, ret_err);

@@ -34,6 +34,7 @@
 #define PROVIDER_LABEL_MANAGED "io.sandbox-broker.managed"
 #define PROVIDER_LABEL_SANDBOX "io.sandbox-broker.sandbox-id"
 #define PROVIDER_LABEL_PREFIX "io.sandbox-broker.prefix"
+#define PROVIDER_LABEL_AGENT "io.sandbox-broker.agent" /* "1": sandbox-agent is PID 1 */
 
 struct sandbox_limits {
         int64_t nano_cpus;    /* 1e9 = one CPU */
@@ -96,6 +97,8 @@ struct sandbox_info {
         char sandbox_id[64]; /* from the labels; "" if none */
         char prefix[64];
         char ref[PROVIDER_REF_MAX];
+        bool agent;    /* runs sandbox-agent (Docker: PROVIDER_LABEL_AGENT) */
+        int exit_code; /* SANDBOX_RUN_EXITED: the entrypoint's code (inspect only) */
 };
 
 struct provider;
@@ -131,6 +134,16 @@ struct provider_ops {
         int (*get_archive)(struct provider *p, const char *ref, const char *path,
                            size_t max_len, void **ret_tar, size_t *ret_len, char *ret_err);
         int (*ping)(struct provider *p, char *ret_err);
+        /* Optional (NULL if the backend cannot): follow the backend's events
+         * and call on_exit for every sandbox of key prefix `prefix` that stops
+         * running (its entrypoint ended, it was killed or stopped), with its
+         * exit code, as it happens; until stop(ud) (asked about once a
+         * second) says true (returns 0) or the stream breaks (a negative
+         * errno: the caller follows again, and reconciles what it missed). */
+        int (*watch_exits)(struct provider *p, const char *prefix,
+                           void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
+                                           int exit_code),
+                           bool (*stop)(void *ud), void *ud, char *ret_err);
         void (*free)(struct provider *p);
 };
 
@@ -177,6 +190,12 @@ int provider_exec(struct provider *p, const char *ref, const struct exec_spec *s
  * provider errno, or the negative return of a callback. */
 int provider_exec_stream(struct provider *p, const char *ref, const struct exec_spec *spec,
                          const struct exec_stream_cb *cb, struct exec_result *ret, char *ret_err);
+
+/* ops->watch_exits, or -EOPNOTSUPP when the backend has none. */
+int provider_watch_exits(struct provider *p, const char *prefix,
+                         void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
+                                         int exit_code),
+                         bool (*stop)(void *ud), void *ud, char *ret_err);
 
 /* Lifecycle of one sandbox, as the ops of the same names; errors above. */
 int provider_start(struct provider *p, const char *ref, char *ret_err);

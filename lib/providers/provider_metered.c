@@ -95,6 +95,15 @@ static int m_ping(struct provider *p, char *ret_err)
         return counted(INNER(p)->ops->ping(INNER(p), ret_err), "ping");
 }
 
+/* not counted: one call lives as long as the stream */
+static int m_watch_exits(struct provider *p, const char *prefix,
+                         void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
+                                         int exit_code),
+                         bool (*stop)(void *ud), void *ud, char *ret_err)
+{
+        return INNER(p)->ops->watch_exits(INNER(p), prefix, on_exit, stop, ud, ret_err);
+}
+
 static void m_free(struct provider *p)
 {
         provider_free(INNER(p));
@@ -125,6 +134,7 @@ int provider_metered(struct provider **p)
                 .exec = MIRROR(exec), .exec_stream = MIRROR(exec_stream), .inspect = MIRROR(inspect),
                 .list_managed = MIRROR(list_managed), .put_archive = MIRROR(put_archive),
                 .get_archive = MIRROR(get_archive), .ping = MIRROR(ping),
+                .watch_exits = MIRROR(watch_exits),
                 .free = m_free,
         };
         m->inner = *p;

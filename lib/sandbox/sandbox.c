@@ -31,12 +31,6 @@ static int copy_str(const redisReply *r, char *buf, size_t size)
         return 0;
 }
 
-int sandbox_provider_new(const struct broker_config *cfg, struct provider **ret, char *err)
-{
-        /* SANDBOX_ERR_MAX > PROVIDER_ERR_MAX: the factory's message fits */
-        return provider_new_from_config(cfg, ret, err);
-}
-
 /* A provider's -EIO is the backend's error, not Redis's: keep the two apart
  * so that a failed create fails its record instead of looking like an outage. */
 static int pv_err(int r)
@@ -92,6 +86,27 @@ int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from,
                 r = -EBUSY;
         reply_free(rep);
         return r;
+}
+
+int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code)
+{
+        char msg[96], code[16] = "";
+        int r;
+
+        if (exit_code >= 0)
+                snprintf(code, sizeof(code), "%d", exit_code);
+        if (exit_code >= 0)
+                snprintf(msg, sizeof(msg), "the sandbox's entrypoint exited with code %d", exit_code);
+        else
+                snprintf(msg, sizeof(msg), "the sandbox stopped running");
+        r = sandbox_transition(rc, sid, "Running", "Failed", "ENTRYPOINT_EXITED", msg, "");
+        if (r == -EBUSY || r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        log_warn(LOG_KV({ "SANDBOX_ID", sid }, { "EXIT_CODE", code }),
+                 "%s; marked Failed", msg);
+        return 1;
 }
 
 static int claim(struct redis_conn *rc, const struct broker_config *cfg, const char *lease_id,
@@ -747,8 +762,15 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
                 const char *sid = b->element[0]->str, *bstate = b->element[1]->str;
                 if (strcmp(bstate, "Running") && strcmp(bstate, "Paused") && strcmp(bstate, "Stopped"))
                         continue;
-                for (size_t j = 0; j < l.len && !live; j++)
-                        live = strcmp(l.items[j].sandbox_id, sid) == 0;
+                const struct sandbox_info *seen = NULL;
+                for (size_t j = 0; j < l.len && !seen; j++)
+                        if (strcmp(l.items[j].sandbox_id, sid) == 0)
+                                seen = &l.items[j];
+                live = seen != NULL;
+                /* an exit the event stream missed (a restart, a broken stream) */
+                if (seen && seen->state == SANDBOX_RUN_EXITED && !strcmp(bstate, "Running") &&
+                    sandbox_exited(rc, sid, -1) == 1)
+                        st->records_failed++;
                 if (live)
                         continue;
                 if (sandbox_transition(rc, sid, bstate, "Failed", "CONTAINER_MISSING",

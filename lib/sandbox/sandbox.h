@@ -56,6 +56,14 @@ int sandbox_owner_get(struct redis_conn *rc, const struct broker_config *cfg, co
 int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from, const char *to,
                        const char *reason, const char *message, const char *ref);
 
+/* The provider says sid's container stopped running with exit_code (-1:
+ * unknown). A record still Running means nobody of ours stopped it (every
+ * stop of the broker leaves Running first): its entrypoint ended, or it was
+ * killed. It goes Failed (reason ENTRYPOINT_EXITED, the code in its
+ * message). Returns 1 when the record changed, 0 when it was not Running
+ * (or is gone), or an error of redis_conn_script. */
+int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code);
+
 /* The reconciler: requeue interrupted teardowns, remove managed containers
  * with no live record, fail records whose container vanished, and finish
  * leases left provisioning by a crashed process. Counts what it did. */
@@ -109,8 +117,3 @@ int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg,
 /* Number of leases on a slot (0 if the slot is gone). */
 int sandbox_slot_refs(struct redis_conn *rc, const struct broker_config *cfg, const char *slot);
 
-/* Build the configured provider (NULL for SANDBOX_PROVIDER=none); err
- * (SANDBOX_ERR_MAX bytes) says why it failed. Kept for its callers: the
- * factory is provider_new_from_config (lib/providers/provider_factory.h),
- * to be called directly. */
-int sandbox_provider_new(const struct broker_config *cfg, struct provider **ret, char *err);

@@ -74,7 +74,9 @@ def test_container_removed_by_hand_marks_record_failed(docker_broker):
     ref = sb.record(sid)["ref"]
     assert DOCKER.remove("sb-" + sid) == 204
     rec = sb.wait_record_state(sid, "Failed", 10 * RECONCILE_MS / 1000.0)
-    assert rec.get("reason") == "CONTAINER_MISSING", rec
+    # the supervisor's watch sees the kill ("die", 137) before the
+    # reconciler sees the container gone
+    assert rec.get("reason") in ("ENTRYPOINT_EXITED", "CONTAINER_MISSING"), rec
     assert ref  # it had a container
     # the lease's runtime calls now say the sandbox is not running (not 5xx)
     r = sb.exec(lz, "true")

@@ -334,6 +334,11 @@ static void test_config(void **state)
                                                      "DAYTONA_API_URL", "http://x",
                                                      "DAYTONA_API_KEY", "secret-key",
                                                      "DAYTONA_POLL_MAX_MS", "600000", NULL },
+                              &cfg, err), 0); /* the lock follows the provider's deadline */
+        assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "daytona",
+                                                     "DAYTONA_API_URL", "http://x",
+                                                     "DAYTONA_API_KEY", "secret-key",
+                                                     "DAYTONA_POLL_MAX_MS", "3600001", NULL },
                               &cfg, err), -EINVAL);
         assert_non_null(strstr(err, "DAYTONA_POLL_MAX_MS"));
         assert_null(strstr(err, "secret-key"));

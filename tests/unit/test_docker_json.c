@@ -70,7 +70,7 @@ static void test_create_body_full(void **state)
         struct json_object *o, *h;
 
         (void)state;
-        assert_int_equal(docker_json_create_body(&base_spec, &body), 0);
+        assert_int_equal(docker_json_create_body(&base_spec, NULL, &body), 0);
         o = json_tokener_parse(body);
         assert_non_null(o);
         assert_string_equal(get_s(o, "Image"), "sandbox-broker/base:latest");
@@ -104,6 +104,68 @@ static void test_create_body_full(void **state)
         free(body);
 }
 
+/* With sandbox-agent: PID 1 is the agent (no docker-init), its binary and
+ * run directory are mounted, the sandbox's command follows "--", and no
+ * keep-alive command is added when there is none. */
+static void test_create_body_agent(void **state)
+{
+        struct docker_agent_mount m = { .bin = "/usr/libexec/sb/sandbox-agent",
+                                        .source = "/run/sb/agents/sb-sbx-1" };
+        struct sandbox_spec s = base_spec;
+        char *body = NULL;
+        struct json_object *o, *h;
+
+        (void)state;
+        assert_int_equal(docker_json_create_body(&s, &m, &body), 0);
+        o = json_tokener_parse(body);
+        assert_non_null(o);
+        assert_array(get(o, "Entrypoint"), (const char *const[]){ "/.sandbox-broker/agent", "--socket",
+                                                                  "/.sandbox-broker/run/agent.sock", "--",
+                                                                  NULL });
+        assert_array(get(o, "Cmd"), (const char *const[]){ NULL });
+        assert_string_equal(label(o, PROVIDER_LABEL_AGENT), "1");
+        h = get(o, "HostConfig");
+        assert_false(json_object_get_boolean(get(h, "Init")));
+        assert_array(get(h, "Binds"),
+                     (const char *const[]){ "/usr/libexec/sb/sandbox-agent:/.sandbox-broker/agent:ro",
+                                            "/run/sb/agents/sb-sbx-1:/.sandbox-broker/run:rw", NULL });
+        json_object_put(o);
+        free(body);
+
+        s.entrypoint = (const char *const[]){ "python3", "-m", "http.server", NULL };
+        assert_int_equal(docker_json_create_body(&s, &m, &body), 0);
+        o = json_tokener_parse(body);
+        assert_array(get(o, "Cmd"), s.entrypoint);
+        json_object_put(o);
+        free(body);
+}
+
+/* GET /events lines: a container's "die" with our labels is one; anything
+ * else is not; garbage is -EPROTO, never a crash. */
+static void test_parse_event(void **state)
+{
+        static const char die[] =
+                "{\"status\":\"die\",\"id\":\"abc123\",\"Type\":\"container\",\"Action\":\"die\","
+                "\"Actor\":{\"ID\":\"abc123\",\"Attributes\":{\"exitCode\":\"3\","
+                "\"" PROVIDER_LABEL_SANDBOX "\":\"sid-1\",\"" PROVIDER_LABEL_PREFIX "\":\"p:\"}}}";
+        static const char start[] =
+                "{\"Type\":\"container\",\"Action\":\"start\",\"Actor\":{\"ID\":\"abc\"}}";
+        struct sandbox_info info;
+
+        (void)state;
+        assert_int_equal(docker_json_parse_event(die, strlen(die), &info), 1);
+        assert_string_equal(info.ref, "abc123");
+        assert_string_equal(info.sandbox_id, "sid-1");
+        assert_string_equal(info.prefix, "p:");
+        assert_int_equal(info.exit_code, 3);
+        assert_int_equal(info.state, SANDBOX_RUN_EXITED);
+        assert_int_equal(docker_json_parse_event(start, strlen(start), &info), 0);
+        /* only the given length is read: a prefix of a valid event is not one */
+        assert_int_equal(docker_json_parse_event(die, 40, &info), -EPROTO);
+        assert_int_equal(docker_json_parse_event("[1,2]", 5, &info), -EPROTO);
+        assert_int_equal(docker_json_parse_event("", 0, &info), -EPROTO);
+}
+
 static void test_create_body_minimal(void **state)
 {
         struct sandbox_spec s = { .sandbox_id = "x", .image = "img",
@@ -112,7 +174,7 @@ static void test_create_body_minimal(void **state)
         struct json_object *o, *h, *v;
 
         (void)state;
-        assert_int_equal(docker_json_create_body(&s, &body), 0);
+        assert_int_equal(docker_json_create_body(&s, NULL, &body), 0);
         o = json_tokener_parse(body);
         assert_non_null(o);
         assert_array(get(o, "Cmd"), (const char *const[]){ "/bin/agent", "-v", NULL });
@@ -131,7 +193,7 @@ static void test_create_body_minimal(void **state)
         free(body);
         /* "" (SANDBOX_RUNTIME=) is dockerd's default too */
         s.runtime = "";
-        assert_int_equal(docker_json_create_body(&s, &body), 0);
+        assert_int_equal(docker_json_create_body(&s, NULL, &body), 0);
         o = json_tokener_parse(body);
         assert_non_null(o);
         assert_false(json_object_object_get_ex(get(o, "HostConfig"), "Runtime", &v));
@@ -149,7 +211,7 @@ static void test_create_body_escaping(void **state)
         (void)state;
         s.sandbox_id = "a\"b\\c";
         s.env = (const char *const[]){ "X=\"},\"HostConfig\":{\"Privileged\":true}", NULL };
-        assert_int_equal(docker_json_create_body(&s, &body), 0);
+        assert_int_equal(docker_json_create_body(&s, NULL, &body), 0);
         o = json_tokener_parse(body);
         assert_non_null(o);
         assert_string_equal(label(o, PROVIDER_LABEL_SANDBOX), "a\"b\\c");
@@ -166,11 +228,11 @@ static void test_create_body_invalid(void **state)
 
         (void)state;
         s.image = NULL;
-        assert_int_equal(docker_json_create_body(&s, &body), -EINVAL);
+        assert_int_equal(docker_json_create_body(&s, NULL, &body), -EINVAL);
         assert_null(body);
         s = base_spec;
         s.sandbox_id = "";
-        assert_int_equal(docker_json_create_body(&s, &body), -EINVAL);
+        assert_int_equal(docker_json_create_body(&s, NULL, &body), -EINVAL);
 }
 
 static void test_exec_body(void **state)
@@ -334,6 +396,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_create_body_full),   cmocka_unit_test(test_create_body_minimal),
+                cmocka_unit_test(test_create_body_agent),  cmocka_unit_test(test_parse_event),
                 cmocka_unit_test(test_create_body_escaping), cmocka_unit_test(test_create_body_invalid),
                 cmocka_unit_test(test_exec_body),          cmocka_unit_test(test_parse_id),
                 cmocka_unit_test(test_states),             cmocka_unit_test(test_parse_inspect),

@@ -9,8 +9,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent_client.h"
+#include "docker_agent.h"
 #include "docker_api.h"
 #include "docker_json.h"
+#include "linebuf.h"
 #include "tarball.h"
 #include "timeutil.h"
 
@@ -31,6 +34,7 @@
 struct docker {
         struct docker_api *api;
         int timeout_ms;
+        struct docker_agent agent; /* agent.bin "" = no agent */
 };
 
 static struct docker *impl(struct provider *p)
@@ -121,7 +125,16 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
         char *body = NULL, *path = NULL, name[128];
         int r;
 
-        r = docker_json_create_body(spec, &body);
+        struct docker_agent_mount m;
+        if (d->agent.bin[0]) {
+                snprintf(m.bin, sizeof(m.bin), "%s", d->agent.bin);
+                if (docker_agent_source(&d->agent, spec->sandbox_id, m.source, sizeof(m.source)) < 0) {
+                        provider_errf(ret_err, "docker: create: AGENT_DIR too long");
+                        r = -EINVAL;
+                        goto out;
+                }
+        }
+        r = docker_json_create_body(spec, d->agent.bin[0] ? &m : NULL, &body);
         if (r < 0) {
                 provider_errf(ret_err, "docker: create: %s",
                            r == -EINVAL ? "sandbox id and image are required" : "out of memory");
@@ -133,8 +146,21 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
         if (r < 0)
                 goto out;
         r = docker_json_parse_id(resp.data, ret_ref, PROVIDER_REF_MAX);
-        if (r < 0)
+        if (r < 0) {
                 provider_errf(ret_err, "docker: create: answer without a container id");
+                goto out;
+        }
+        if (d->agent.bin[0]) {
+                r = docker_agent_prepare(&d->agent, spec->sandbox_id, ret_ref, ret_err);
+                if (r < 0) {
+                        char ignored[PROVIDER_ERR_MAX];
+                        char *rm = path_fmt("/containers/%s?force=1&v=1", ret_ref, NULL);
+
+                        (void)call(d, "DELETE", rm, NULL, d->timeout_ms, DOCKER_RESP_MAX, NULL,
+                                   "remove", ignored);
+                        free(rm);
+                }
+        }
 out:
         http_buf_release(&resp);
         free(body);
@@ -142,9 +168,58 @@ out:
         return r;
 }
 
+static int docker_inspect(struct provider *p, const char *ref, struct sandbox_info *ret,
+                          char *ret_err);
+
+/* Is the container still up? For the agent's readiness wait. */
+struct alive_probe {
+        struct provider *p;
+        const char *ref;
+};
+
+static int container_alive(void *ud)
+{
+        struct alive_probe *a = ud;
+        struct sandbox_info info;
+        char err[PROVIDER_ERR_MAX];
+        int r = docker_inspect(a->p, a->ref, &info, err);
+
+        if (r < 0)
+                return r;
+        return info.state == SANDBOX_RUN_RUNNING || info.state == SANDBOX_RUN_CREATED ? 0 : -EIO;
+}
+
+/* start: with the agent, its run directory is made again if it went (AGENT_DIR
+ * on a tmpfs after a reboot), and the start returns once the agent answers,
+ * so the first command never races its socket. */
 static int docker_start(struct provider *p, const char *ref, char *ret_err)
 {
-        return container_post(impl(p), ref, "start", "", impl(p)->timeout_ms, ret_err);
+        struct docker *d = impl(p);
+        char dir[256];
+        struct sandbox_info info;
+        int r, rd = d->agent.bin[0] ? docker_agent_run_dir(&d->agent, ref, dir, sizeof(dir)) : -EINVAL;
+
+        if (rd == -ENOENT) {
+                r = docker_inspect(p, ref, &info, ret_err);
+                if (r < 0)
+                        return r;
+                if (info.agent && info.sandbox_id[0]) {
+                        r = docker_agent_prepare(&d->agent, info.sandbox_id, ref, ret_err);
+                        if (r < 0)
+                                return r;
+                        rd = 0;
+                }
+        }
+        r = container_post(d, ref, "start", "", d->timeout_ms, ret_err);
+        if (r < 0 || rd < 0)
+                return r;
+        struct alive_probe probe = { p, ref };
+        r = docker_agent_wait_ready(dir, d->timeout_ms, container_alive, &probe, ret_err);
+        if (r < 0 && r != -ETIMEDOUT && docker_inspect(p, ref, &info, NULL) == 0 &&
+            info.state == SANDBOX_RUN_EXITED)
+                provider_errf(ret_err, "docker: start: the sandbox's entrypoint exited with code %d",
+                              info.exit_code);
+        return r;
 }
 
 static int docker_stop(struct provider *p, const char *ref, char *ret_err)
@@ -172,6 +247,9 @@ static int docker_remove(struct provider *p, const char *ref, char *ret_err)
         char *path = path_fmt("/containers/%s?force=1&v=1", ref, NULL);
         int r = call(d, "DELETE", path, NULL, d->timeout_ms, DOCKER_RESP_MAX, NULL, "remove",
                      ret_err);
+
+        if (d->agent.bin[0] && (r == 0 || r == -ENOENT))
+                docker_agent_cleanup(&d->agent, ref);
 
         free(path);
         return r;
@@ -634,9 +712,30 @@ out:
         return r;
 }
 
+/* The run directory of ref's agent when commands go through it: a
+ * container made with the agent has one; one made before (or without)
+ * keeps `docker exec`. */
+static bool agent_dir_for(struct docker *d, const char *ref, char *dir, size_t size)
+{
+        return d->agent.exec && docker_agent_run_dir(&d->agent, ref, dir, size) == 0;
+}
+
+/* An agent that cannot be reached is this sandbox's failure, not Docker's:
+ * -ECONNREFUSED would read "the provider is unreachable" and -ENOENT "the
+ * sandbox is gone"; both are -EIO with the agent's reason (a planted link,
+ * a dead listener, no socket). */
+static int agent_errno(int r)
+{
+        return r == -ECONNREFUSED || r == -ENOENT ? -EIO : r;
+}
+
 static int docker_exec(struct provider *p, const char *ref, const struct exec_spec *spec,
                        struct exec_result *ret, char *ret_err)
 {
+        char dir[256];
+
+        if (agent_dir_for(impl(p), ref, dir, sizeof(dir)))
+                return agent_errno(agent_exec(dir, spec, ret, ret_err));
         return exec_common(impl(p), ref, spec, NULL, ret, ret_err);
 }
 
@@ -644,7 +743,95 @@ static int docker_exec_stream(struct provider *p, const char *ref, const struct 
                               const struct exec_stream_cb *cb, struct exec_result *ret,
                               char *ret_err)
 {
+        char dir[256];
+
+        if (agent_dir_for(impl(p), ref, dir, sizeof(dir)))
+                return agent_errno(agent_exec_stream(dir, spec, cb, ret, ret_err));
         return exec_common(impl(p), ref, spec, cb, ret, ret_err);
+}
+
+/* ---- events ---- */
+
+#define EVENT_LINE_MAX (64 * 1024)    /* one event; Docker's are < 2 KiB */
+#define EVENT_STREAM_MS (3600 * 1000) /* one request; then the caller follows again */
+
+struct watch {
+        struct linebuf lb;
+        const char *prefix;
+        void (*on_exit)(void *ud, const char *sandbox_id, const char *ref, int exit_code);
+        bool (*stop)(void *ud);
+        void *ud;
+};
+
+static int watch_line(void *ud, const char *line, size_t len)
+{
+        struct watch *w = ud;
+        struct sandbox_info info;
+
+        /* a piece of an over-long line (linebuf cuts them) parses as
+         * garbage and is skipped like any other non-event */
+        if (docker_json_parse_event(line, len, &info) == 1 && info.sandbox_id[0] &&
+            !strcmp(info.prefix, w->prefix))
+                w->on_exit(w->ud, info.sandbox_id, info.ref, info.exit_code);
+        return 0;
+}
+
+static int watch_sink(void *ud, const void *data, size_t len)
+{
+        struct watch *w = ud;
+
+        return linebuf_feed(&w->lb, data, len, watch_line, w);
+}
+
+static int watch_tick(void *ud)
+{
+        struct watch *w = ud;
+
+        return w->stop(w->ud) ? -ECANCELED : 0;
+}
+
+/* GET /events, filtered by Docker to our containers' "die": one JSON object
+ * per line, streamed for as long as the request lives. */
+static int docker_watch_exits(struct provider *p, const char *prefix,
+                              void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
+                                              int exit_code),
+                              bool (*stop)(void *ud), void *ud, char *ret_err)
+{
+        struct docker *d = impl(p);
+        struct watch w = { .lb.max = EVENT_LINE_MAX, .prefix = prefix, .on_exit = on_exit,
+                           .stop = stop, .ud = ud };
+        struct http_buf resp = { 0 };
+        char filters[512], *path = NULL;
+        long status = 0;
+        int r;
+
+        snprintf(filters, sizeof(filters),
+                 "{\"type\":[\"container\"],\"event\":[\"die\"],\"label\":[\"%s=1\"]}",
+                 PROVIDER_LABEL_MANAGED);
+        path = path_fmt("/events?filters=%s", filters, NULL);
+        struct docker_request req = {
+                .method = "GET",
+                .path = path,
+                .timeout_ms = EVENT_STREAM_MS,
+                .max_resp = DOCKER_RESP_MAX,
+                .sink = watch_sink,
+                .sink_ud = &w,
+                .tick = watch_tick,
+                .tick_ud = &w,
+        };
+        r = path ? docker_api_request(d->api, &req, &status, &resp, ret_err) : -ENOMEM;
+        if (r == -ECANCELED) {
+                r = 0; /* stop() said so */
+        } else if (r == 0 && (r = status_errno(status)) < 0) {
+                docker_json_error_message("events", status, resp.data, ret_err);
+        } else if (r == 0) {
+                provider_errf(ret_err, "docker: events: the stream ended");
+                r = -EPIPE; /* follow again */
+        }
+        linebuf_release(&w.lb);
+        http_buf_release(&resp);
+        free(path);
+        return r;
 }
 
 static void docker_free(struct provider *p)
@@ -672,6 +859,7 @@ static const struct provider_ops docker_ops = {
         .put_archive = docker_put_archive,
         .get_archive = docker_get_archive,
         .ping = docker_ping,
+        .watch_exits = docker_watch_exits,
         .free = docker_free,
 };
 
@@ -706,9 +894,34 @@ out:
         return r;
 }
 
+int docker_provider_set_agent(struct provider *p, const char *bin, const char *dir, bool exec)
+{
+        struct docker *d = impl(p);
+
+        if (!bin || !bin[0]) {
+                d->agent = (struct docker_agent){ 0 };
+                return 0;
+        }
+        if (bin[0] != '/' || !dir || dir[0] != '/' ||
+            snprintf(d->agent.bin, sizeof(d->agent.bin), "%s", bin) >= (int)sizeof(d->agent.bin) ||
+            snprintf(d->agent.dir, sizeof(d->agent.dir), "%s", dir) >= (int)sizeof(d->agent.dir)) {
+                d->agent = (struct docker_agent){ 0 };
+                return -EINVAL;
+        }
+        d->agent.exec = exec;
+        return 0;
+}
+
 static int docker_from_config(const struct broker_config *cfg, struct provider **ret)
 {
-        return docker_provider_new(cfg->docker_socket, cfg->docker_timeout_ms, ret);
+        int r = docker_provider_new(cfg->docker_socket, cfg->docker_timeout_ms, ret);
+
+        if (r == 0 && (r = docker_provider_set_agent(*ret, cfg->sandbox_agent, cfg->agent_dir,
+                                                     !strcmp(cfg->exec_transport, "agent"))) < 0) {
+                provider_free(*ret);
+                *ret = NULL;
+        }
+        return r;
 }
 
 /* create and start are one Engine API call each, bounded by the timeout */

@@ -15,6 +15,8 @@
  * processes; the broker itself needs no privilege for that. A runtime
  * dockerd does not know fails the create (-EIO, dockerd's message). */
 #pragma once
+#include <stdbool.h>
+
 #include "config.h"
 #include "provider.h"
 
@@ -31,3 +33,9 @@ extern const struct provider_backend docker_backend;
  * this). No connection is made yet (ops->ping checks). *ret is freed with
  * provider_free(). Errors: -EINVAL (timeout_ms <= 0), -ENOMEM. */
 int docker_provider_new(const char *socket_path, int timeout_ms, struct provider **ret);
+
+/* Put sandbox-agent (docs/AGENT.md) into the sandboxes p creates: bin the
+ * absolute host path of the static binary, dir AGENT_DIR; exec: commands go
+ * through it (EXEC_TRANSPORT=agent), else through `docker exec` still.
+ * bin NULL or "": no agent. -EINVAL for relative or too long paths. */
+int docker_provider_set_agent(struct provider *p, const char *bin, const char *dir, bool exec);

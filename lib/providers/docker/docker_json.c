@@ -3,10 +3,13 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json_input.h"
+#include "docker_agent.h"
 
 /* Capabilities root inside a sandbox keeps (CapDrop ALL, then these).
  * The multi-user mode runs commands as per-seat Linux users and lets root in
@@ -53,7 +56,7 @@ static int to_string(struct json_object *o, char **ret)
         return *ret ? 0 : -ENOMEM;
 }
 
-static int host_config(const struct sandbox_spec *spec, struct json_object **ret)
+static int host_config(const struct sandbox_spec *spec, bool agent, struct json_object **ret)
 {
         const struct sandbox_limits *l = &spec->limits;
         struct json_object *h = json_object_new_object();
@@ -81,10 +84,11 @@ static int host_config(const struct sandbox_spec *spec, struct json_object **ret
              (r = json_add_str(h, "Runtime", spec->runtime)) < 0) ||
             (r = json_add(h, "Privileged", json_object_new_boolean(0))) < 0 ||
             (r = json_add(h, "ReadonlyRootfs", json_object_new_boolean(0))) < 0 ||
-            /* docker-init (tini) as PID 1: it reaps the zombies exec'd commands
-             * leave behind and forwards SIGTERM, so stop does not wait out the
-             * grace period on a PID-1 `sleep` that ignores it. */
-            (r = json_add(h, "Init", json_object_new_boolean(1))) < 0)
+            /* A PID 1 that reaps the zombies commands leave behind and
+             * forwards SIGTERM, so stop does not wait out the grace period
+             * on a PID-1 `sleep` that ignores it: sandbox-agent, or else
+             * docker-init (tini). */
+            (r = json_add(h, "Init", json_object_new_boolean(!agent))) < 0)
                 goto out;
         r = 0;
 out:
@@ -96,7 +100,24 @@ out:
         return r;
 }
 
-int docker_json_create_body(const struct sandbox_spec *spec, char **ret)
+/* The agent as PID 1: its binary and run directory mounted, the sandbox's
+ * own command (or none: the agent alone keeps it alive) after "--". */
+static int agent_config(struct json_object *o, struct json_object *h, const struct docker_agent_mount *a)
+{
+        const char *entry[] = { DOCKER_AGENT_BIN_IN, "--socket", DOCKER_AGENT_SOCK_IN, "--", NULL };
+        char bin[sizeof(a->bin) + 64], run[sizeof(a->source) + 64];
+        int r;
+
+        snprintf(bin, sizeof(bin), "%s:%s:ro", a->bin, DOCKER_AGENT_BIN_IN);
+        snprintf(run, sizeof(run), "%s:%s:rw", a->source, DOCKER_AGENT_RUN_IN);
+        if ((r = json_add(o, "Entrypoint", str_array(entry))) < 0 ||
+            (r = json_add(h, "Binds", str_array((const char *const[]){ bin, run, NULL }))) < 0)
+                return r;
+        return 0;
+}
+
+int docker_json_create_body(const struct sandbox_spec *spec, const struct docker_agent_mount *agent,
+                            char **ret)
 {
         struct json_object *o = NULL, *labels = NULL, *h = NULL;
         int r = -EINVAL;
@@ -109,8 +130,10 @@ int docker_json_create_body(const struct sandbox_spec *spec, char **ret)
         if (!o)
                 goto out;
         if ((r = json_add_str(o, "Image", spec->image)) < 0 ||
-            /* Imported images have no CMD: always pass one. */
-            (r = json_add(o, "Cmd", str_array(spec->entrypoint ? spec->entrypoint : keepalive_cmd))) < 0 ||
+            /* Imported images have no CMD: always pass one (the agent
+             * needs none: it keeps the sandbox alive by itself). */
+            (r = json_add(o, "Cmd", str_array(spec->entrypoint ? spec->entrypoint :
+                                              agent ? (const char *const[]){ NULL } : keepalive_cmd))) < 0 ||
             (r = json_add(o, "Env", str_array(spec->env))) < 0 ||
             (r = json_add(o, "Tty", json_object_new_boolean(0))) < 0 ||
             (r = json_add(o, "OpenStdin", json_object_new_boolean(0))) < 0)
@@ -124,14 +147,18 @@ int docker_json_create_body(const struct sandbox_spec *spec, char **ret)
         }
         if ((r = json_add_str(labels, PROVIDER_LABEL_MANAGED, "1")) < 0 ||
             (r = json_add_str(labels, PROVIDER_LABEL_SANDBOX, spec->sandbox_id)) < 0 ||
-            (r = json_add_str(labels, PROVIDER_LABEL_PREFIX, spec->key_prefix ? spec->key_prefix : "")) < 0)
+            (r = json_add_str(labels, PROVIDER_LABEL_PREFIX, spec->key_prefix ? spec->key_prefix : "")) < 0 ||
+            (agent && (r = json_add_str(labels, PROVIDER_LABEL_AGENT, "1")) < 0))
                 goto out;
         r = json_add(o, "Labels", labels);
         labels = NULL; /* owned by o, even on failure (add puts it) */
         if (r < 0)
                 goto out;
-        if ((r = host_config(spec, &h)) < 0)
+        if ((r = host_config(spec, agent != NULL, &h)) < 0 ||
+            (agent && (r = agent_config(o, h, agent)) < 0)) {
+                json_put(h);
                 goto out;
+        }
         r = json_add(o, "HostConfig", h);
         if (r < 0)
                 goto out;
@@ -214,6 +241,8 @@ static void info_fill(struct sandbox_info *info, const char *id, const char *sta
         copy(info->ref, sizeof(info->ref), id);
         copy(info->sandbox_id, sizeof(info->sandbox_id), json_get_str(labels, PROVIDER_LABEL_SANDBOX));
         copy(info->prefix, sizeof(info->prefix), json_get_str(labels, PROVIDER_LABEL_PREFIX));
+        info->agent = labels && json_get_str(labels, PROVIDER_LABEL_AGENT) &&
+                      !strcmp(json_get_str(labels, PROVIDER_LABEL_AGENT), "1");
 }
 
 int docker_json_parse_inspect(const char *body, struct sandbox_info *ret)
@@ -227,6 +256,12 @@ int docker_json_parse_inspect(const char *body, struct sandbox_info *ret)
         if (json_object_object_get_ex(o, "Config", &config))
                 json_object_object_get_ex(config, "Labels", &labels);
         info_fill(ret, id, json_get_str(state, "Status"), labels);
+        {
+                struct json_object *code = NULL;
+                ret->exit_code = json_object_object_get_ex(state, "ExitCode", &code) &&
+                                                 json_object_is_type(code, json_type_int) ?
+                                         json_object_get_int(code) : -1;
+        }
         r = 0;
 out:
         json_put(o);
@@ -291,4 +326,41 @@ void docker_json_error_message(const char *what, long status, const char *body, 
                 snprintf(ret_err, PROVIDER_ERR_MAX, "docker: %s: HTTP %ld%s%.120s", what, status,
                          body && body[0] ? ": " : "", body ? body : "");
         json_put(o);
+}
+
+int docker_json_parse_event(const char *line, size_t len, struct sandbox_info *ret)
+{
+        struct json_tokener *tok = json_tokener_new_ex(8);
+        struct json_object *o = NULL, *actor = NULL, *attrs = NULL;
+        const char *type, *action, *id, *code;
+        int r = -EPROTO;
+
+        memset(ret, 0, sizeof(*ret));
+        if (!tok)
+                return -ENOMEM;
+        if (len > 0 && len <= INT32_MAX)
+                o = json_tokener_parse_ex(tok, line, (int)len);
+        if (!o || json_tokener_get_error(tok) != json_tokener_success ||
+            !json_object_is_type(o, json_type_object))
+                goto out;
+        type = json_get_str(o, "Type");
+        action = json_get_str(o, "Action");
+        r = 0;
+        if (!type || !action || strcmp(type, "container") || strcmp(action, "die"))
+                goto out;
+        r = -EPROTO;
+        if (!json_object_object_get_ex(o, "Actor", &actor) ||
+            !json_object_object_get_ex(actor, "Attributes", &attrs) ||
+            !(id = json_get_str(actor, "ID")))
+                goto out;
+        info_fill(ret, id, "exited", attrs);
+        code = json_get_str(attrs, "exitCode");
+        ret->exit_code = -1;
+        if (code && code[0] && strlen(code) < 12 && strspn(code, "0123456789") == strlen(code))
+                ret->exit_code = atoi(code);
+        r = 1;
+out:
+        json_put(o);
+        json_tokener_free(tok);
+        return r;
 }

@@ -11,9 +11,18 @@
  * comment at its definition in docker_json.c. NULL-terminated. */
 extern const char *const docker_cap_add[];
 
-/* Body of POST /containers/create for spec. *ret is malloc'ed (free()).
+/* sandbox-agent in a container (docker_agent.h): host paths of the binary
+ * and of the run directory's bind source. */
+struct docker_agent_mount {
+        char bin[256];
+        char source[256];
+};
+
+/* Body of POST /containers/create for spec; with agent (may be NULL) the
+ * agent is PID 1 and runs spec's entrypoint. *ret is malloc'ed (free()).
  * Errors: -EINVAL (no image or id), -ENOMEM. */
-int docker_json_create_body(const struct sandbox_spec *spec, char **ret);
+int docker_json_create_body(const struct sandbox_spec *spec, const struct docker_agent_mount *agent,
+                            char **ret);
 
 /* Body of POST /containers/{id}/exec: attached stdout+stderr, no tty, no
  * stdin. env, cwd and user may be NULL. *ret is malloc'ed (free()).
@@ -36,6 +45,13 @@ int docker_json_parse_inspect(const char *body, struct sandbox_info *ret);
  * Errors: -EPROTO. */
 int docker_json_parse_list(const char *body, void (*fn)(void *ud, const struct sandbox_info *info),
                            void *ud);
+
+/* One event of GET /events (a JSON object per line, len bytes, not
+ * NUL-terminated): for a container's "die", its sandbox id (label), key
+ * prefix (label), container id and exit code (-1 when absent) into *ret
+ * (state SANDBOX_RUN_EXITED) and 1; 0 for any other event; -EPROTO when it
+ * is not an event object. */
+int docker_json_parse_event(const char *line, size_t len, struct sandbox_info *ret);
 
 /* Parse GET /exec/{id}/json: *ret_running and *ret_exit_code (-1 if null).
  * Errors: -EPROTO. */

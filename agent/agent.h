@@ -1,0 +1,48 @@
+/* sandbox-agent: what the PID 1 loop and the request handlers share
+ * (docs/AGENT.md). The agent is a static musl binary and links nothing of
+ * lib/; every file here includes only libc and this folder. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* Every size a client controls is capped (docs/AGENT.md, "Trust"). */
+#define AGENT_HEADER_MAX (256 * 1024) /* request line + headers */
+#define AGENT_ERROR_MAX (4 * 1024)   /* one-line error bodies */
+#define AGENT_IO_CHUNK (64 * 1024)   /* one read of output, stdin or file data */
+#define AGENT_HANDLERS_MAX 256       /* concurrent connections (handler children) */
+#define AGENT_HEADER_TIMEOUT_S 10    /* to receive the request head */
+#define AGENT_STALL_TIMEOUT_MS 60000 /* a client making no progress is gone */
+#define AGENT_DRAIN_GRACE_MS 100     /* output collected after a command's exit */
+#define AGENT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+enum entry_state {
+        ENTRY_NONE,
+        ENTRY_RUNNING,
+        ENTRY_EXITED,
+};
+
+/* What PID 1 knows and a handler reports (GET /health). A handler child gets
+ * the copy fork() makes at accept time. */
+struct agent_state {
+        pid_t agent_pid; /* the serving process (1 in a container), not the handler */
+        enum entry_state entry;
+        pid_t entry_pid;
+        int entry_code; /* exit code, or 128+signal; valid when ENTRY_EXITED */
+};
+
+/* The child side of every fork that execs something (entrypoint, commands):
+ * empty signal mask, default dispositions, and every fd from 3 up closed
+ * except keep_fd (-1: none). Never fails; what cannot be reset stays. */
+void agent_child_reset(int keep_fd);
+
+/* Serve one accepted connection in a handler child: read the request, run
+ * the route, answer. Owns conn_fd. Returns when the answer is complete (the
+ * caller then _exit()s). */
+void agent_handle(int conn_fd, const struct agent_state *state);
+
+/* Exit code of a wait status as a shell reports it: the code, or 128+signal. */
+int agent_wait_code(int status);
+
+/* Monotonic clock in milliseconds. */
+long long agent_now_ms(void);

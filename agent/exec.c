@@ -1,0 +1,448 @@
+/* sandbox-agent: POST /exec (exec.h). One non-blocking poll loop moves the
+ * request body to the command's stdin and its stdout/stderr to the client as
+ * frames (docs/AGENT.md), enforces the timeout, and notices the command's
+ * exit through a signalfd. Output waits while the client is slow (the
+ * command then blocks on a full pipe); once the client is gone, output is
+ * read and dropped until the command ends. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "exec.h"
+#include "exec_spawn.h"
+
+#define FRAMES_TYPE "application/x-sandbox-agent-frames"
+#define OUT_HEAD 48             /* room before the data for "<hex>\r\n<tag> <len>\n" */
+#define DRAIN_MAX (1024 * 1024) /* read from a pipe after the grace, per pipe */
+
+struct exec_run {
+        struct http_request *req;
+        int sock;
+        int pipes[2]; /* stdout, stderr (read ends); -1 once closed */
+        int in_fd;    /* stdin (write end); -1 once closed */
+        int sig_fd;   /* SIGCHLD */
+        pid_t pid;
+        char *in_buf; /* body bytes on their way to stdin */
+        size_t in_off, in_len;
+        char *out_buf; /* one encoded frame on its way to the client */
+        size_t out_off, out_end;
+        size_t drained[2];
+        bool client_gone, exited, timed_out, draining;
+        int status;
+        long long deadline; /* 0: no timeout */
+        long long exit_at, stall_at;
+};
+
+static void fd_close(int *fd)
+{
+        if (*fd >= 0)
+                (void)close(*fd);
+        *fd = -1;
+}
+
+static void set_nonblock(int fd)
+{
+        (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+static void client_gone(struct exec_run *run)
+{
+        run->client_gone = true;
+        run->out_off = run->out_end = 0;
+        fd_close(&run->in_fd);
+}
+
+/* Encode data (already at out_buf + OUT_HEAD, n bytes) as one frame of tag,
+ * inside one chunk unless the client spoke HTTP/1.0. n == 0 with tag 0: the
+ * final frame was written there by the caller. */
+static void frame_wrap(struct exec_run *run, const char *frame_head, size_t n)
+{
+        size_t fh = strlen(frame_head);
+        char head[OUT_HEAD];
+        int h;
+
+        if (run->req->http10)
+                h = snprintf(head, sizeof(head), "%s", frame_head);
+        else
+                h = snprintf(head, sizeof(head), "%zx\r\n%s", fh + n, frame_head);
+        run->out_off = OUT_HEAD - (size_t)h;
+        memcpy(run->out_buf + run->out_off, head, (size_t)h);
+        run->out_end = OUT_HEAD + n;
+        /* The client has the stall limit from now to take it. */
+        run->stall_at = agent_now_ms() + AGENT_STALL_TIMEOUT_MS;
+        if (!run->req->http10) {
+                memcpy(run->out_buf + run->out_end, "\r\n", 2);
+                run->out_end += 2;
+        }
+}
+
+/* Read once from pipe i; a frame when there is data. */
+static void pipe_read(struct exec_run *run, int i)
+{
+        char frame_head[48];
+        ssize_t n = read(run->pipes[i], run->out_buf + OUT_HEAD, AGENT_IO_CHUNK);
+
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                if (run->draining)
+                        fd_close(&run->pipes[i]);
+                return;
+        }
+        if (n <= 0) {
+                fd_close(&run->pipes[i]);
+                return;
+        }
+        if (run->draining) {
+                run->drained[i] += (size_t)n;
+                if (run->drained[i] >= DRAIN_MAX)
+                        fd_close(&run->pipes[i]);
+        }
+        if (run->client_gone)
+                return;
+        (void)snprintf(frame_head, sizeof(frame_head), "%d %zd\n", i + 1, n);
+        frame_wrap(run, frame_head, (size_t)n);
+}
+
+static void client_write(struct exec_run *run, long long now)
+{
+        ssize_t n = send(run->sock, run->out_buf + run->out_off, run->out_end - run->out_off,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+
+        if (n < 0) {
+                if (errno != EAGAIN && errno != EINTR)
+                        client_gone(run);
+                return;
+        }
+        run->out_off += (size_t)n;
+        run->stall_at = now + AGENT_STALL_TIMEOUT_MS;
+        if (run->out_off == run->out_end)
+                run->out_off = run->out_end = 0;
+}
+
+/* Body bytes from the socket to in_buf (dropped when stdin is closed). */
+static void body_read(struct exec_run *run)
+{
+        long n = http_body_read(run->req, run->in_buf, AGENT_IO_CHUNK);
+
+        if (n == -EAGAIN || n == -EINTR)
+                return;
+        if (n < 0) {
+                client_gone(run);
+                return;
+        }
+        if (run->in_fd >= 0) {
+                run->in_off = 0;
+                run->in_len = (size_t)n;
+        }
+        if (run->req->body_left == 0 && run->in_len == 0)
+                fd_close(&run->in_fd);
+}
+
+static void stdin_write(struct exec_run *run)
+{
+        ssize_t n = write(run->in_fd, run->in_buf + run->in_off, run->in_len);
+
+        if (n < 0) {
+                if (errno == EAGAIN || errno == EINTR)
+                        return;
+                /* EPIPE: the command closed its stdin; the rest is dropped. */
+                run->in_len = 0;
+                fd_close(&run->in_fd);
+                return;
+        }
+        run->in_off += (size_t)n;
+        run->in_len -= (size_t)n;
+        if (run->in_len == 0 && run->req->body_left == 0)
+                fd_close(&run->in_fd);
+}
+
+static void child_reap(struct exec_run *run, long long now)
+{
+        struct signalfd_siginfo si;
+
+        while (read(run->sig_fd, &si, sizeof(si)) == sizeof(si))
+                ;
+        if (waitpid(run->pid, &run->status, WNOHANG) == run->pid) {
+                run->exited = true;
+                run->exit_at = now;
+                fd_close(&run->in_fd);
+        }
+}
+
+static void timeout_fire(struct exec_run *run)
+{
+        /* The whole session's group: what the command started goes too. */
+        (void)kill(-run->pid, SIGKILL);
+        (void)kill(run->pid, SIGKILL);
+        run->timed_out = true;
+}
+
+static int min_timeout(int cur, long long at, long long now)
+{
+        long long left = at - now;
+
+        if (left < 0)
+                left = 0;
+        if (cur < 0 || left < cur)
+                return (int)left;
+        return cur;
+}
+
+/* The loop: until the command has exited, its pipes are closed and the last
+ * frame of output is out (or the client is gone). */
+static void run_loop(struct exec_run *run)
+{
+        for (;;) {
+                struct pollfd p[5];
+                int np = 0, i_sock = -1, i_pipe[2] = { -1, -1 }, i_in = -1, i_sig = -1;
+                bool pending = run->out_end > 0, want_body;
+                long long now = agent_now_ms();
+                int timeout = -1;
+
+                if (run->exited && run->pipes[0] < 0 && run->pipes[1] < 0 && !pending)
+                        return;
+                want_body = !run->client_gone && run->req->body_left > 0 && run->in_len == 0;
+                if (!run->client_gone) {
+                        i_sock = np;
+                        p[np++] = (struct pollfd){ .fd = run->sock,
+                                                   .events = (short)((pending ? POLLOUT : 0) |
+                                                                     (want_body ? POLLIN : 0)) };
+                }
+                for (int i = 0; i < 2; i++)
+                        if (run->pipes[i] >= 0 && !pending && !run->draining) {
+                                i_pipe[i] = np;
+                                p[np++] = (struct pollfd){ .fd = run->pipes[i], .events = POLLIN };
+                        }
+                if (run->in_fd >= 0 && run->in_len > 0) {
+                        i_in = np;
+                        p[np++] = (struct pollfd){ .fd = run->in_fd, .events = POLLOUT };
+                }
+                if (!run->exited) {
+                        i_sig = np;
+                        p[np++] = (struct pollfd){ .fd = run->sig_fd, .events = POLLIN };
+                }
+                if (run->deadline && !run->timed_out && !run->exited)
+                        timeout = min_timeout(timeout, run->deadline, now);
+                if (run->exited && !run->draining)
+                        timeout = min_timeout(timeout, run->exit_at + AGENT_DRAIN_GRACE_MS, now);
+                if (pending)
+                        timeout = min_timeout(timeout, run->stall_at, now);
+                if (run->draining && !pending)
+                        timeout = 0;
+
+                if (poll(p, (nfds_t)np, timeout) < 0 && errno != EINTR)
+                        return;
+                now = agent_now_ms();
+
+                if (i_sig >= 0 && p[i_sig].revents)
+                        child_reap(run, now);
+                if (run->deadline && !run->timed_out && !run->exited && now >= run->deadline)
+                        timeout_fire(run);
+                if (run->exited && !run->draining && now >= run->exit_at + AGENT_DRAIN_GRACE_MS)
+                        run->draining = true; /* what is left behind holds the pipes */
+                if (i_sock >= 0 && p[i_sock].revents) {
+                        short ev = p[i_sock].revents;
+
+                        if (ev & POLLOUT)
+                                client_write(run, now);
+                        if (!run->client_gone && (ev & POLLIN))
+                                body_read(run);
+                        else if (!run->client_gone && (ev & (POLLHUP | POLLERR)) && !(ev & POLLOUT))
+                                client_gone(run);
+                }
+                if (pending && !run->client_gone && run->out_end > 0 && now >= run->stall_at)
+                        client_gone(run);
+                if (i_in >= 0 && run->in_fd >= 0 && p[i_in].revents)
+                        stdin_write(run);
+                for (int i = 0; i < 2; i++) {
+                        if (run->out_end > 0 || run->pipes[i] < 0)
+                                continue;
+                        if (run->draining || (i_pipe[i] >= 0 && p[i_pipe[i]].revents))
+                                pipe_read(run, i);
+                }
+        }
+}
+
+/* Send the rest of the output and the final frames, blocking up to the
+ * stall limit per write. */
+static void run_finish(struct exec_run *run)
+{
+        char frame_head[48];
+        size_t n;
+
+        if (run->client_gone)
+                return;
+        (void)snprintf(frame_head, sizeof(frame_head), "x %d %d\n", agent_wait_code(run->status),
+                       run->timed_out ? 1 : 0);
+        frame_wrap(run, frame_head, 0);
+        n = run->out_end;
+        if (!run->req->http10) {
+                memcpy(run->out_buf + n, "0\r\n\r\n", 5);
+                n += 5;
+        }
+        run->out_end = n;
+        while (!run->client_gone && run->out_end > 0) {
+                struct pollfd p = { .fd = run->sock, .events = POLLOUT };
+
+                if (poll(&p, 1, AGENT_STALL_TIMEOUT_MS) <= 0)
+                        return;
+                client_write(run, agent_now_ms());
+        }
+}
+
+/* detach=1: the command's stdio is /dev/null and it outlives the request
+ * (PID 1 reaps it). A close-on-exec pipe tells whether exec succeeded. */
+static void exec_detached(struct http_request *req, const struct exec_spec *spec)
+{
+        char msg[AGENT_ERROR_MAX], head[64], body[AGENT_ERROR_MAX + 128];
+        int null_fd = -1, rep[2] = { -1, -1 }, status = 0, n = 0, len;
+        pid_t pid;
+
+        null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null_fd < 0 || pipe2(rep, O_CLOEXEC) < 0) {
+                (void)http_reply_error(req, 500, "cannot start: %s", strerror(errno));
+                goto out;
+        }
+        pid = exec_spawn(spec, null_fd, null_fd, null_fd, rep[1]);
+        if (pid < 0) {
+                (void)http_reply_error(req, 500, "fork: %s", strerror((int)-pid));
+                goto out;
+        }
+        fd_close(&rep[1]);
+        for (;;) {
+                ssize_t r = read(rep[0], msg + n, sizeof(msg) - (size_t)n);
+
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        break;
+                n += (int)r;
+                if ((size_t)n == sizeof(msg))
+                        break;
+        }
+        len = 0;
+        if (n > 0) {
+                /* It failed before exec: its stderr line and its code. */
+                (void)waitpid(pid, &status, 0);
+                len = snprintf(body, sizeof(body), "2 %d\n%.*sx %d 0\n", n, n, msg,
+                               agent_wait_code(status));
+        } else {
+                len = snprintf(body, sizeof(body), "x -1 0\n");
+        }
+        if (http_reply_head(req, 200, FRAMES_TYPE, HTTP_CHUNKED) < 0)
+                goto out;
+        if (req->http10) {
+                (void)http_write_all(req->fd, body, (size_t)len);
+                goto out;
+        }
+        n = snprintf(head, sizeof(head), "%x\r\n", len);
+        if (http_write_all(req->fd, head, (size_t)n) == 0 &&
+            http_write_all(req->fd, body, (size_t)len) == 0)
+                (void)http_write_all(req->fd, "\r\n0\r\n\r\n", 7);
+out:
+        fd_close(&null_fd);
+        fd_close(&rep[0]);
+        fd_close(&rep[1]);
+}
+
+static void exec_attached(struct http_request *req, const struct exec_spec *spec)
+{
+        struct exec_run run = {
+                .req = req, .sock = req->fd, .pipes = { -1, -1 }, .in_fd = -1, .sig_fd = -1
+        };
+        int out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 };
+        sigset_t chld;
+        pid_t pid;
+
+        run.in_buf = malloc(AGENT_IO_CHUNK);
+        run.out_buf = malloc(OUT_HEAD + AGENT_IO_CHUNK + 16);
+        if (!run.in_buf || !run.out_buf) {
+                (void)http_reply_error(req, 500, "out of memory");
+                goto out;
+        }
+        /* SIGCHLD blocked before the fork, so that an early exit is queued
+         * for the signalfd; the child unblocks it (agent_child_reset). */
+        (void)sigemptyset(&chld);
+        (void)sigaddset(&chld, SIGCHLD);
+        (void)sigprocmask(SIG_BLOCK, &chld, NULL);
+        run.sig_fd = signalfd(-1, &chld, SFD_NONBLOCK | SFD_CLOEXEC);
+        if (run.sig_fd < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+                (void)http_reply_error(req, 500, "cannot start: %s", strerror(errno));
+                goto out;
+        }
+        if (req->content_length > 0) {
+                if (pipe2(in, O_CLOEXEC) < 0) {
+                        (void)http_reply_error(req, 500, "cannot start: %s", strerror(errno));
+                        goto out;
+                }
+        } else {
+                in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (in[0] < 0) {
+                        (void)http_reply_error(req, 500, "/dev/null: %s", strerror(errno));
+                        goto out;
+                }
+        }
+        if (http_send_continue(req) < 0)
+                goto out;
+        pid = exec_spawn(spec, in[0], out[1], err[1], err[1]);
+        if (pid < 0) {
+                (void)http_reply_error(req, 500, "fork: %s", strerror((int)-pid));
+                goto out;
+        }
+        run.pid = pid;
+        fd_close(&in[0]);
+        fd_close(&out[1]);
+        fd_close(&err[1]);
+        run.pipes[0] = out[0];
+        run.pipes[1] = err[0];
+        run.in_fd = in[1];
+        out[0] = err[0] = in[1] = -1;
+        for (int i = 0; i < 2; i++)
+                set_nonblock(run.pipes[i]);
+        if (run.in_fd >= 0)
+                set_nonblock(run.in_fd);
+        if (spec->timeout_ms > 0)
+                run.deadline = agent_now_ms() + spec->timeout_ms;
+        if (http_reply_head(req, 200, FRAMES_TYPE, HTTP_CHUNKED) < 0)
+                client_gone(&run);
+        set_nonblock(run.sock);
+        /* Body bytes that came with the head (at most 16 KiB): no poll would
+         * announce them. */
+        if (req->body_left > 0 && req->len > req->body_off)
+                body_read(&run);
+        run_loop(&run);
+        run_finish(&run);
+out:
+        fd_close(&run.pipes[0]);
+        fd_close(&run.pipes[1]);
+        fd_close(&run.in_fd);
+        fd_close(&run.sig_fd);
+        for (int i = 0; i < 2; i++) {
+                fd_close(&out[i]);
+                fd_close(&err[i]);
+                fd_close(&in[i]);
+        }
+        free(run.in_buf);
+        free(run.out_buf);
+}
+
+void exec_handle(struct http_request *req)
+{
+        struct exec_spec spec;
+
+        if (exec_spec_parse(req, &spec) == 0) {
+                if (spec.detach)
+                        exec_detached(req, &spec);
+                else
+                        exec_attached(req, &spec);
+        }
+        exec_spec_free(&spec);
+}

@@ -1,0 +1,34 @@
+/* sandbox-agent: what a command is and how it is started (exec_spawn.c);
+ * exec.c streams its output. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "http.h"
+#include "users.h"
+
+struct exec_spec {
+        char **argv; /* NULL-terminated; strings inside the request */
+        size_t argc;
+        char **envp;     /* NULL-terminated; strings inside the request, environ or owned_env */
+        char *owned_env; /* HOME=... made here, or NULL */
+        const char *cwd;
+        bool has_user;
+        struct user_spec user;
+        long long timeout_ms; /* 0: none */
+        bool detach;
+};
+
+/* Fill *spec from the query. On a bad request answers 4xx itself and
+ * returns -1; 0 otherwise. exec_spec_free releases it either way. */
+int exec_spec_parse(struct http_request *req, struct exec_spec *spec);
+
+void exec_spec_free(struct exec_spec *spec);
+
+/* fork() the command: a new session, stdin/stdout/stderr from in/out/err,
+ * the user, the cwd, then exec with a PATH lookup. What fails in the child
+ * is written as one line to report_fd (err, or a close-on-exec pipe when
+ * detached) and the child exits 127 (126: found but not executable).
+ * Returns the pid or -errno. */
+pid_t exec_spawn(const struct exec_spec *spec, int in, int out, int err, int report_fd);

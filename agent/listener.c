@@ -1,0 +1,87 @@
+/* sandbox-agent: the listening socket (listener.h). */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "listener.h"
+
+#define LISTEN_BACKLOG 128
+
+/* A new listening socket at path; its fd and identity, or -errno. */
+static int bind_at(const char *path, int *ret_fd, struct stat *ret_st)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        mode_t old_mask;
+        int fd, r;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return -ENAMETOOLONG;
+        strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return -errno;
+        if (unlink(path) < 0 && errno != ENOENT) {
+                r = -errno;
+                goto fail;
+        }
+        /* Made 0600 from the start: no moment where others can connect. */
+        old_mask = umask(0177);
+        r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+        (void)umask(old_mask);
+        if (r < 0 || listen(fd, LISTEN_BACKLOG) < 0 || lstat(path, ret_st) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        *ret_fd = fd;
+        return 0;
+fail:
+        (void)close(fd);
+        return r;
+}
+
+int listener_open(struct listener *l, const char *path)
+{
+        struct stat st;
+        int r;
+
+        *l = (struct listener){ .path = path, .fd = -1 };
+        r = bind_at(path, &l->fd, &st);
+        if (r < 0)
+                return r;
+        l->dev = st.st_dev;
+        l->ino = st.st_ino;
+        return 0;
+}
+
+int listener_check(struct listener *l)
+{
+        struct stat st;
+        int fd, r;
+
+        if (lstat(l->path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == l->dev &&
+            st.st_ino == l->ino)
+                return 0;
+        r = bind_at(l->path, &fd, &st);
+        if (r < 0)
+                return r;
+        (void)close(l->fd);
+        l->fd = fd;
+        l->dev = st.st_dev;
+        l->ino = st.st_ino;
+        return 1;
+}
+
+void listener_close(struct listener *l)
+{
+        struct stat st;
+
+        if (l->fd < 0)
+                return;
+        if (lstat(l->path, &st) == 0 && st.st_dev == l->dev && st.st_ino == l->ino)
+                (void)unlink(l->path);
+        (void)close(l->fd);
+        l->fd = -1;
+}

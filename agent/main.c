@@ -1,0 +1,315 @@
+/* sandbox-agent: the first process of a Docker sandbox (docs/AGENT.md).
+ *
+ *   sandbox-agent --socket PATH [--keep] [-- ENTRYPOINT ARGS...]
+ *
+ * PID 1's duties: reap every zombie, start the entrypoint (its own process
+ * group, the terminal's foreground one if there is a terminal), forward the
+ * stop signals to that group, and exit with the entrypoint's code once it
+ * has gone (unless --keep). Besides, it serves the broker on a unix socket:
+ * each accepted connection is handed to a forked handler child
+ * (handler.c), so that nothing a request does can hurt this process, which
+ * keeps no buffer of its own (idle RSS well under 1 MiB).
+ *
+ * One loop: poll() on the listening socket and a signalfd (every signal the
+ * agent cares about is blocked and read there), waking at least once a
+ * second to check that the socket file is still ours (listener.c). Also
+ * works as a plain process (the tests run it so): it then makes itself the
+ * child subreaper, so that orphaned commands are still reaped here. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "listener.h"
+
+#define CHECK_INTERVAL_MS 1000
+
+/* The signals forwarded to the entrypoint (docs/AGENT.md). */
+static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+struct agent {
+        bool keep;
+        char **entry_argv; /* NULL: no entrypoint */
+        struct listener lis;
+        int sig_fd;
+        bool stopping; /* a SIGTERM/SIGINT was forwarded: exit with the entrypoint */
+        struct agent_state state;
+        pid_t handlers[AGENT_HANDLERS_MAX];
+        size_t n_handlers;
+        long long next_check;
+};
+
+__attribute__((format(printf, 1, 2))) static void log_err(const char *fmt, ...)
+{
+        char line[512];
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return;
+        if ((size_t)n > sizeof(line) - 2)
+                n = sizeof(line) - 2;
+        line[n++] = '\n';
+        (void)!write(2, line, (size_t)n);
+}
+
+static void usage(void)
+{
+        log_err("usage: sandbox-agent --socket PATH [--keep] [-- ENTRYPOINT ARGS...]");
+        exit(2);
+}
+
+static void parse_args(struct agent *a, int argc, char **argv, const char **ret_socket)
+{
+        const char *sock = NULL;
+        int i;
+
+        for (i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--") == 0) {
+                        i++;
+                        break;
+                } else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
+                        sock = argv[++i];
+                } else if (strncmp(argv[i], "--socket=", 9) == 0) {
+                        sock = argv[i] + 9;
+                } else if (strcmp(argv[i], "--keep") == 0) {
+                        a->keep = true;
+                } else {
+                        usage();
+                }
+        }
+        if (!sock || !*sock)
+                usage();
+        a->entry_argv = i < argc ? argv + i : NULL;
+        *ret_socket = sock;
+}
+
+/* fds 0-2 open (on /dev/null if they were not), so that no socket or pipe
+ * of ours ever lands there. */
+static void stdio_ensure(void)
+{
+        for (int fd = 0; fd < 3; fd++)
+                if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) < 0)
+                        exit(1);
+}
+
+static int signals_setup(struct agent *a)
+{
+        sigset_t set;
+
+        (void)sigemptyset(&set);
+        (void)sigaddset(&set, SIGCHLD);
+        for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+                (void)sigaddset(&set, forwarded[i]);
+        /* Blocked signals are queued even for a namespace's init, whose
+         * default-disposition signals the kernel would otherwise drop. */
+        if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
+                return -errno;
+        (void)signal(SIGPIPE, SIG_IGN);
+        (void)signal(SIGTTIN, SIG_IGN);
+        (void)signal(SIGTTOU, SIG_IGN);
+        a->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+        return a->sig_fd < 0 ? -errno : 0;
+}
+
+static void agent_exit(struct agent *a, int code)
+{
+        listener_close(&a->lis);
+        exit(code);
+}
+
+static void entry_start(struct agent *a)
+{
+        pid_t pid = fork();
+
+        if (pid < 0) {
+                log_err("sandbox-agent: fork: %s", strerror(errno));
+                agent_exit(a, 1);
+        }
+        if (pid == 0) {
+                /* Its own process group, the terminal's foreground one (as a
+                 * shell's job), so that ^C and forwarded signals reach all of it. */
+                (void)setpgid(0, 0);
+                if (isatty(0))
+                        (void)tcsetpgrp(0, getpid());
+                agent_child_reset(-1);
+                execvp(a->entry_argv[0], a->entry_argv);
+                log_err("sandbox-agent: exec %s: %s", a->entry_argv[0], strerror(errno));
+                _exit(errno == ENOENT || errno == ENOTDIR ? 127 : 126);
+        }
+        /* Also here: the group exists before any signal is forwarded to it. */
+        (void)setpgid(pid, pid);
+        a->state.entry = ENTRY_RUNNING;
+        a->state.entry_pid = pid;
+}
+
+static void handler_forget(struct agent *a, pid_t pid)
+{
+        for (size_t i = 0; i < a->n_handlers; i++) {
+                if (a->handlers[i] == pid) {
+                        a->handlers[i] = a->handlers[--a->n_handlers];
+                        return;
+                }
+        }
+}
+
+/* Every child that has ended: handlers, the entrypoint, and the orphans
+ * (commands, detached or left behind) that were reparented to us. */
+static void reap(struct agent *a)
+{
+        for (;;) {
+                int status;
+                pid_t pid = waitpid(-1, &status, WNOHANG);
+
+                if (pid <= 0)
+                        return;
+                if (a->state.entry == ENTRY_RUNNING && pid == a->state.entry_pid) {
+                        a->state.entry = ENTRY_EXITED;
+                        a->state.entry_code = agent_wait_code(status);
+                        if (!a->keep || a->stopping)
+                                agent_exit(a, a->state.entry_code);
+                } else {
+                        handler_forget(a, pid);
+                }
+        }
+}
+
+static void on_signal(struct agent *a, int sig)
+{
+        if (a->state.entry == ENTRY_RUNNING) {
+                if (sig == SIGTERM || sig == SIGINT)
+                        a->stopping = true;
+                if (kill(-a->state.entry_pid, sig) < 0)
+                        (void)kill(a->state.entry_pid, sig);
+                return;
+        }
+        /* No entrypoint running: `docker stop` must not wait for its timeout. */
+        if (sig == SIGTERM || sig == SIGINT)
+                agent_exit(a, a->state.entry == ENTRY_EXITED ? a->state.entry_code : 0);
+}
+
+static void signals_read(struct agent *a)
+{
+        struct signalfd_siginfo si;
+
+        while (read(a->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+                if (si.ssi_signo == SIGCHLD)
+                        reap(a);
+                else
+                        on_signal(a, (int)si.ssi_signo);
+        }
+}
+
+/* Over the cap, or no fork: a fixed answer, never blocking this loop. */
+static void reply_busy(int fd)
+{
+        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                                   "Content-Type: text/plain\r\nContent-Length: 14\r\n"
+                                   "Connection: close\r\n\r\nagent is busy\n";
+
+        (void)send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+static void accept_all(struct agent *a)
+{
+        for (;;) {
+                int fd = accept4(a->lis.fd, NULL, NULL, SOCK_CLOEXEC);
+                pid_t pid;
+
+                if (fd < 0) {
+                        if (errno == EINTR || errno == ECONNABORTED)
+                                continue;
+                        return; /* EAGAIN; or EMFILE and the like: next round */
+                }
+                if (a->n_handlers >= AGENT_HANDLERS_MAX) {
+                        reply_busy(fd);
+                        (void)close(fd);
+                        continue;
+                }
+                pid = fork();
+                if (pid == 0) {
+                        agent_child_reset(fd);
+                        (void)signal(SIGPIPE, SIG_IGN);
+                        agent_handle(fd, &a->state);
+                        _exit(0);
+                }
+                if (pid < 0)
+                        reply_busy(fd);
+                else
+                        a->handlers[a->n_handlers++] = pid;
+                (void)close(fd);
+        }
+}
+
+static void socket_check(struct agent *a)
+{
+        int r = listener_check(&a->lis);
+
+        if (r < 0 && !a->lis.failing)
+                log_err("sandbox-agent: %s is gone and cannot be bound again: %s", a->lis.path,
+                        strerror(-r));
+        else if (r > 0)
+                log_err("sandbox-agent: %s was replaced; bound again", a->lis.path);
+        a->lis.failing = r < 0;
+}
+
+int main(int argc, char **argv)
+{
+        static struct agent agent = { .sig_fd = -1 };
+        struct agent *a = &agent;
+        const char *sock;
+        int r;
+
+        parse_args(a, argc, argv, &sock);
+        stdio_ensure();
+        a->state.agent_pid = getpid();
+        if (a->state.agent_pid != 1)
+                (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        r = signals_setup(a);
+        if (r < 0) {
+                log_err("sandbox-agent: signals: %s", strerror(-r));
+                return 1;
+        }
+        r = listener_open(&a->lis, sock);
+        if (r < 0) {
+                log_err("sandbox-agent: %s: %s", sock, strerror(-r));
+                return 1;
+        }
+        if (a->entry_argv)
+                entry_start(a);
+
+        a->next_check = agent_now_ms() + CHECK_INTERVAL_MS;
+        for (;;) {
+                struct pollfd p[2] = { { .fd = a->lis.fd, .events = POLLIN },
+                                       { .fd = a->sig_fd, .events = POLLIN } };
+                long long now = agent_now_ms();
+                int timeout = a->next_check > now ? (int)(a->next_check - now) : 0;
+
+                if (poll(p, 2, timeout) < 0 && errno != EINTR) {
+                        log_err("sandbox-agent: poll: %s", strerror(errno));
+                        agent_exit(a, 1);
+                }
+                if (p[1].revents)
+                        signals_read(a);
+                if (p[0].revents)
+                        accept_all(a);
+                now = agent_now_ms();
+                if (now >= a->next_check) {
+                        socket_check(a);
+                        a->next_check = now + CHECK_INTERVAL_MS;
+                }
+        }
+}

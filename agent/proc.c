@@ -1,0 +1,62 @@
+/* sandbox-agent: process helpers shared by the PID 1 loop and the handlers
+ * (agent.h). */
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+/* fds first..last closed; close_range(2) (Linux 5.9), else one by one up to
+ * the descriptor limit. */
+static void close_fds(unsigned first, unsigned last)
+{
+        struct rlimit rl;
+
+        if (first > last)
+                return;
+        if (syscall(SYS_close_range, first, last, 0) == 0)
+                return;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur > 65536)
+                rl.rlim_cur = 65536;
+        for (unsigned fd = first; fd <= last && fd < rl.rlim_cur; fd++)
+                (void)close((int)fd);
+}
+
+void agent_child_reset(int keep_fd)
+{
+        sigset_t none;
+
+        /* Dispositions first, then the mask: a signal pending now is then
+         * delivered with its default action, as it would be after exec. */
+        for (int sig = 1; sig < _NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void)signal(sig, SIG_DFL);
+        (void)sigemptyset(&none);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+        if (keep_fd > 2) {
+                close_fds(3, (unsigned)keep_fd - 1);
+                close_fds((unsigned)keep_fd + 1, ~0U);
+        } else {
+                close_fds(3, ~0U);
+        }
+}
+
+int agent_wait_code(int status)
+{
+        if (WIFEXITED(status))
+                return WEXITSTATUS(status);
+        if (WIFSIGNALED(status))
+                return 128 + WTERMSIG(status);
+        return 255;
+}
+
+long long agent_now_ms(void)
+{
+        struct timespec ts;
+
+        (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}

@@ -1,0 +1,194 @@
+/* docker_agent: see docker_agent.h. */
+#include "docker_agent.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_client.h"
+#include "provider.h"
+#include "timeutil.h"
+
+#define RUN_TREE_DEPTH_MAX 64 /* what cleanup descends into a planted tree */
+
+/* A container id as Docker makes it: 64 hex digits (12 and more accepted,
+ * for short ids); never a path component of anything else. */
+static bool ref_ok(const char *ref)
+{
+        size_t n = strspn(ref, "0123456789abcdef");
+
+        return n >= 12 && n <= 64 && ref[n] == '\0';
+}
+
+int docker_agent_source(const struct docker_agent *a, const char *sandbox_id, char *buf,
+                        size_t size)
+{
+        int n = snprintf(buf, size, "%s/sb-%s", a->dir, sandbox_id);
+
+        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+int docker_agent_run_dir(const struct docker_agent *a, const char *ref, char *buf, size_t size)
+{
+        struct stat st;
+        int n;
+
+        if (!ref_ok(ref))
+                return -EINVAL;
+        n = snprintf(buf, size, "%s/%s", a->dir, ref);
+        if (n < 0 || (size_t)n >= size)
+                return -ENAMETOOLONG;
+        if (lstat(buf, &st) < 0 || !S_ISDIR(st.st_mode))
+                return -ENOENT;
+        return 0;
+}
+
+/* mkdir -p of AGENT_DIR itself (0700 for what it makes). */
+static int mkdir_parents(const char *path)
+{
+        char tmp[sizeof(((struct docker_agent *)0)->dir)];
+
+        if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+                return -ENAMETOOLONG;
+        for (char *s = tmp + 1;; s++) {
+                if (*s != '/' && *s != '\0')
+                        continue;
+                char c = *s;
+                *s = '\0';
+                if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+                        return -errno;
+                *s = c;
+                if (!c)
+                        return 0;
+        }
+}
+
+int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, const char *ref,
+                         char *ret_err)
+{
+        char run[256], src[256];
+        int r;
+
+        if (!ref_ok(ref)) {
+                provider_errf(ret_err, "agent: not a container id: %.80s", ref);
+                return -EINVAL;
+        }
+        r = mkdir_parents(a->dir);
+        if (r == 0 && snprintf(run, sizeof(run), "%s/%s", a->dir, ref) >= (int)sizeof(run))
+                r = -ENAMETOOLONG;
+        if (r == 0)
+                r = docker_agent_source(a, sandbox_id, src, sizeof(src));
+        if (r == 0 && mkdir(run, 0700) < 0 && errno != EEXIST)
+                r = -errno;
+        if (r == 0) {
+                /* a stale link (or a directory Docker made for a missing
+                 * source) under the same name goes first */
+                if (unlink(src) < 0 && errno == EISDIR)
+                        (void)rmdir(src);
+                if (symlink(ref, src) < 0)
+                        r = -errno;
+        }
+        if (r < 0)
+                provider_errf(ret_err, "agent: run directory in %s: %s", a->dir, strerror(-r));
+        return r;
+}
+
+/* rm -rf of what dfd holds, at most depth levels down; links are removed,
+ * never followed (unlinkat and openat with O_NOFOLLOW). */
+static void remove_tree(int dfd, int depth)
+{
+        DIR *d = fdopendir(dfd);
+        struct dirent *e;
+
+        if (!d) {
+                close(dfd);
+                return;
+        }
+        while ((e = readdir(d))) {
+                if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                        continue;
+                if (unlinkat(dirfd(d), e->d_name, 0) == 0 || errno != EISDIR)
+                        continue;
+                if (depth > 0) {
+                        int sub = openat(dirfd(d), e->d_name,
+                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0)
+                                remove_tree(sub, depth - 1);
+                }
+                (void)unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+        }
+        closedir(d);
+}
+
+void docker_agent_cleanup(const struct docker_agent *a, const char *ref)
+{
+        char target[80];
+        DIR *d;
+        struct dirent *e;
+        int top, run;
+
+        if (!ref_ok(ref))
+                return;
+        top = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top < 0)
+                return;
+        run = openat(top, ref, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (run >= 0) {
+                remove_tree(run, RUN_TREE_DEPTH_MAX);
+                (void)unlinkat(top, ref, AT_REMOVEDIR);
+        }
+        d = fdopendir(top);
+        if (!d) {
+                close(top);
+                return;
+        }
+        while ((e = readdir(d))) {
+                ssize_t n;
+
+                if (strncmp(e->d_name, "sb-", 3))
+                        continue;
+                n = readlinkat(dirfd(d), e->d_name, target, sizeof(target) - 1);
+                if (n <= 0)
+                        continue;
+                target[n] = '\0';
+                if (!strcmp(target, ref))
+                        (void)unlinkat(dirfd(d), e->d_name, 0);
+        }
+        closedir(d);
+}
+
+int docker_agent_wait_ready(const char *dir, int timeout_ms, int (*alive)(void *ud), void *ud,
+                            char *ret_err)
+{
+        int64_t start = timeutil_mono_ms(), next_check = start + 100;
+        struct agent_health h;
+        char err[PROVIDER_ERR_MAX];
+        int r, delay_us = 500;
+
+        for (;;) {
+                r = agent_health(dir, &h, 1000, err);
+                if (r == 0)
+                        return 0;
+                if (timeutil_mono_ms() - start >= timeout_ms) {
+                        provider_errf(ret_err, "sandbox agent did not answer within %d ms: %s",
+                                      timeout_ms, err);
+                        return -ETIMEDOUT;
+                }
+                if (timeutil_mono_ms() >= next_check) {
+                        next_check = timeutil_mono_ms() + 100;
+                        r = alive(ud);
+                        if (r < 0) {
+                                provider_errf(ret_err, "sandbox ended before its agent answered");
+                                return r;
+                        }
+                }
+                usleep(delay_us);
+                if (delay_us < 20000)
+                        delay_us *= 2;
+        }
+}

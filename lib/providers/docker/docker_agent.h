@@ -1,0 +1,54 @@
+/* docker_agent: the host side of sandbox-agent for the Docker provider
+ * (docs/AGENT.md): the per-sandbox socket directory, the mounts and the
+ * entrypoint that put the agent into a container.
+ *
+ * Layout under AGENT_DIR (a directory only the broker writes):
+ *   <container id>/           the sandbox's run directory (mode 0700), mounted
+ *                             read-write at /.sandbox-broker/run; the agent
+ *                             makes agent.sock in it
+ *   sb-<sandbox id> -> <container id>
+ *                             the bind source named in the container's config
+ *                             (Docker resolves it at every start)
+ * The container id is known only after create, the bind source must be named
+ * in it: hence the link. The broker reaches a sandbox's agent by container id
+ * (its ref), with no lookup. Only entries of AGENT_DIR itself are trusted;
+ * what is inside a run directory belongs to the sandbox (agent_client.h). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+#define DOCKER_AGENT_BIN_IN "/.sandbox-broker/agent"
+#define DOCKER_AGENT_RUN_IN "/.sandbox-broker/run"
+#define DOCKER_AGENT_SOCK_IN DOCKER_AGENT_RUN_IN "/agent.sock"
+
+struct docker_agent {
+        char bin[256]; /* host path of the static binary */
+        char dir[200]; /* AGENT_DIR */
+        bool exec;     /* EXEC_TRANSPORT=agent: commands go through it */
+};
+
+/* The bind source for sandbox_id: <dir>/sb-<sandbox_id> (into buf, size
+ * bytes). -ENAMETOOLONG if it does not fit. */
+int docker_agent_source(const struct docker_agent *a, const char *sandbox_id, char *buf,
+                        size_t size);
+
+/* After a create: make the run directory of container ref and point the
+ * bind source of sandbox_id at it (replacing a stale link). */
+int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, const char *ref,
+                         char *ret_err);
+
+/* The run directory of container ref (into buf), or -ENOENT when the
+ * container has none (made without the agent) and -EINVAL for a ref that
+ * is not a container id. */
+int docker_agent_run_dir(const struct docker_agent *a, const char *ref, char *buf, size_t size);
+
+/* After a remove: delete the run directory of ref with whatever the
+ * sandbox left in it (never following a link it planted) and every link of
+ * AGENT_DIR pointing at it. Missing is fine. */
+void docker_agent_cleanup(const struct docker_agent *a, const char *ref);
+
+/* Wait until the agent in run directory dir answers /health, bounded by
+ * timeout_ms; every 100 ms without an answer, alive(ud) is asked whether
+ * the container still runs (a negative errno ends the wait with it). */
+int docker_agent_wait_ready(const char *dir, int timeout_ms, int (*alive)(void *ud), void *ud,
+                            char *ret_err);

@@ -1,0 +1,547 @@
+"""sandbox-agent (agent/, docs/AGENT.md) run as a plain process on the host,
+spoken to over its unix socket with http.client (and once with curl).
+
+No Redis, Kafka, nginx or Docker: each case starts the built binary
+(SANDBOX_AGENT_BIN, default $BROKER_BUILD_DIR/sandbox-agent, else build/; `make` builds it) with
+--socket in its own temporary directory and stops it by pid. Covered: health;
+POST /exec (stdout, stderr, exit codes, stdin, env, cwd, PATH lookup, exec
+failures, timeout killing the whole process group, detach, streaming, 5 MiB of
+output, a client that goes away, user switching as root); GET/PUT /file;
+malformed requests (4xx, and the agent still serves); entrypoint mode (exit
+code, --keep, signal forwarding, SIGTERM without an entrypoint); the socket
+bound again after it is removed or replaced; idle RSS.
+"""
+
+import http.client
+import os
+import signal
+import socket
+import stat
+import subprocess
+import time
+import urllib.parse
+
+import pytest
+
+from brokerlib import REPO, wait_until
+
+_BUILD = os.environ.get("BROKER_BUILD_DIR", os.path.join(REPO, "build"))
+BIN = os.environ.get("SANDBOX_AGENT_BIN", os.path.join(
+    _BUILD if os.path.isabs(_BUILD) else os.path.join(REPO, _BUILD), "sandbox-agent"))
+TIMEOUT = 20
+FRAME_MAX = 1 << 20
+
+
+class UnixHTTPConnection(http.client.HTTPConnection):
+    """http.client over AF_UNIX."""
+
+    def __init__(self, path, timeout=TIMEOUT):
+        super().__init__("localhost", timeout=timeout)
+        self.unix_path = path
+
+    def connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)
+        s.connect(self.unix_path)
+        self.sock = s
+
+
+def query(params):
+    """params: list of (name, value); percent-encoded as the broker does."""
+    return urllib.parse.urlencode(params, quote_via=urllib.parse.quote)
+
+
+def parse_frames(data):
+    """The decoded body of POST /exec -> [("1", bytes) | ("2", bytes) | ("x", code, timed_out)]."""
+    frames, i = [], 0
+    while i < len(data):
+        nl = data.index(b"\n", i)
+        head = data[i:nl].decode()
+        i = nl + 1
+        tag, rest = head.split(" ", 1)
+        if tag in ("1", "2"):
+            n = int(rest)
+            assert 1 <= n <= FRAME_MAX, head
+            assert i + n <= len(data), "short frame %r" % head
+            frames.append((tag, data[i:i + n]))
+            i += n
+        else:
+            assert tag == "x", head
+            code, timed_out = rest.split(" ")
+            frames.append(("x", int(code), int(timed_out)))
+            assert i == len(data), "bytes after the x frame"
+    assert frames and frames[-1][0] == "x", "no final frame"
+    return frames
+
+
+class Result:
+    def __init__(self, frames):
+        self.frames = frames
+        self.out = b"".join(f[1] for f in frames if f[0] == "1")
+        self.err = b"".join(f[1] for f in frames if f[0] == "2")
+        self.code, self.timed_out = frames[-1][1], frames[-1][2]
+
+
+class Agent:
+    def __init__(self, tmp, keep=False, entry=None, wait=True):
+        self.dir = str(tmp)
+        self.sock = os.path.join(self.dir, "agent.sock")
+        argv = [BIN, "--socket", self.sock] + (["--keep"] if keep else [])
+        if entry:
+            argv += ["--"] + entry
+        self.log = open(os.path.join(self.dir, "agent.log"), "wb")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log,
+                                     stderr=subprocess.STDOUT, cwd=self.dir)
+        if wait:
+            wait_until(lambda: os.path.exists(self.sock), 5, 0.01, "agent socket")
+
+    def conn(self, timeout=TIMEOUT):
+        return UnixHTTPConnection(self.sock, timeout)
+
+    def request(self, method, path, params=None, body=None, headers=None, timeout=TIMEOUT):
+        url = path + ("?" + query(params) if params else "")
+        c = self.conn(timeout)
+        try:
+            c.request(method, url, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, r.headers, r.read()
+        finally:
+            c.close()
+
+    def health(self):
+        st, _, body = self.request("GET", "/health")
+        assert st == 200
+        return dict(line.split("=", 1) for line in body.decode().splitlines())
+
+    def exec(self, args, stdin=None, env=(), timeout=TIMEOUT, **opts):
+        params = [("arg", a) for a in args] + [("env", e) for e in env]
+        params += [(k, str(v)) for k, v in opts.items()]
+        st, hd, body = self.request("POST", "/exec", params, body=stdin, timeout=timeout)
+        assert st == 200, (st, body)
+        assert hd["Content-Type"] == "application/x-sandbox-agent-frames"
+        return Result(parse_frames(body))
+
+    def raw(self, data, timeout=5):
+        """Send raw bytes, return the whole answer (the agent closes)."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.connect(self.sock)
+        try:
+            try:
+                s.sendall(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            out = b""
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    return out
+                out += b
+        finally:
+            s.close()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(5)
+        self.log.close()
+
+
+def raw_status(answer):
+    return int(answer.split(b" ", 2)[1])
+
+
+@pytest.fixture
+def agent_factory(tmp_path):
+    if not os.access(BIN, os.X_OK):
+        pytest.fail("%s not found: build it with `make` (or set SANDBOX_AGENT_BIN)" % BIN,
+                    pytrace=False)
+    agents = []
+
+    def factory(**kw):
+        a = Agent(tmp_path, **kw)
+        agents.append(a)
+        return a
+    yield factory
+    for a in agents:
+        a.stop()
+
+
+@pytest.fixture
+def agent(agent_factory):
+    return agent_factory()
+
+
+def pgrp_members(pgid):
+    """Live (not zombie) processes of process group pgid."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                st = f.read()
+        except OSError:
+            continue
+        fields = st[st.rindex(")") + 2:].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(int(pid))
+    return found
+
+
+# --- health ----------------------------------------------------------------
+
+def test_agent_daemon_health(agent):
+    h = agent.health()
+    assert h == {"agent": "1", "pid": str(agent.proc.pid), "entrypoint": "none"}
+    assert stat.S_IMODE(os.stat(agent.sock).st_mode) == 0o600
+
+
+def test_agent_daemon_health_curl(agent):
+    out = subprocess.run(["curl", "-sS", "--unix-socket", agent.sock, "http://agent/health"],
+                         capture_output=True, timeout=TIMEOUT, check=True).stdout
+    assert b"agent=1\n" in out and b"entrypoint=none\n" in out
+
+
+def test_agent_daemon_idle_rss(agent):
+    agent.health()
+    time.sleep(0.2)
+    with open("/proc/%d/status" % agent.proc.pid) as f:
+        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+    print("sandbox-agent idle VmRSS: %d kB" % rss)
+    assert rss < 1024
+
+
+# --- exec ------------------------------------------------------------------
+
+def test_agent_daemon_exec_echo(agent):
+    r = agent.exec(["echo", "hello", "world"])
+    assert r.frames == [("1", b"hello world\n"), ("x", 0, 0)]
+
+
+def test_agent_daemon_exec_stderr_and_code(agent):
+    r = agent.exec(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (r.out, r.err, r.code, r.timed_out) == (b"out\n", b"err\n", 3, 0)
+    r = agent.exec(["sh", "-c", "kill -TERM $$"])
+    assert r.code == 128 + signal.SIGTERM
+
+
+def test_agent_daemon_exec_stdin(agent):
+    data = os.urandom(300 * 1024) + b"end"
+    r = agent.exec(["cat"], stdin=data)
+    assert r.out == data and r.code == 0
+    r = agent.exec(["wc", "-c"], stdin=b"abc")
+    assert r.out.strip() == b"3"
+    # no body: stdin is /dev/null, not the socket
+    r = agent.exec(["cat"])
+    assert r.out == b"" and r.code == 0
+    # a command that does not read its stdin
+    r = agent.exec(["true"], stdin=os.urandom(1 << 20))
+    assert r.code == 0
+
+
+def test_agent_daemon_exec_env_cwd(agent, tmp_path):
+    r = agent.exec(["sh", "-c", "echo \"$FOO|$BAR\"; pwd"], cwd=str(tmp_path),
+                   env=["FOO=a b&c=d", "BAR=+%"])
+    assert r.out.decode().splitlines() == ["a b&c=d|+%", str(tmp_path)]
+    # replaces the agent's own value
+    r = agent.exec(["sh", "-c", "echo $HOME"], env=["HOME=/nowhere"])
+    assert r.out == b"/nowhere\n"
+    r = agent.exec(["pwd"])
+    assert r.out == b"/\n"
+    r = agent.exec(["pwd"], cwd="/no/such/dir")
+    assert r.code == 127 and b"sandbox-agent: chdir /no/such/dir" in r.err
+
+
+def test_agent_daemon_exec_path_lookup(agent, tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    tool = bindir / "mytool"
+    tool.write_text("#!/bin/sh\necho tool \"$@\"\n")
+    tool.chmod(0o755)
+    script = bindir / "noshebang"
+    script.write_text("echo no shebang\n")
+    script.chmod(0o755)
+    path = "PATH=%s:/usr/bin:/bin" % bindir
+    assert agent.exec(["mytool", "x"], env=[path]).out == b"tool x\n"
+    assert agent.exec(["noshebang"], env=[path]).out == b"no shebang\n"
+    r = agent.exec(["mytool"])
+    assert r.code == 127
+    assert r.err == b"sandbox-agent: exec mytool: No such file or directory\n"
+    r = agent.exec([str(tool)])
+    assert r.out == b"tool\n"
+
+
+def test_agent_daemon_exec_failures(agent, tmp_path):
+    r = agent.exec(["/no/such/binary"])
+    assert r.frames == [("2", b"sandbox-agent: exec /no/such/binary: No such file or directory\n"),
+                        ("x", 127, 0)]
+    f = tmp_path / "notexec"
+    f.write_text("echo hi\n")
+    f.chmod(0o644)
+    r = agent.exec([str(f)])
+    assert r.code == 126 and b"Permission denied" in r.err
+    st, _, body = agent.request("POST", "/exec", [("env", "X=1")])
+    assert st == 400 and b"arg" in body
+    st, _, body = agent.request("POST", "/exec", [("arg", "true"), ("bogus", "1")])
+    assert st == 400 and b"bogus" in body
+    st, _, _ = agent.request("POST", "/exec", [("arg", "true"), ("timeout_ms", "-1")])
+    assert st == 400
+    st, _, body = agent.request("POST", "/exec", [("arg", "true"), ("user", "no-such-user-x")])
+    assert st == 400 and b"no such user" in body
+
+
+def test_agent_daemon_exec_timeout_kills_group(agent):
+    t0 = time.monotonic()
+    r = agent.exec(["sh", "-c", "echo $$; sleep 100 & sleep 100"], timeout_ms=500)
+    elapsed = time.monotonic() - t0
+    assert (r.code, r.timed_out) == (128 + signal.SIGKILL, 1)
+    assert elapsed < 5
+    pgid = int(r.out.split()[0])
+    # the background sleep is reparented to the agent (subreaper) and reaped
+    wait_until(lambda: not pgrp_members(pgid), 5, 0.05, "process group %d gone" % pgid)
+
+
+def test_agent_daemon_exec_detach(agent, tmp_path):
+    marker = tmp_path / "detached"
+    t0 = time.monotonic()
+    r = agent.exec(["sh", "-c", "sleep 0.5; echo done > %s" % marker], detach=1)
+    assert time.monotonic() - t0 < 0.4
+    assert r.frames == [("x", -1, 0)]
+    assert not marker.exists()
+    wait_until(marker.exists, 5, 0.05, "detached command ran")
+    r = agent.exec(["/no/such/binary"], detach=1)
+    assert r.code == 127 and b"No such file" in r.err
+
+
+def test_agent_daemon_exec_streaming(agent):
+    c = agent.conn()
+    try:
+        t0 = time.monotonic()
+        c.request("POST", "/exec?" + query([("arg", "sh"), ("arg", "-c"),
+                                            ("arg", "echo first; sleep 1; echo second")]))
+        r = c.getresponse()
+        assert r.status == 200
+        first = r.read1(65536)
+        t_first = time.monotonic() - t0
+        rest = r.read()
+        t_all = time.monotonic() - t0
+    finally:
+        c.close()
+    assert first.startswith(b"1 6\nfirst\n")
+    assert t_first < 0.8 and t_all >= 0.9, (t_first, t_all)
+    r = Result(parse_frames(first + rest))
+    assert r.out == b"first\nsecond\n" and r.code == 0
+
+
+def test_agent_daemon_exec_big_output(agent, tmp_path):
+    data = os.urandom(5 << 20)
+    f = tmp_path / "big"
+    f.write_bytes(data)
+    r = agent.exec(["cat", str(f)])
+    assert r.code == 0 and len(r.out) == len(data) and r.out == data
+    assert all(len(fr[1]) <= FRAME_MAX for fr in r.frames[:-1])
+
+
+def test_agent_daemon_exec_client_gone(agent, tmp_path):
+    marker = tmp_path / "after"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(TIMEOUT)
+    s.connect(agent.sock)
+    cmd = "yes | head -c 3000000; sleep 0.5; echo done > %s" % marker
+    s.sendall(b"POST /exec?%s HTTP/1.1\r\nHost: a\r\n\r\n"
+              % query([("arg", "sh"), ("arg", "-c"), ("arg", cmd)]).encode())
+    assert s.recv(100).startswith(b"HTTP/1.1 200 ")
+    s.close()
+    wait_until(marker.exists, 10, 0.05, "command finished without its client")
+    assert agent.health()["agent"] == "1"
+
+
+def test_agent_daemon_exec_concurrent(agent):
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        futs = [ex.submit(agent.exec, ["sh", "-c", "sleep 0.2; echo %d" % i]) for i in range(32)]
+        outs = sorted(int(f.result().out) for f in futs)
+    assert outs == list(range(32))
+
+
+def test_agent_daemon_exec_user(agent):
+    if os.geteuid() != 0:
+        pytest.skip("user switching needs root")
+    r = agent.exec(["id", "-u"], user="nobody")
+    assert r.out == b"65534\n", r.err
+    r = agent.exec(["sh", "-c", "id -u; id -g; id -G"], user="12345")
+    assert r.out.split() == [b"12345", b"12345", b"12345"], r.err
+    r = agent.exec(["sh", "-c", "id -u; id -g"], user="65534:0")
+    assert r.out.split() == [b"65534", b"0"]
+    r = agent.exec(["sh", "-c", "id -u; id -g"], user="root:nogroup")
+    assert r.out.split() == [b"0", b"65534"]
+
+
+# --- files -----------------------------------------------------------------
+
+def test_agent_daemon_file_put_get(agent, tmp_path):
+    path = str(tmp_path / "a" / "b" / "c.bin")
+    data = os.urandom(3 << 20)
+    st, _, body = agent.request("PUT", "/file", [("path", path)], body=data)
+    assert st == 204 and body == b""
+    assert stat.S_IMODE(os.stat(tmp_path / "a").st_mode) == 0o755
+    st, hd, body = agent.request("GET", "/file", [("path", path)])
+    assert st == 200 and body == data and int(hd["Content-Length"]) == len(data)
+    st, _, body = agent.request("GET", "/file", [("path", path), ("offset", "1000"),
+                                                 ("length", "5000")])
+    assert st == 200 and body == data[1000:6000]
+    st, _, body = agent.request("GET", "/file", [("path", path), ("offset", str(len(data) + 5))])
+    assert st == 200 and body == b""
+    # append, truncate, mode, owner
+    st, _, _ = agent.request("PUT", "/file", [("path", path), ("append", "1")], body=b"tail")
+    assert st == 204 and open(path, "rb").read() == data + b"tail"
+    st, _, _ = agent.request("PUT", "/file", [("path", path), ("mode", "0600")], body=b"short")
+    assert st == 204 and open(path, "rb").read() == b"short"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    st, _, _ = agent.request("PUT", "/file", [("path", path)], body=b"")
+    assert st == 204 and os.path.getsize(path) == 0
+    if os.geteuid() == 0:
+        p2 = str(tmp_path / "owned" / "f")
+        st, _, _ = agent.request("PUT", "/file", [("path", p2), ("owner", "65534:65534"),
+                                                  ("mode", "0640")], body=b"x")
+        assert st == 204
+        s = os.stat(p2)
+        assert (s.st_uid, s.st_gid, stat.S_IMODE(s.st_mode)) == (65534, 65534, 0o640)
+
+
+def test_agent_daemon_file_errors(agent, tmp_path):
+    st, _, body = agent.request("GET", "/file", [("path", str(tmp_path / "nope"))])
+    assert st == 404 and b"No such file" in body
+    st, _, body = agent.request("GET", "/file", [("path", str(tmp_path))])
+    assert st == 400 and b"directory" in body
+    st, _, _ = agent.request("PUT", "/file", [("path", str(tmp_path))], body=b"x")
+    assert st == 400
+    (tmp_path / "plain").write_text("x")
+    st, _, _ = agent.request("PUT", "/file", [("path", str(tmp_path / "plain" / "sub" / "f"))],
+                             body=b"x")
+    assert st == 404
+    st, _, _ = agent.request("GET", "/file", [("path", "relative")])
+    assert st == 400
+    st, _, _ = agent.request("PUT", "/file", [("path", str(tmp_path / "m")), ("mode", "999")],
+                             body=b"x")
+    assert st == 400
+    os.mkfifo(tmp_path / "fifo")
+    st, _, _ = agent.request("GET", "/file", [("path", str(tmp_path / "fifo"))])
+    assert st == 400
+    if os.geteuid() == 0:
+        return  # root passes every permission check
+    (tmp_path / "locked").mkdir(mode=0o500)
+    st, _, _ = agent.request("PUT", "/file", [("path", str(tmp_path / "locked" / "f"))],
+                             body=b"x")
+    assert st == 403
+
+
+# --- malformed requests ----------------------------------------------------
+
+def test_agent_daemon_malformed(agent):
+    cases = [
+        (b"POST /exec?arg=%zz HTTP/1.1\r\n\r\n", 400),
+        (b"POST /exec?arg=a%00b HTTP/1.1\r\n\r\n", 400),
+        (b"POST /exec?arg=a%4 HTTP/1.1\r\n\r\n", 400),
+        (b"GET /health HTTP/1.1\r\nX: " + b"a" * (257 * 1024) + b"\r\n\r\n", 431),
+        (b"PUT /file?path=/tmp/x HTTP/1.1\r\nHost: a\r\n\r\n", 411),
+        (b"GET /nope HTTP/1.1\r\n\r\n", 404),
+        (b"DELETE /file?path=/tmp/x HTTP/1.1\r\n\r\n", 405),
+        (b"GET /health HTTP/2.0\r\n\r\n", 505),
+        (b"GET health HTTP/1.1\r\n\r\n", 400),
+        (b"GET /health HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 400),
+        (b"GET /health HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400),
+        (b"GET /health HTTP/1.1\r\nBad Header\r\n\r\n", 400),
+        (b"GET /health HTTP/1.1\r\n folded\r\n\r\n", 400),
+        (b"GET /health HTTP/1.1\nHost: a\n\n\r\n\r\n", 400),
+        (b"POST /exec?arg=cat HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501),
+        (b"GET /health HTTP/1.1\r\nX: a\x00b\r\n\r\n", 400),
+    ]
+    for req, want in cases:
+        ans = agent.raw(req)
+        assert ans.startswith(b"HTTP/1.1 "), (req[:60], ans)
+        assert raw_status(ans) == want, (req[:60], ans)
+        assert b"Connection: close\r\n" in ans
+        body = ans.split(b"\r\n\r\n", 1)[1]
+        assert body.endswith(b"\n") and body.count(b"\n") == 1 and len(body) <= 4096
+    # a client that connects and says nothing, or half a head, then leaves
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(agent.sock)
+    s.sendall(b"GET /hea")
+    s.close()
+    assert agent.health()["agent"] == "1"
+    assert agent.proc.poll() is None
+
+
+def test_agent_daemon_http10(agent):
+    ans = agent.raw(b"POST /exec?arg=echo&arg=hi HTTP/1.0\r\n\r\n")
+    head, body = ans.split(b"\r\n\r\n", 1)
+    assert b" 200 " in head and b"chunked" not in head
+    assert parse_frames(body) == [("1", b"hi\n"), ("x", 0, 0)]
+
+
+# --- entrypoint and signals ------------------------------------------------
+
+def test_agent_daemon_entrypoint_exit_code(agent_factory):
+    a = agent_factory(entry=["sh", "-c", "sleep 0.3; exit 3"], wait=False)
+    assert a.proc.wait(10) == 3
+    assert not os.path.exists(a.sock)
+
+
+def test_agent_daemon_entrypoint_keep(agent_factory):
+    a = agent_factory(keep=True, entry=["sh", "-c", "exit 3"])
+    wait_until(lambda: a.health()["entrypoint"] == "exited", 5, 0.05, "entrypoint exited")
+    h = a.health()
+    assert h["exit_code"] == "3"
+    assert a.exec(["true"]).code == 0
+    assert a.proc.poll() is None
+    a.proc.send_signal(signal.SIGTERM)
+    assert a.proc.wait(5) == 3
+
+
+def test_agent_daemon_entrypoint_signal(agent_factory, tmp_path):
+    ready = tmp_path / "ready"
+    a = agent_factory(entry=["sh", "-c", "trap 'exit 7' TERM; touch %s; "
+                                         "while :; do sleep 0.1; done" % ready])
+    wait_until(ready.exists, 5, 0.05, "entrypoint ready")
+    h = a.health()
+    assert h["entrypoint"] == "running"
+    a.proc.send_signal(signal.SIGTERM)
+    assert a.proc.wait(5) == 7
+
+
+def test_agent_daemon_entrypoint_killed(agent_factory, tmp_path):
+    ready = tmp_path / "ready"
+    a = agent_factory(keep=True, entry=["sh", "-c", "touch %s; exec sleep 100" % ready])
+    wait_until(ready.exists, 5, 0.05, "entrypoint ready")
+    a.proc.send_signal(signal.SIGUSR1)  # forwarded; sleep dies of it
+    wait_until(lambda: a.health()["entrypoint"] == "exited", 5, 0.05, "entrypoint exited")
+    assert a.health()["exit_code"] == str(128 + signal.SIGUSR1)
+
+
+def test_agent_daemon_sigterm_without_entrypoint(agent):
+    agent.health()
+    t0 = time.monotonic()
+    agent.proc.send_signal(signal.SIGTERM)
+    assert agent.proc.wait(5) == 0
+    assert time.monotonic() - t0 < 1
+
+
+def test_agent_daemon_entrypoint_not_found(agent_factory):
+    a = agent_factory(entry=["/no/such/entrypoint"], wait=False)
+    assert a.proc.wait(5) == 127
+
+
+# --- the socket ------------------------------------------------------------
+
+def test_agent_daemon_socket_rebound(agent):
+    os.unlink(agent.sock)
+    wait_until(lambda: os.path.exists(agent.sock), 5, 0.05, "socket bound again")
+    assert agent.health()["agent"] == "1"
+    # replaced by a plain file
+    os.unlink(agent.sock)
+    with open(agent.sock, "w") as f:
+        f.write("not a socket")
+    wait_until(lambda: stat.S_ISSOCK(os.lstat(agent.sock).st_mode), 5, 0.05, "socket back")
+    assert agent.health()["agent"] == "1"
