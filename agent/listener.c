@@ -10,11 +10,36 @@
 
 #define LISTEN_BACKLOG 128
 
+/* The owner of the directory that holds path. */
+static int owner_of_parent(const char *path, uid_t *uid, gid_t *gid)
+{
+        char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+        const char *slash = strrchr(path, '/');
+        struct stat st;
+        size_t n = slash ? (size_t)(slash - path) : 0;
+
+        if (n >= sizeof(dir))
+                return -ENAMETOOLONG;
+        if (n == 0)
+                strcpy(dir, slash ? "/" : ".");
+        else {
+                memcpy(dir, path, n);
+                dir[n] = '\0';
+        }
+        if (stat(dir, &st) < 0)
+                return -errno;
+        *uid = st.st_uid;
+        *gid = st.st_gid;
+        return 0;
+}
+
 /* A new listening socket at path; its fd and identity, or -errno. */
 static int bind_at(const char *path, int *ret_fd, struct stat *ret_st)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         mode_t old_mask;
+        uid_t owner = 0;
+        gid_t group = 0;
         int fd, r;
 
         if (strlen(path) >= sizeof(sa.sun_path))
@@ -35,6 +60,14 @@ static int bind_at(const char *path, int *ret_fd, struct stat *ret_st)
                 r = -errno;
                 goto fail;
         }
+        /* The broker may run as a user of its own (the systemd units'
+         * sandbox-broker): it owns the directory it made for this socket, so
+         * the socket is handed to that owner (still 0600). Best effort: as
+         * root in a sandbox that keeps CAP_CHOWN it works; elsewhere the
+         * socket stays the agent's, which is what a root broker needs. */
+        if (owner_of_parent(path, &owner, &group) == 0 &&
+            (owner != ret_st->st_uid || group != ret_st->st_gid))
+                (void)lchown(path, owner, group);
         *ret_fd = fd;
         return 0;
 fail:

@@ -545,3 +545,19 @@ def test_agent_daemon_socket_rebound(agent):
         f.write("not a socket")
     wait_until(lambda: stat.S_ISSOCK(os.lstat(agent.sock).st_mode), 5, 0.05, "socket back")
     assert agent.health()["agent"] == "1"
+
+
+def test_agent_daemon_socket_belongs_to_the_directory_owner(tmp_path):
+    """The broker may run as its own user (the systemd units' sandbox-broker)
+    and owns the run directory; the agent (root) hands it the socket, 0600."""
+    d = tmp_path / "run"
+    d.mkdir()
+    os.chown(str(d), 65534, 65534)
+    a = Agent(d)
+    try:
+        st = os.lstat(a.sock)
+        assert (st.st_uid, st.st_gid) == (65534, 65534), st
+        assert stat.S_IMODE(st.st_mode) == 0o600
+        assert a.health()["agent"] == "1"
+    finally:
+        a.stop()
