@@ -70,7 +70,7 @@ static const struct str_opt str_opts[] = {
         STR_OPT("SANDBOX_MULTIUSER_IMAGE", sandbox_multiuser_image, "sandbox-broker/multiuser:latest"),
         STR_OPT("SANDBOX_NETWORK", sandbox_network, "none"),
         STR_OPT("IDLE_POLICY", idle_policy, "stop_keep"),
-        STR_OPT("AGENT_DIR", agent_dir, "/run/sandbox-broker/agents"),
+        STR_OPT("AGENT_DIR", agent_dir, "/run/sandbox-broker-agents"),
         STR_OPT("EXEC_TRANSPORT", exec_transport, "agent"),
         STR_OPT("DAYTONA_API_URL", daytona_api_url, ""),
         STR_OPT("DAYTONA_API_KEY", daytona_api_key, ""),
