@@ -15,7 +15,13 @@ const char EXECD_SH_RUN[] =
         "sh=sh; command -v bash >/dev/null 2>&1 && sh=bash\n"
         "[ \"$kind\" = sh ] && set -- \"$sh\" -c \"$1\"\n"
         "[ \"$to\" = 0 ] || set -- timeout -s KILL \"$to\" \"$@\"\n"
-        "setsid -w sh -c 'echo $$ >\"$0.pid\"; exec \"$@\"' \"$f\" \"$@\"\n"
+        /* its own session, so that interrupt and timeout kill the whole
+         * group: run in the background (not a group leader, so setsid
+         * neither forks nor needs -w, which busybox lacks) with our stdin
+         * passed on explicitly (an asynchronous list's is /dev/null) */
+        "exec 3<&0\n"
+        "setsid sh -c 'echo $$ >\"$0.pid\"; exec \"$@\"' \"$f\" \"$@\" <&3 3<&- &\n"
+        "wait $!\n"
         "rc=$?\n"
         "echo $rc >\"$f.rc\"; date +%s%3N >\"$f.end\"\n"
         "exit $rc\n";

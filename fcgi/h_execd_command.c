@@ -336,7 +336,7 @@ static void cmd_foreground(struct request *req, const struct execd *x, const str
         if (r < 0) {
                 log_err(execd_kv(req, x), "command %s failed: %s (%s)", id, err, strerror(-r));
                 snprintf(why, sizeof(why), "%s", err[0] ? err : strerror(-r));
-                sse_error(&s, why, why);
+                sse_error(&s, "-1", why); /* no exit code: the command never ran (or its end is unknown) */
                 goto out;
         }
         if (s.dropped) {
