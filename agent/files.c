@@ -17,23 +17,6 @@
 #include "agent.h"
 #include "files.h"
 
-/* Decimal, at most 18 digits. */
-static int parse_u64(const char *s, long long *ret)
-{
-        long long n = 0;
-        size_t i;
-
-        for (i = 0; s[i]; i++) {
-                if (s[i] < '0' || s[i] > '9' || i >= 18)
-                        return -EINVAL;
-                n = n * 10 + (s[i] - '0');
-        }
-        if (i == 0)
-                return -EINVAL;
-        *ret = n;
-        return 0;
-}
-
 /* Octal, 1 to 5 digits, at most 07777. */
 static int parse_mode(const char *s, mode_t *ret)
 {
@@ -62,7 +45,7 @@ static int parse_owner(const char *s, uid_t *ret_uid, gid_t *ret_gid)
                 return -EINVAL;
         memcpy(uid, s, (size_t)(colon - s));
         uid[colon - s] = '\0';
-        if (parse_u64(uid, &u) < 0 || parse_u64(colon + 1, &g) < 0 || u >= 0xffffffffLL ||
+        if (http_parse_decimal(uid, &u) < 0 || http_parse_decimal(colon + 1, &g) < 0 || u >= 0xffffffffLL ||
             g >= 0xffffffffLL)
                 return -EINVAL;
         *ret_uid = (uid_t)u;
@@ -165,11 +148,11 @@ void files_get(struct http_request *req)
 
         if (check_params(req, known, &path) < 0)
                 return;
-        if ((v = http_param(req, "offset")) && parse_u64(v, &offset) < 0) {
+        if ((v = http_param(req, "offset")) && http_parse_decimal(v, &offset) < 0) {
                 (void)http_reply_error(req, 400, "bad offset");
                 return;
         }
-        if ((v = http_param(req, "length")) && parse_u64(v, &length) < 0) {
+        if ((v = http_param(req, "length")) && http_parse_decimal(v, &length) < 0) {
                 (void)http_reply_error(req, 400, "bad length");
                 return;
         }

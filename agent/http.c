@@ -173,8 +173,7 @@ bad:
         return 400;
 }
 
-/* Content-Length: 1*DIGIT, at most 18 of them (no sign, no spaces, no list). */
-static int parse_length(const char *v, long long *ret)
+int http_parse_decimal(const char *v, long long *ret)
 {
         long long n = 0;
         size_t i;
@@ -214,7 +213,7 @@ static int parse_header(struct http_request *req, char *line)
         if (strcasecmp(line, "Content-Length") == 0) {
                 long long n;
 
-                if (parse_length(v, &n) < 0 ||
+                if (http_parse_decimal(v, &n) < 0 ||
                     (req->content_length >= 0 && n != req->content_length)) {
                         req->error = "bad Content-Length";
                         return 400;

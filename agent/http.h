@@ -69,3 +69,7 @@ long http_body_read(struct http_request *req, void *buf, size_t size);
 
 /* Write all of buf to a blocking socket (MSG_NOSIGNAL). 0 or -errno. */
 int http_write_all(int fd, const void *buf, size_t len);
+
+/* A decimal of 1 to 18 digits, nothing else (no sign, no spaces, no list):
+ * Content-Length and the numbers of query parameters. -EINVAL otherwise. */
+int http_parse_decimal(const char *v, long long *ret);
