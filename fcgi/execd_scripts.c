@@ -104,14 +104,26 @@ const char EXECD_SH_LINES[] =
         "NR >= s { printf \"%s%s\", (NR > s ? \"\\n\" : \"\"), $0 }' < \"$1\"\n";
 
 const char EXECD_SH_METRICS[] =
-        "cg=/sys/fs/cgroup\n"
-        "u() { sed -n 's/^usage_usec //p' $cg/cpu.stat 2>/dev/null; }\n"
-        "a=$(u); t0=$(date +%s%6N); sleep 0.2; b=$(u); t1=$(date +%s%6N)\n"
+        /* cgroup v2 (one tree) or v1 (a tree per controller, the sandbox's
+         * own mounted at each by Docker); v1's cpuacct.usage is in ns */
+        "cg=/sys/fs/cgroup; v=1; [ -f $cg/cgroup.controllers ] && v=2\n"
+        "r() { cat \"$@\" 2>/dev/null | head -n 1; }\n"
+        "u() { if [ $v = 2 ]; then sed -n 's/^usage_usec //p' $cg/cpu.stat 2>/dev/null;\n"
+        "      else n=$(r $cg/cpuacct/cpuacct.usage $cg/cpu,cpuacct/cpuacct.usage);\n"
+        "        [ -n \"$n\" ] && echo $((n / 1000)); fi; }\n"
+        /* microseconds: date's %6N, or /proc/uptime's 10 ms (busybox) */
+        "t() { x=$(date +%s%6N 2>/dev/null); case $x in ''|*[!0-9]*)\n"
+        "      x=$(sed 's/ .*//; s/[.]//' /proc/uptime)0000;; esac; echo \"$x\"; }\n"
+        "a=$(u); t0=$(t); sleep 0.2; b=$(u); t1=$(t)\n"
         "printf 'u0=%s\\nu1=%s\\nt0=%s\\nt1=%s\\n' \"$a\" \"$b\" \"$t0\" \"$t1\"\n"
-        "printf 'cpumax=%s\\n' \"$(cat $cg/cpu.max 2>/dev/null)\"\n"
+        "if [ $v = 2 ]; then cpumax=$(r $cg/cpu.max); mm=$(r $cg/memory.max); mc=$(r $cg/memory.current)\n"
+        "  in=$(sed -n 's/^inactive_file //p' $cg/memory.stat 2>/dev/null)\n"
+        "else q=$(r $cg/cpu/cpu.cfs_quota_us $cg/cpu,cpuacct/cpu.cfs_quota_us)\n"
+        "  p=$(r $cg/cpu/cpu.cfs_period_us $cg/cpu,cpuacct/cpu.cfs_period_us)\n"
+        "  cpumax=\"max $p\"; [ -n \"$q\" ] && [ \"$q\" != -1 ] && cpumax=\"$q $p\"\n"
+        "  mm=$(r $cg/memory/memory.limit_in_bytes); mc=$(r $cg/memory/memory.usage_in_bytes)\n"
+        "  in=$(sed -n 's/^total_inactive_file //p' $cg/memory/memory.stat 2>/dev/null); fi\n"
+        "printf 'cgroup=%s\\ncpumax=%s\\nmemmax=%s\\nmemcur=%s\\ninactive=%s\\n' $v \"$cpumax\" \"$mm\" \"$mc\" \"$in\"\n"
         "printf 'nproc=%s\\n' \"$(nproc 2>/dev/null)\"\n"
-        "printf 'memmax=%s\\n' \"$(cat $cg/memory.max 2>/dev/null)\"\n"
-        "printf 'memcur=%s\\n' \"$(cat $cg/memory.current 2>/dev/null)\"\n"
-        "printf 'inactive=%s\\n' \"$(sed -n 's/^inactive_file //p' $cg/memory.stat 2>/dev/null)\"\n"
         "printf 'memtotal=%s\\n' \"$(sed -n 's/^MemTotal: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo)\"\n"
         "printf 'memavail=%s\\n' \"$(sed -n 's/^MemAvailable: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo)\"\n";

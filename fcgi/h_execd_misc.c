@@ -3,17 +3,21 @@
  * GET/PATCH/DELETE /policy (egress-api.yaml) under .../proxy/18080.
  *
  * Metrics come from the sandbox's own cgroup (v2: cpu.stat, cpu.max,
- * memory.current, memory.max), sampled by one exec over 200 ms; without a
- * limit the host's numbers (nproc, MemTotal) stand in, as execd reports them.
+ * memory.current, memory.max; v1: cpuacct.usage, cpu.cfs_quota_us and
+ * cfs_period_us, memory.usage_in_bytes, memory.limit_in_bytes), sampled by
+ * one exec over 200 ms; without a limit the host's numbers (nproc,
+ * MemTotal) stand in, as execd reports them.
  *
  * Egress: the broker has no egress sidecar; a sandbox's network is the
  * broker's SANDBOX_NETWORK for all of them. "none" is reported as the
  * policy it is (deny everything, no rules); any other network as allow-all.
  * Rules cannot be changed at run time: PATCH and DELETE answer 501. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "execd.h"
 #include "execd_scripts.h"
@@ -21,6 +25,7 @@
 #include "log.h"
 #include "readiness.h"
 #include "routes.h"
+#include "sse.h"
 #include "timeutil.h"
 
 /* GET /ping: 200 once the sandbox is Running. While it is Pending the
@@ -94,7 +99,10 @@ static double kv_num(const char *text, const char *key, bool *ok)
         return 0;
 }
 
-void h_execd_metrics(struct request *req)
+/* One sample of the sandbox's metrics (the spec's Metrics object) into
+ * *ret, or a negative errno (the reason in why). */
+static int metrics_sample(struct request *req, struct execd *x, struct json_object **ret, char *why,
+                          size_t whysz)
 {
         const char *argv[] = { "sh", "-c", EXECD_SH_METRICS, NULL };
         struct exec_result res = { 0 };
@@ -102,14 +110,19 @@ void h_execd_metrics(struct request *req)
         double cpus = 1, pct = 0, total, used, quota, period;
         bool ok, ok2, ok3, ok4;
         const char *q;
-        struct execd x;
+        int r;
 
-        if (execd_open(req, &x, true) < 0 || execd_run(req, &x, argv, NULL, 0, 8192, &res) < 0)
-                goto out;
-        if (res.exit_code != 0 || !res.out) {
-                reply_error(req, API_SANDBOX_FAILED, "cannot read the sandbox's metrics");
-                goto out;
+        struct exec_spec spec = { .argv = argv, .user = "root", .cwd = "/",
+                                  .timeout_ms = req->w->cfg->exec_timeout_ms, .max_output = 8192 };
+
+        *ret = NULL;
+        r = provider_exec(req->w->provider, x->ref, &spec, &res, why);
+        if (r == 0 && (res.exit_code != 0 || !res.out)) {
+                snprintf(why, whysz, "cannot read the sandbox's metrics");
+                r = -ENODATA;
         }
+        if (r < 0)
+                goto out;
         /* CPUs: the cgroup's quota ("max 100000" = none), else nproc */
         q = strstr(res.out, "cpumax=");
         if (q && sscanf(q + 7, "%lf %lf", &quota, &period) == 2 && period > 0)
@@ -126,9 +139,14 @@ void h_execd_metrics(struct request *req)
                 if (pct > 100)
                         pct = 100;
         }
-        total = kv_num(res.out, "memmax", &ok); /* "max" does not parse: no limit */
-        if (!ok)
-                total = kv_num(res.out, "memtotal", &ok2) * 1024;
+        /* v2 "max" does not parse; v1's "no limit" is a huge number: either
+         * way the host's memory stands in */
+        total = kv_num(res.out, "memmax", &ok);
+        {
+                double host = kv_num(res.out, "memtotal", &ok2) * 1024;
+                if (ok2 && (!ok || total > host))
+                        total = host;
+        }
         used = kv_num(res.out, "memcur", &ok);
         if (ok) {
                 double inactive = kv_num(res.out, "inactive", &ok2);
@@ -138,15 +156,84 @@ void h_execd_metrics(struct request *req)
                 used = total - kv_num(res.out, "memavail", &ok2) * 1024;
         }
         o = json_object_new_object();
+        if (!o) {
+                r = -ENOMEM;
+                snprintf(why, whysz, "out of memory");
+                goto out;
+        }
         json_object_object_add(o, "cpu_count", json_object_new_double(cpus));
         json_object_object_add(o, "cpu_used_pct", json_object_new_double((double)(int64_t)(pct * 100) / 100));
         json_object_object_add(o, "mem_total_mib", json_object_new_double((double)(int64_t)(total / 1048576 * 100) / 100));
         json_object_object_add(o, "mem_used_mib", json_object_new_double((double)(int64_t)(used / 1048576 * 100) / 100));
         json_object_object_add(o, "timestamp", json_object_new_int64(timeutil_now_ms()));
-        reply_json(req, 200, o);
-        json_put(o);
+        *ret = o;
 out:
         exec_result_free(&res);
+        return r;
+}
+
+void h_execd_metrics(struct request *req)
+{
+        struct json_object *o = NULL;
+        char why[PROVIDER_ERR_MAX + 64] = "";
+        struct execd x;
+        int r;
+
+        if (execd_open(req, &x, true) < 0)
+                return;
+        r = metrics_sample(req, &x, &o, why, sizeof(why));
+        if (r == -ENODATA) {
+                reply_error(req, API_SANDBOX_FAILED, "%s", why);
+                return;
+        }
+        if (r < 0) {
+                execd_reply_provider(req, &x, r, "metrics", why);
+                return;
+        }
+        reply_json(req, 200, o);
+        json_put(o);
+}
+
+/* GET /metrics/watch: a Metrics event about every second (each sample
+ * itself takes 200 ms) until the client goes, the sandbox stops running,
+ * or EXECD_WATCH_MAX_MS. Each watch holds one thread of the execd group,
+ * so at most a quarter of them watch at once (503 past that). */
+#define EXECD_WATCH_MAX_MS (3600 * 1000)
+static atomic_int watching;
+
+void h_execd_metrics_watch(struct request *req)
+{
+        int cap = req->w->cfg->fcgi_threads / 4;
+        int64_t t0 = timeutil_mono_ms();
+        struct execd x;
+        struct sse s;
+
+        if (execd_open(req, &x, true) < 0)
+                return;
+        if (atomic_fetch_add(&watching, 1) >= (cap > 0 ? cap : 1)) {
+                atomic_fetch_sub(&watching, 1);
+                reply_error(req, API_UNAVAILABLE, "too many metrics watches on this process; retry later");
+                return;
+        }
+        sse_begin(&s, req);
+        while (timeutil_mono_ms() - t0 < EXECD_WATCH_MAX_MS) {
+                struct json_object *o = NULL;
+                char why[PROVIDER_ERR_MAX + 64] = "";
+                int64_t next = timeutil_mono_ms() + 1000;
+
+                if (metrics_sample(req, &x, &o, why, sizeof(why)) < 0) {
+                        log_info(execd_kv(req, &x), "metrics watch ends: %s", why);
+                        break;
+                }
+                int r = sse_data(&s, o);
+                json_put(o);
+                if (r < 0)
+                        break; /* the client is gone */
+                while (timeutil_mono_ms() < next)
+                        nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
+        }
+        sse_end(&s);
+        atomic_fetch_sub(&watching, 1);
 }
 
 void h_egress_policy_get(struct request *req)

@@ -78,7 +78,7 @@ static const struct route routes[] = {
         { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/files/search", h_execd_not_implemented, ROUTE_TOKEN },
         { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/files/replace", h_execd_not_implemented, ROUTE_TOKEN },
         { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/directories/list", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/metrics/watch", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/metrics/watch", h_execd_metrics_watch, ROUTE_TOKEN },
         /* egress sidecar (egress-api.yaml) */
         { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_get, ROUTE_TOKEN },
         { "execd", "PATCH", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change, ROUTE_TOKEN },

@@ -56,6 +56,7 @@ void h_execd_files_delete(struct request *req);
 void h_execd_dirs_create(struct request *req);
 void h_execd_dirs_delete(struct request *req);
 void h_execd_metrics(struct request *req);
+void h_execd_metrics_watch(struct request *req);
 void h_egress_policy_get(struct request *req);
 void h_egress_policy_change(struct request *req);
 void h_execd_not_implemented(struct request *req);

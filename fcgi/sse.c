@@ -25,12 +25,19 @@ void sse_begin(struct sse *s, struct request *req)
 /* Send one event; o (borrowed) gets type and timestamp added. */
 static int sse_send(struct sse *s, const char *type, struct json_object *o)
 {
-        const char *js;
-
         if (s->broken)
                 return -EPIPE;
         json_object_object_add(o, "type", json_object_new_string(type));
         json_object_object_add(o, "timestamp", json_object_new_int64(timeutil_now_ms()));
+        return sse_data(s, o);
+}
+
+int sse_data(struct sse *s, struct json_object *o)
+{
+        const char *js;
+
+        if (s->broken)
+                return -EPIPE;
         js = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!js || FCGX_PutS("data: ", s->req->fcgx->out) < 0 ||
             FCGX_PutS(js, s->req->fcgx->out) < 0 || FCGX_PutS("\n\n", s->req->fcgx->out) < 0 ||

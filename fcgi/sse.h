@@ -41,6 +41,11 @@ struct sse {
  * flushed. Marks req answered; end with sse_end. */
 void sse_begin(struct sse *s, struct request *req);
 
+/* One event whose data is o (borrowed) as it is, flushed (metrics/watch:
+ * the spec's Metrics object). 0 or -EPIPE. */
+struct json_object;
+int sse_data(struct sse *s, struct json_object *o);
+
 /* One event of type with {"text": text (len bytes)}. 0, -EPIPE, -ENOMEM. */
 int sse_text(struct sse *s, const char *type, const char *text, size_t len);
 
