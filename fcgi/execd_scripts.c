@@ -3,37 +3,46 @@
  * as they are. */
 #include "execd_scripts.h"
 
+/* now: epoch ms; busybox's date has no %N (whole seconds then) */
+#define SH_NOW "now() { x=$(date +%s%3N 2>/dev/null); case $x in ''|*[!0-9]*) x=$(date +%s)000;; esac; echo \"$x\"; }\n"
+
 const char EXECD_SH_RUN[] =
-        "D=" EXECD_CMD_DIR "; f=\"$D/$1\"; to=$2; cwd=$3; kind=$4; bg=$5; shift 5\n"
-        "mkdir -p -m 1777 \"$D\" 2>/dev/null; umask 077\n"
+        /* as few processes as it can: each fork+exec in a sandbox costs a
+         * millisecond or more, and this runs for every command */
+        SH_NOW
+        "D=" EXECD_CMD_DIR "; f=\"$D/$1\"; to=$2; cwd=$3; kind=$4; bg=$5; start=$6; shift 6\n"
+        "[ -d \"$D\" ] || mkdir -p -m 1777 \"$D\" 2>/dev/null; umask 077\n"
         "[ -e \"$f.cmd\" ] || printf '%s' \"$*\" >\"$f.cmd\"\n"
-        "[ -e \"$f.start\" ] || date +%s%3N >\"$f.start\"\n"
+        "[ -e \"$f.start\" ] || echo \"$start\" >\"$f.start\"\n"
         "[ \"$bg\" = 1 ] && exec >>\"$f.out\" 2>&1 </dev/null\n"
         "if ! cd -- \"$cwd\" 2>/dev/null; then\n"
-        "  echo \"cwd $cwd: no such directory\" >&2; echo 1 >\"$f.rc\"; date +%s%3N >\"$f.end\"; exit 1\n"
+        "  echo \"cwd $cwd: no such directory\" >&2; echo 1 >\"$f.rc\"; now >\"$f.end\"; exit 1\n"
         "fi\n"
         "sh=sh; command -v bash >/dev/null 2>&1 && sh=bash\n"
         "[ \"$kind\" = sh ] && set -- \"$sh\" -c \"$1\"\n"
         "[ \"$to\" = 0 ] || set -- timeout -s KILL \"$to\" \"$@\"\n"
         /* its own session, so that interrupt and timeout kill the whole
-         * group: run in the background (not a group leader, so setsid
-         * neither forks nor needs -w, which busybox lacks) with our stdin
-         * passed on explicitly (an asynchronous list's is /dev/null) */
+         * group: a background job is no group leader, so setsid neither
+         * forks nor needs -w (which busybox lacks), and $! is the new
+         * session's id; our stdin is passed on explicitly (an asynchronous
+         * list's is /dev/null) */
         "exec 3<&0\n"
-        "setsid sh -c 'echo $$ >\"$0.pid\"; exec \"$@\"' \"$f\" \"$@\" <&3 3<&- &\n"
+        "setsid \"$@\" <&3 3<&- &\n"
+        "echo $! >\"$f.pid\"\n"
         "wait $!\n"
         "rc=$?\n"
-        "echo $rc >\"$f.rc\"; date +%s%3N >\"$f.end\"\n"
+        "echo $rc >\"$f.rc\"; now >\"$f.end\"\n"
         "exit $rc\n";
 
 const char EXECD_SH_BG_PRECHECK[] =
+        SH_NOW
         "D=" EXECD_CMD_DIR "; f=\"$D/$1\"\n"
         "mkdir -p -m 1777 \"$D\" || exit 70; umask 077\n"
         "[ -d \"$2\" ] || exit 76\n"
         "n=0; for p in \"$D\"/*.pid; do [ -e \"$p\" ] || continue; [ -e \"${p%.pid}.rc\" ] && continue\n"
         "  q=$(cat \"$p\" 2>/dev/null); [ -n \"$q\" ] && [ -d \"/proc/$q\" ] && n=$((n+1)); done\n"
         "[ \"$n\" -lt \"$3\" ] || exit 75\n"
-        "printf '%s' \"$4\" >\"$f.cmd\"; date +%s%3N >\"$f.start\"; : >\"$f.bg\"\n";
+        "printf '%s' \"$4\" >\"$f.cmd\"; now >\"$f.start\"; : >\"$f.bg\"\n";
 
 const char EXECD_SH_STATUS[] =
         "f=" EXECD_CMD_DIR "/$1\n"
@@ -127,3 +136,110 @@ const char EXECD_SH_METRICS[] =
         "printf 'nproc=%s\\n' \"$(nproc 2>/dev/null)\"\n"
         "printf 'memtotal=%s\\n' \"$(sed -n 's/^MemTotal: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo)\"\n"
         "printf 'memavail=%s\\n' \"$(sed -n 's/^MemAvailable: *\\([0-9]*\\) kB/\\1/p' /proc/meminfo)\"\n";
+
+/* ---- files (h_execd_fs.c) ---- */
+
+const char EXECD_SH_MV[] =
+        "i=0\n"
+        "while [ $# -ge 2 ]; do\n"
+        "  if [ ! -e \"$1\" ] && [ ! -L \"$1\" ]; then echo $i; echo \"$1: no such file\" >&2; exit 44; fi\n"
+        "  if [ -e \"$2\" ] || [ -L \"$2\" ]; then echo $i; echo \"$2: exists\" >&2; exit 47; fi\n"
+        "  mkdir -p -- \"$(dirname -- \"$2\")\" && mv -- \"$1\" \"$2\" || { echo $i; exit 1; }\n"
+        "  i=$((i+1)); shift 2\n"
+        "done\n";
+
+const char EXECD_SH_CHMOD[] =
+        "i=0\n"
+        "while [ $# -ge 3 ]; do\n"
+        "  if [ ! -e \"$1\" ]; then echo $i; echo \"$1: no such file\" >&2; exit 44; fi\n"
+        "  [ -z \"$2\" ] || chmod \"$2\" -- \"$1\" || { echo $i; exit 1; }\n"
+        "  [ -z \"$3\" ] || chown \"$3\" -- \"$1\" || { echo $i; exit 1; }\n"
+        "  i=$((i+1)); shift 3\n"
+        "done\n";
+
+/* find from inside ROOT, so that no character of ROOT is taken for a
+ * pattern; `! -path` with a newline drops what a line cannot carry. */
+const char EXECD_SH_SEARCH[] =
+        "[ -e \"$1\" ] || exit 44\n"
+        "[ -d \"$1\" ] || exit 46\n"
+        "cd -- \"$1\" || exit 1\n"
+        "p=$2; m=$3\n"
+        "case $p in\n"
+        "*/*) p=./${p#/}; q=$p; case $p in ./\\*\\*/*) q=./${p#./\\*\\*/};; esac\n"
+        "  set -- \\( -path \"$p\" -o -path \"$q\" \\);;\n"
+        "*) set -- -name \"$p\";;\n"
+        "esac\n"
+        "find . ! -type d ! -path '*\n*' \"$@\" -exec stat -c '%f|%s|%Y|%W|%U|%G|%a|%n' -- {} + 2>/dev/null |\n"
+        "  head -n \"$m\"\n";
+
+const char EXECD_SH_LIST[] =
+        "[ -L \"$1\" ] && exit 48\n"
+        "[ -e \"$1\" ] || exit 44\n"
+        "[ -d \"$1\" ] || exit 46\n"
+        "cd -- \"$1\" || exit 1\n"
+        "[ \"$2\" -gt 0 ] || exit 0\n"
+        "find . -mindepth 1 -maxdepth \"$2\" ! -path '*\n*' -exec stat -c '%f|%s|%Y|%W|%U|%G|%a|%n' -- {} + \\\n"
+        "  2>/dev/null | head -n \"$3\"\n";
+
+const char EXECD_SH_REPLACE_READ[] =
+        "[ -e \"$1\" ] || exit 44\n"
+        "[ -d \"$1\" ] && exit 45\n"
+        "[ -f \"$1\" ] || exit 49\n"
+        "s=$(stat -c '%s %Y' -- \"$1\") || exit 1\n"
+        "[ \"${s%% *}\" -le \"$2\" ] || exit 50\n"
+        "printf '%s\\n' \"$s\"; exec cat -- \"$1\"\n";
+
+const char EXECD_SH_REPLACE_WRITE[] =
+        "[ -e \"$1\" ] || exit 44\n"
+        "[ \"$(stat -c '%s %Y' -- \"$1\")\" = \"$2 $3\" ] || exit 47\n"
+        "exec cat >\"$1\"\n";
+
+/* ---- bash sessions (h_execd_session.c) ---- */
+
+const char EXECD_SH_SESSION_CREATE[] =
+        "D=" EXECD_SESSION_DIR "; d=$D/$1\n"
+        "mkdir -p \"$D\" && chmod 700 \"$D\" || exit 1\n"
+        "[ -e \"$d\" ] && exit 47\n"
+        "n=$(ls -A \"$D\" | wc -l); [ \"$n\" -lt \"$4\" ] || exit 75\n"
+        "c=$2; if [ ! -d \"$c\" ]; then [ \"$3\" = 1 ] && exit 76; c=/; fi\n"
+        "mkdir -m 700 \"$d\" || exit 1\n"
+        "printf '%s\\n' \"$c\" >\"$d/cwd\" && : >\"$d/env\"\n";
+
+const char EXECD_SH_SESSION_PRE[] =
+        "d=" EXECD_SESSION_DIR "/$1; [ -d \"$d\" ] || exit 44\n"
+        "[ -z \"$3\" ] || [ -d \"$3\" ] || exit 76\n"
+        "C=" EXECD_CMD_DIR "; mkdir -p -m 1777 \"$C\" 2>/dev/null; umask 077\n"
+        "printf '%s' \"$4\" >\"$C/$2.cmd\" || exit 1\n"
+        "printf '%s\\n' \"$2\" >\"$d/cmd\"\n";
+
+const char EXECD_SH_SESSION_SHELL[] =
+        "s=sh; command -v bash >/dev/null 2>&1 && s=bash\n"
+        "b=$1; shift; exec \"$s\" -c \"$b\" sb-session \"$@\"\n";
+
+/* The names are the shell's own: the command runs in this shell (eval),
+ * so that cd and export stay; they are not exported, so they are not
+ * saved. Sourcing errors (a variable made readonly) are not the run's. */
+const char EXECD_SH_SESSION_BODY[] =
+        "__sb_d=$1 __sb_o=$2 __sb_c=$3\n"
+        "set --\n"
+        "[ -s \"$__sb_d/env\" ] && . \"$__sb_d/env\" 2>/dev/null\n"
+        "cd -- \"$(cat \"$__sb_d/cwd\" 2>/dev/null)\" 2>/dev/null || cd /\n"
+        "__sb_w=$PWD\n"
+        "if [ -n \"$__sb_o\" ]; then cd -- \"$__sb_o\" || exit 1; fi\n"
+        "__sb_s=$PWD\n"
+        "__sb_save() {\n"
+        "  [ \"$PWD\" = \"$__sb_s\" ] || __sb_w=$PWD\n"
+        "  [ -d \"$__sb_d\" ] || return 0\n"
+        "  printf '%s\\n' \"$__sb_w\" >\"$__sb_d/cwd.$$\" && mv -f -- \"$__sb_d/cwd.$$\" \"$__sb_d/cwd\"\n"
+        "  export -p >\"$__sb_d/env.$$\" && mv -f -- \"$__sb_d/env.$$\" \"$__sb_d/env\"\n"
+        "}\n"
+        "trap '__sb_r=$?; __sb_save; exit $__sb_r' EXIT\n"
+        "unset __sb_o\n"
+        "eval \"$__sb_c\"\n";
+
+const char EXECD_SH_SESSION_DELETE[] =
+        "d=" EXECD_SESSION_DIR "/$1; [ -d \"$d\" ] || exit 44\n"
+        "i=$(cat \"$d/cmd\" 2>/dev/null); f=" EXECD_CMD_DIR "/$i\n"
+        "if [ -n \"$i\" ] && [ -s \"$f.pid\" ] && [ ! -e \"$f.rc\" ]; then\n"
+        "  kill -s KILL -- \"-$(cat \"$f.pid\")\" 2>/dev/null; fi\n"
+        "rm -rf -- \"$d\"\n";

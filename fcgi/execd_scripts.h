@@ -13,22 +13,28 @@
 #pragma once
 
 #define EXECD_CMD_DIR "/tmp/.sb-cmd" /* command state inside the sandbox */
+#define EXECD_SESSION_DIR "/tmp/.sb-session" /* bash sessions: <id>/{cwd,env,cmd} */
 
 /* Exit codes the scripts use for answers (not failures). */
 #define EXECD_X_NOT_FOUND 44      /* no such command, file or directory */
 #define EXECD_X_NOT_BACKGROUND 45 /* LOGS: a foreground command */
 #define EXECD_X_IS_DIR 45         /* WRITE, RM_FILES: a directory */
-#define EXECD_X_NOT_DIR 46        /* RM_DIRS, MKDIR: not a directory */
-#define EXECD_X_TOO_MANY 75       /* BG_PRECHECK: too many live commands */
-#define EXECD_X_NO_CWD 76         /* BG_PRECHECK: no such cwd */
+#define EXECD_X_NOT_DIR 46        /* RM_DIRS, MKDIR, SEARCH, LIST: not a directory */
+#define EXECD_X_EXISTS 47         /* MV: the destination exists; REPLACE_WRITE: changed */
+#define EXECD_X_SYMLINK 48        /* LIST: the path is a symbolic link */
+#define EXECD_X_NOT_FILE 49       /* REPLACE_READ: not a regular file */
+#define EXECD_X_TOO_BIG 50        /* REPLACE_READ: larger than the cap */
+#define EXECD_X_TOO_MANY 75       /* BG_PRECHECK, SESSION_CREATE: too many */
+#define EXECD_X_NO_CWD 76         /* BG_PRECHECK, SESSION_*: no such cwd */
 
-/* The command runner (h_execd_command.c): args ID TIMEOUT CWD KIND BG CMD...
- * KIND "sh" runs CMD as shell text (bash if there is one), "argv" runs
- * CMD... as argv; TIMEOUT in seconds ("0": none) is `timeout -s KILL`;
- * BG "1" appends the output to <id>.out. Keeps the command's state in
+/* The command runner (h_execd_command.c): args ID TIMEOUT CWD KIND BG START
+ * CMD... KIND "sh" runs CMD as shell text (bash if there is one), "argv"
+ * runs CMD... as argv; TIMEOUT in seconds ("0": none) is `timeout -s KILL`;
+ * BG "1" appends the output to <id>.out; START is the epoch ms the broker
+ * took the command. Keeps the command's state in
  * EXECD_CMD_DIR/<id>.{cmd,start,pid,rc,end}; the command runs in its own
- * session so that interrupt and timeout kill the whole group. Exits with
- * the command's code. */
+ * session (pid = its process group) so that interrupt and timeout kill the
+ * whole group. Exits with the command's code. */
 extern const char EXECD_SH_RUN[];
 
 /* Before a background command: args ID CWD MAX CONTENT. Records CONTENT
@@ -86,3 +92,74 @@ extern const char EXECD_SH_LINES[];
  * u0/u1 (cgroup v2 cpu usage_usec 200 ms apart), t0/t1 (their times, us),
  * cpumax, nproc, memmax, memcur, inactive, memtotal, memavail (kB). */
 extern const char EXECD_SH_METRICS[];
+
+/* ---- files (h_execd_fs.c) ----
+ * The programs taking several items print, when one fails, its index
+ * (from 0) on a line of stdout before exiting, so that the answer can
+ * name the path it is about. */
+
+/* Rename: args SRC DEST [SRC DEST]...; the destination's parent
+ * directories are made (as execd does). Exit EXECD_X_NOT_FOUND: no SRC;
+ * EXECD_X_EXISTS: DEST exists (never replaced). */
+extern const char EXECD_SH_MV[];
+
+/* chmod/chown: args PATH MODE OWNER [PATH MODE OWNER]... (MODE and OWNER,
+ * "owner[:group]" or ":group", may be ""). Exit EXECD_X_NOT_FOUND: no PATH. */
+extern const char EXECD_SH_CHMOD[];
+
+/* Search: args ROOT PATTERN MAX. Every entry under ROOT that is not a
+ * directory (symbolic links are not followed) whose name matches the glob
+ * PATTERN, or, when PATTERN has a "/", whose path below ROOT does (then
+ * "*" also matches "/", and a leading "**" + "/" also matches nothing);
+ * at most MAX lines "hexmode|size|mtime|btime|user|group|perm|./PATH"
+ * (PATH relative to ROOT; paths with a newline are skipped), in find's
+ * order. Exit EXECD_X_NOT_FOUND: no ROOT; EXECD_X_NOT_DIR: not a directory. */
+extern const char EXECD_SH_SEARCH[];
+
+/* List a directory: args PATH DEPTH MAX. The entries down to DEPTH levels
+ * below PATH (not PATH itself; links not followed), at most MAX lines in
+ * EXECD_SH_SEARCH's format. Exit EXECD_X_SYMLINK: PATH is a symbolic link;
+ * EXECD_X_NOT_FOUND, EXECD_X_NOT_DIR. */
+extern const char EXECD_SH_LIST[];
+
+/* Read a file for a replace: args PATH MAX. Prints "SIZE MTIME" and a
+ * newline, then the bytes. Exit EXECD_X_NOT_FOUND, EXECD_X_IS_DIR,
+ * EXECD_X_NOT_FILE (not a regular file), EXECD_X_TOO_BIG (over MAX bytes). */
+extern const char EXECD_SH_REPLACE_READ[];
+
+/* Write a replace back: args PATH SIZE MTIME, the new bytes on stdin,
+ * written into the same file (its inode, mode and owner are kept). Exit
+ * EXECD_X_EXISTS: PATH's "SIZE MTIME" is no longer what it was read as
+ * (changed meanwhile: nothing written); EXECD_X_NOT_FOUND: gone. */
+extern const char EXECD_SH_REPLACE_WRITE[];
+
+/* ---- bash sessions (h_execd_session.c) ----
+ * A session is a directory EXECD_SESSION_DIR/<id> (0700, root): cwd (the
+ * working directory), env (`export -p` of the last run), cmd (the id of
+ * its last command, whose state is in EXECD_CMD_DIR as any command's). */
+
+/* Create: args ID CWD EXPLICIT MAX. CWD must be a directory when EXPLICIT
+ * is "1", else "/" stands in for a missing one. Exit EXECD_X_NO_CWD,
+ * EXECD_X_TOO_MANY (MAX sessions exist), EXECD_X_EXISTS (the id is taken). */
+extern const char EXECD_SH_SESSION_CREATE[];
+
+/* Before a run: args ID CMDID CWD CONTENT (CWD may be ""). Records
+ * CONTENT as command CMDID's text (status) and CMDID as the session's
+ * command. Exit EXECD_X_NOT_FOUND: no session; EXECD_X_NO_CWD. */
+extern const char EXECD_SH_SESSION_PRE[];
+
+/* The command EXECD_SH_RUN runs (kind argv) for a session run: args
+ * BODY DIR CWD COMMAND; runs `bash -c BODY` (sh without bash), which is
+ * EXECD_SH_SESSION_BODY. */
+extern const char EXECD_SH_SESSION_SHELL[];
+
+/* A run, in bash: args DIR CWD COMMAND. Restores the exported variables
+ * (DIR/env) and the working directory (DIR/cwd), then cd CWD when it is
+ * not "" (for this run only), evals COMMAND in this shell, and on exit
+ * (also `exit N`) saves `export -p` and the directory the command moved
+ * to, if it moved. Exits with COMMAND's status. */
+extern const char EXECD_SH_SESSION_BODY[];
+
+/* Delete: arg ID. Kills the session's command if it still runs, removes
+ * the session. Exit EXECD_X_NOT_FOUND: no session. */
+extern const char EXECD_SH_SESSION_DELETE[];

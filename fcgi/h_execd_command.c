@@ -201,12 +201,14 @@ static int cmd_parse(struct request *req, struct json_object *body, struct cmd_r
 
 /* ---- POST /command ---- */
 
-/* The runner's argv for c with id; storage in to. */
+/* The runner's argv for c with id; storage in to and start (24 bytes each). */
 static const char **runner_argv(const struct cmd_req *c, const char *id, int64_t to_ms, bool bg,
-                                char *to, size_t to_size, const char **argv)
+                                char *to, char *start, const char **argv)
 {
+        const size_t to_size = 24;
         int i = 0;
 
+        snprintf(start, 24, "%lld", (long long)timeutil_now_ms());
         if (to_ms > 0)
                 snprintf(to, to_size, "%lld.%03lld", (long long)(to_ms / 1000), (long long)(to_ms % 1000));
         else
@@ -220,6 +222,7 @@ static const char **runner_argv(const struct cmd_req *c, const char *id, int64_t
         argv[i++] = c->cwd;
         argv[i++] = c->command ? "sh" : "argv";
         argv[i++] = bg ? "1" : "0";
+        argv[i++] = start;
         if (c->command)
                 argv[i++] = c->command;
         for (int k = 0; k < c->argc; k++)
@@ -232,7 +235,7 @@ static void cmd_background(struct request *req, const struct execd *x, const str
                            const char *id)
 {
         const char *argv[EXECD_MAX_ARGS + 16];
-        char max[16], to[32], err[PROVIDER_ERR_MAX] = "", *content = NULL;
+        char max[16], to[24], start[24], err[PROVIDER_ERR_MAX] = "", *content = NULL;
         struct exec_result res = { 0 };
         struct exec_spec spec = { 0 };
         struct sse s;
@@ -272,7 +275,7 @@ static void cmd_background(struct request *req, const struct execd *x, const str
                             res.err ? res.err : "");
                 goto out;
         }
-        spec = (struct exec_spec){ .argv = runner_argv(c, id, c->timeout_ms, true, to, sizeof(to), argv),
+        spec = (struct exec_spec){ .argv = runner_argv(c, id, c->timeout_ms, true, to, start, argv),
                                    .env = (const char *const *)c->env, .user = c->user, .cwd = "/",
                                    .timeout_ms = req->w->cfg->exec_timeout_ms, .detach = true };
         exec_result_free(&res);
@@ -295,12 +298,12 @@ static void cmd_foreground(struct request *req, const struct execd *x, const str
                            const char *id)
 {
         const char *argv[EXECD_MAX_ARGS + 16];
-        char to[32], err[PROVIDER_ERR_MAX] = "", why[160], ev[16];
+        char to[24], start[24], err[PROVIDER_ERR_MAX] = "", why[160], ev[16];
         struct exec_result res = { 0 };
         int64_t to_ms = c->timeout_ms > 0 && c->timeout_ms < EXECD_FOREGROUND_MAX_MS
                                 ? c->timeout_ms : EXECD_FOREGROUND_MAX_MS;
         struct exec_spec spec = {
-                .argv = runner_argv(c, id, to_ms, false, to, sizeof(to), argv),
+                .argv = runner_argv(c, id, to_ms, false, to, start, argv),
                 .env = (const char *const *)c->env, .user = c->user, .cwd = "/",
                 .timeout_ms = (int)(to_ms + EXECD_WRAPPER_SLACK_MS),
                 .max_output = (size_t)req->w->cfg->exec_max_output,

@@ -5,7 +5,9 @@ import re
 
 from brokerlib import http_request, wait_until
 
-SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? (-?[0-9.e+]+|\+Inf|NaN)$')
+# label values are quoted and may hold braces (route="/v1/sandboxes/{}/exec")
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[^"}]|"(?:[^"\\]|\\.)*")*\})? '
+                    r'(-?[0-9.e+]+|\+Inf|NaN)$')
 
 
 def parse(text):

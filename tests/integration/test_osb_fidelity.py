@@ -309,9 +309,7 @@ def test_metrics_events_and_unserved_routes(osb_broker, running):
                      {"Content-Type": "application/json"})
     check_error(r, 401, "UNAUTHORIZED")
     # routes of execd-api.yaml / egress-api.yaml that are not served: 501, never "no such route"
-    for method, path, port in (("POST", "/files/mv", 44772), ("GET", "/files/search?path=/", 44772),
-                               ("GET", "/directories/list?path=/", 44772), ("POST", "/code", 44772),
-                               ("POST", "/session", 44772), ("GET", "/metrics/watch", 44772),
+    for method, path, port in (("POST", "/code", 44772), ("POST", "/code/context", 44772),
                                ("GET", "/code/contexts/abc", 44772), ("GET", "/credential-vault", 18080)):
         st, _, body = ex.json(method, path, {} if method == "POST" else None, port=port)
         assert st == 501 and body["code"] == "NOT_IMPLEMENTED", (method, path, st, body)
