@@ -74,6 +74,34 @@ int provider_watch_exits(struct provider *p, const char *prefix,
         return p->ops->watch_exits(p, prefix, on_exit, stop, ud, ret_err);
 }
 
+bool provider_has_files(const struct provider *p)
+{
+        return p->ops->read_file && p->ops->write_file;
+}
+
+int provider_read_file(struct provider *p, const char *ref, const char *path, int64_t offset,
+                       int64_t len, int (*on_data)(void *ud, const char *data, size_t n),
+                       void *ud, int timeout_ms, char *ret_err)
+{
+        if (!p->ops->read_file) {
+                provider_errf(ret_err, "%s: no file reads", p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return p->ops->read_file(p, ref, path, offset, len, on_data, ud, timeout_ms, ret_err);
+}
+
+int provider_write_file(struct provider *p, const char *ref, const char *path, const void *data,
+                        size_t len, int mode, int64_t uid, int64_t gid, bool append,
+                        int timeout_ms, char *ret_err)
+{
+        if (!p->ops->write_file) {
+                provider_errf(ret_err, "%s: no file writes", p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return p->ops->write_file(p, ref, path, data, len, mode, uid, gid, append, timeout_ms,
+                                  ret_err);
+}
+
 int provider_start(struct provider *p, const char *ref, char *ret_err)
 {
         return p->ops->start(p, ref, ret_err);

@@ -144,6 +144,29 @@ struct provider_ops {
                            void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
                                            int exit_code),
                            bool (*stop)(void *ud), void *ud, char *ret_err);
+        /* Optional (NULL if the backend cannot): read path inside the
+         * sandbox from offset (>= 0), len bytes (-1: to the end), handed to
+         * on_data in pieces as they come (a negative return aborts and is
+         * returned; bytes handed over before a later failure are the
+         * caller's to discard). Errors: -ENOENT no such file (not "no
+         * sandbox"), -EISDIR a directory or not a regular file, -EACCES
+         * permission, -EOPNOTSUPP this sandbox cannot (the caller falls
+         * back to a command), -EIO, -ETIMEDOUT. */
+        int (*read_file)(struct provider *p, const char *ref, const char *path, int64_t offset,
+                         int64_t len, int (*on_data)(void *ud, const char *data, size_t n),
+                         void *ud, int timeout_ms, char *ret_err);
+        /* Optional (NULL if the backend cannot): write len bytes of data to
+         * path inside the sandbox (missing parents made, mode 0755),
+         * created or truncated, or appended to with append. mode < 0: a
+         * new file gets 0644, an existing one keeps its mode; else the
+         * permission bits (<= 07777). uid and gid both >= 0: the owner (of
+         * the parents it makes too), else unchanged. Errors: -EISDIR path
+         * is a directory or not a regular file, -ENOENT a parent cannot be
+         * made, -EACCES permission, -EFBIG a size cap, -EINVAL a bad mode,
+         * -EOPNOTSUPP this sandbox cannot, -EIO, -ETIMEDOUT. */
+        int (*write_file)(struct provider *p, const char *ref, const char *path, const void *data,
+                          size_t len, int mode, int64_t uid, int64_t gid, bool append,
+                          int timeout_ms, char *ret_err);
         void (*free)(struct provider *p);
 };
 
@@ -196,6 +219,21 @@ int provider_watch_exits(struct provider *p, const char *prefix,
                          void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
                                          int exit_code),
                          bool (*stop)(void *ud), void *ud, char *ret_err);
+
+/* Can p read and write a sandbox's files itself (ops->read_file and
+ * ops->write_file)? Even when it says so, one sandbox may not
+ * (-EOPNOTSUPP from the calls below: fall back to a command). */
+bool provider_has_files(const struct provider *p);
+
+/* ops->read_file (see there), or -EOPNOTSUPP when the backend has none. */
+int provider_read_file(struct provider *p, const char *ref, const char *path, int64_t offset,
+                       int64_t len, int (*on_data)(void *ud, const char *data, size_t n),
+                       void *ud, int timeout_ms, char *ret_err);
+
+/* ops->write_file (see there), or -EOPNOTSUPP when the backend has none. */
+int provider_write_file(struct provider *p, const char *ref, const char *path, const void *data,
+                        size_t len, int mode, int64_t uid, int64_t gid, bool append,
+                        int timeout_ms, char *ret_err);
 
 /* Lifecycle of one sandbox, as the ops of the same names; errors above. */
 int provider_start(struct provider *p, const char *ref, char *ret_err);

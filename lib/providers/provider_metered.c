@@ -95,6 +95,33 @@ static int m_ping(struct provider *p, char *ret_err)
         return counted(INNER(p)->ops->ping(INNER(p), ret_err), "ping");
 }
 
+/* A file call's failure is the backend's unless the file's own answer
+ * (no such file, a directory, permission) or "not here, use a command". */
+static int counted_file(int r, const char *op)
+{
+        if (r == -EISDIR || r == -EACCES || r == -EOPNOTSUPP)
+                return r;
+        return counted(r, op);
+}
+
+static int m_read_file(struct provider *p, const char *ref, const char *path, int64_t offset,
+                       int64_t len, int (*on_data)(void *ud, const char *data, size_t n),
+                       void *ud, int timeout_ms, char *ret_err)
+{
+        return counted_file(INNER(p)->ops->read_file(INNER(p), ref, path, offset, len, on_data,
+                                                     ud, timeout_ms, ret_err),
+                            "read_file");
+}
+
+static int m_write_file(struct provider *p, const char *ref, const char *path, const void *data,
+                        size_t len, int mode, int64_t uid, int64_t gid, bool append,
+                        int timeout_ms, char *ret_err)
+{
+        return counted_file(INNER(p)->ops->write_file(INNER(p), ref, path, data, len, mode, uid,
+                                                      gid, append, timeout_ms, ret_err),
+                            "write_file");
+}
+
 /* not counted: one call lives as long as the stream */
 static int m_watch_exits(struct provider *p, const char *prefix,
                          void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
@@ -134,7 +161,8 @@ int provider_metered(struct provider **p)
                 .exec = MIRROR(exec), .exec_stream = MIRROR(exec_stream), .inspect = MIRROR(inspect),
                 .list_managed = MIRROR(list_managed), .put_archive = MIRROR(put_archive),
                 .get_archive = MIRROR(get_archive), .ping = MIRROR(ping),
-                .watch_exits = MIRROR(watch_exits),
+                .watch_exits = MIRROR(watch_exits), .read_file = MIRROR(read_file),
+                .write_file = MIRROR(write_file),
                 .free = m_free,
         };
         m->inner = *p;

@@ -750,6 +750,59 @@ static int docker_exec_stream(struct provider *p, const char *ref, const struct 
         return exec_common(impl(p), ref, spec, cb, ret, ret_err);
 }
 
+/* ---- files, through the agent ---- */
+
+/* A file call's errno: the agent client says -ENOENT both for "no such
+ * file" (its 404) and for "no socket" (agent_connect), and -ECONNREFUSED
+ * for a dead or planted socket. Only the first is the file's; the others
+ * are this sandbox's failure (-EIO, as agent_errno), told apart by the
+ * connect's message. */
+static int agent_file_errno(int r, const char *err)
+{
+        static const char unreachable[] = "sandbox agent unreachable";
+
+        if (r == -ECONNREFUSED)
+                return -EIO;
+        if (r == -ENOENT && strncmp(err, unreachable, sizeof(unreachable) - 1) == 0)
+                return -EIO;
+        return r;
+}
+
+static int docker_read_file(struct provider *p, const char *ref, const char *path,
+                            int64_t offset, int64_t len,
+                            int (*on_data)(void *ud, const char *data, size_t n), void *ud,
+                            int timeout_ms, char *ret_err)
+{
+        char dir[256], err[PROVIDER_ERR_MAX] = "";
+        int r;
+
+        if (!agent_dir_for(impl(p), ref, dir, sizeof(dir))) {
+                provider_errf(ret_err, "docker: no sandbox agent in %.64s", ref);
+                return -EOPNOTSUPP;
+        }
+        r = agent_read_file_cb(dir, path, offset, len, on_data, ud, timeout_ms, err);
+        if (r < 0)
+                provider_errf(ret_err, "%s", err);
+        return agent_file_errno(r, err);
+}
+
+static int docker_write_file(struct provider *p, const char *ref, const char *path,
+                             const void *data, size_t len, int mode, int64_t uid, int64_t gid,
+                             bool append, int timeout_ms, char *ret_err)
+{
+        char dir[256], err[PROVIDER_ERR_MAX] = "";
+        int r;
+
+        if (!agent_dir_for(impl(p), ref, dir, sizeof(dir))) {
+                provider_errf(ret_err, "docker: no sandbox agent in %.64s", ref);
+                return -EOPNOTSUPP;
+        }
+        r = agent_write_file(dir, path, data, len, mode, uid, gid, append, timeout_ms, err);
+        if (r < 0)
+                provider_errf(ret_err, "%s", err);
+        return agent_file_errno(r, err);
+}
+
 /* ---- events ---- */
 
 #define EVENT_LINE_MAX (64 * 1024)    /* one event; Docker's are < 2 KiB */
@@ -860,6 +913,8 @@ static const struct provider_ops docker_ops = {
         .get_archive = docker_get_archive,
         .ping = docker_ping,
         .watch_exits = docker_watch_exits,
+        .read_file = docker_read_file,
+        .write_file = docker_write_file,
         .free = docker_free,
 };
 
