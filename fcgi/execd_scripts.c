@@ -82,8 +82,11 @@ const char EXECD_SH_WRITE[] =
         "[ -z \"$2\" ] || chmod \"$2\" -- \"$1\" || exit 1\n"
         "[ -z \"$3\" ] || chown \"$3\" -- \"$1\" || exit 1\n";
 
+/* busybox's stat has no %W (it prints the letter): 0 then, as GNU stat
+ * prints for an unknown birth time. */
 const char EXECD_SH_INFO[] =
-        "for p; do stat -c '%f|%s|%Y|%W|%U|%G|%a' -- \"$p\" 2>/dev/null || echo -; done\n";
+        "w=%W; case $(stat -c %W / 2>/dev/null) in ''|*[!0-9]*) w=0;; esac\n"
+        "for p; do stat -c \"%f|%s|%Y|$w|%U|%G|%a\" -- \"$p\" 2>/dev/null || echo -; done\n";
 
 const char EXECD_SH_RM_FILES[] =
         "for p; do if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then echo \"$p: is a directory\" >&2; exit 45; fi\n"
