@@ -234,3 +234,60 @@ void execd_reply_headers(struct request *req, int status, const char *content_ty
         FCGX_FPrintF(req->fcgx->out, "Status: %d %s\r\nContent-Type: %s\r\nCache-Control: no-store\r\n%s\r\n",
                      status, api_status_reason(status), content_type, extra ? extra : "");
 }
+
+int execd_mode_str(struct json_object *v, const char *def, char *out, size_t size)
+{
+        int64_t m;
+        char tmp[8];
+
+        snprintf(out, size, "%s", def);
+        if (!v || json_object_is_type(v, json_type_null))
+                return 0;
+        if (!json_object_is_type(v, json_type_int))
+                return -EINVAL;
+        m = json_object_get_int64(v);
+        if (m < 0 || m > 7777)
+                return -EINVAL;
+        snprintf(tmp, sizeof(tmp), "%lld", (long long)m);
+        for (char *p = tmp; *p; p++)
+                if (*p > '7')
+                        return -EINVAL;
+        snprintf(out, size, "%.7s", tmp);
+        return 0;
+}
+
+/* A user or group name chown may be handed: no option, a plain charset. */
+static bool name_ok(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > 32 || s[0] == '-')
+                return false;
+        for (; *s; s++)
+                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+                      *s == '_' || *s == '-' || *s == '.'))
+                        return false;
+        return true;
+}
+
+int execd_owner_str(struct json_object *o, char *out, size_t size)
+{
+        const char *names[2] = { "", "" }, *keys[2] = { "owner", "group" };
+
+        out[0] = '\0';
+        for (int i = 0; i < 2; i++) {
+                struct json_object *v = NULL;
+
+                json_object_object_get_ex(o, keys[i], &v);
+                if (!v || json_object_is_type(v, json_type_null))
+                        continue;
+                if (!json_object_is_type(v, json_type_string))
+                        return -EINVAL;
+                names[i] = json_object_get_string(v);
+                if (names[i][0] && !name_ok(names[i]))
+                        return -EINVAL;
+        }
+        if (names[0][0] || names[1][0])
+                snprintf(out, size, "%s%s%s", names[0], names[1][0] ? ":" : "", names[1]);
+        return 0;
+}

@@ -55,6 +55,27 @@ int execd_run(struct request *req, const struct execd *x, const char *const *arg
  * have written its pid yet (the script waits for it). Does not reply:
  * returns 0 with *res (exit EXECD_X_NOT_FOUND: no such command; free with
  * exec_result_free) or a provider errno with err set. */
+/* execd's mode (a Permission's or FileMetadata's "mode": the octal digits
+ * written as a decimal number, 755) as the digits, into out; absent or null
+ * is def. -EINVAL for anything else. */
+struct json_object;
+int execd_mode_str(struct json_object *v, const char *def, char *out, size_t size);
+
+/* The "owner"/"group" names of o as chown's "owner[:group]" or ":group"
+ * ("" when neither), names checked (no leading '-', [A-Za-z0-9_.-], at
+ * most 32). -EINVAL for a non-string or a bad name. */
+int execd_owner_str(struct json_object *o, char *out, size_t size);
+
+/* Run spec (the runner, EXECD_SH_RUN, for command id) in x and answer
+ * with its output as SSE events (sse.h): init, stdout/stderr lines, then
+ * execution_complete or error (evalue the exit code; "-1" when it never
+ * ran); a client that goes away has the command killed. to_ms is the
+ * runner's timeout (to tell a timeout from a kill); what names it in logs
+ * ("command"). Replies in every case (429 when too many stream). In
+ * h_execd_command.c; sessions use it too. */
+void execd_stream_command(struct request *req, const struct execd *x, const char *id,
+                          const struct exec_spec *spec, int64_t to_ms, const char *what);
+
 int execd_command_kill(struct request *req, const struct execd *x, const char *id, bool known,
                        struct exec_result *res, char *err);
 

@@ -294,20 +294,11 @@ out:
         free(content);
 }
 
-static void cmd_foreground(struct request *req, const struct execd *x, const struct cmd_req *c,
-                           const char *id)
+void execd_stream_command(struct request *req, const struct execd *x, const char *id,
+                          const struct exec_spec *spec, int64_t to_ms, const char *what)
 {
-        const char *argv[EXECD_MAX_ARGS + 16];
-        char to[24], start[24], err[PROVIDER_ERR_MAX] = "", why[160], ev[16];
+        char err[PROVIDER_ERR_MAX] = "", why[160], ev[16];
         struct exec_result res = { 0 };
-        int64_t to_ms = c->timeout_ms > 0 && c->timeout_ms < EXECD_FOREGROUND_MAX_MS
-                                ? c->timeout_ms : EXECD_FOREGROUND_MAX_MS;
-        struct exec_spec spec = {
-                .argv = runner_argv(c, id, to_ms, false, to, start, argv),
-                .env = (const char *const *)c->env, .user = c->user, .cwd = "/",
-                .timeout_ms = (int)(to_ms + EXECD_WRAPPER_SLACK_MS),
-                .max_output = (size_t)req->w->cfg->exec_max_output,
-        };
         struct sse s;
         struct exec_stream_cb cb = { .on_output = sse_on_output, .on_tick = sse_on_tick, .ud = &s };
         int64_t t0;
@@ -324,20 +315,20 @@ static void cmd_foreground(struct request *req, const struct execd *x, const str
         sse_text(&s, "init", id, strlen(id));
         t0 = timeutil_mono_ms();
         /* streamed as it comes, or (a backend without streaming) at the end */
-        r = provider_exec_stream(req->w->provider, x->ref, &spec, &cb, &res, err);
+        r = provider_exec_stream(req->w->provider, x->ref, spec, &cb, &res, err);
         if (r == 0)
                 r = sse_flush_lines(&s);
         if (r < 0 && s.broken) {
                 /* the client went away: the command must not outlive its stream */
                 struct exec_result kr = { 0 };
                 char kerr[PROVIDER_ERR_MAX] = "";
-                log_info(execd_kv(req, x), "command %s: client gone, killing it", id);
+                log_info(execd_kv(req, x), "%s %s: client gone, killing it", what, id);
                 execd_command_kill(req, x, id, true, &kr, kerr);
                 exec_result_free(&kr);
                 goto out;
         }
         if (r < 0) {
-                log_err(execd_kv(req, x), "command %s failed: %s (%s)", id, err, strerror(-r));
+                log_err(execd_kv(req, x), "%s %s failed: %s (%s)", what, id, err, strerror(-r));
                 snprintf(why, sizeof(why), "%s", err[0] ? err : strerror(-r));
                 sse_error(&s, "-1", why); /* no exit code: the command never ran (or its end is unknown) */
                 goto out;
@@ -364,6 +355,23 @@ out:
         sse_end(&s);
         exec_result_free(&res);
         execd_streams_put(slot);
+}
+
+static void cmd_foreground(struct request *req, const struct execd *x, const struct cmd_req *c,
+                           const char *id)
+{
+        const char *argv[EXECD_MAX_ARGS + 16];
+        char to[24], start[24];
+        int64_t to_ms = c->timeout_ms > 0 && c->timeout_ms < EXECD_FOREGROUND_MAX_MS
+                                ? c->timeout_ms : EXECD_FOREGROUND_MAX_MS;
+        struct exec_spec spec = {
+                .argv = runner_argv(c, id, to_ms, false, to, start, argv),
+                .env = (const char *const *)c->env, .user = c->user, .cwd = "/",
+                .timeout_ms = (int)(to_ms + EXECD_WRAPPER_SLACK_MS),
+                .max_output = (size_t)req->w->cfg->exec_max_output,
+        };
+
+        execd_stream_command(req, x, id, &spec, to_ms, "command");
 }
 
 void h_execd_run_command(struct request *req)

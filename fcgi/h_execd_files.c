@@ -27,67 +27,6 @@
 #define EXECD_META_MAX (64 * 1024)
 #define EXECD_MAX_PATHS 64
 
-/* execd's mode: the octal digits written as a decimal number (755). */
-static int mode_str(struct json_object *v, char *out, size_t size)
-{
-        int64_t m;
-        char tmp[8];
-
-        out[0] = '\0';
-        if (!v || json_object_is_type(v, json_type_null))
-                return 0;
-        if (!json_object_is_type(v, json_type_int))
-                return -EINVAL;
-        m = json_object_get_int64(v);
-        if (m < 0 || m > 7777)
-                return -EINVAL;
-        snprintf(tmp, sizeof(tmp), "%lld", (long long)m);
-        for (char *p = tmp; *p; p++)
-                if (*p > '7')
-                        return -EINVAL;
-        snprintf(out, size, "%.7s", tmp);
-        return 0;
-}
-
-static bool name_ok(const char *s)
-{
-        size_t n = strlen(s);
-
-        if (n == 0 || n > 32 || s[0] == '-')
-                return false;
-        for (; *s; s++)
-                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-                      *s == '_' || *s == '-' || *s == '.'))
-                        return false;
-        return true;
-}
-
-/* owner/group of a Permission or FileMetadata as chown's "owner[:group]". */
-static int owner_str(struct json_object *o, char *out, size_t size)
-{
-        struct json_object *ov = NULL, *gv = NULL;
-        const char *owner = "", *group = "";
-
-        out[0] = '\0';
-        json_object_object_get_ex(o, "owner", &ov);
-        json_object_object_get_ex(o, "group", &gv);
-        if (ov && !json_object_is_type(ov, json_type_null)) {
-                if (!json_object_is_type(ov, json_type_string))
-                        return -EINVAL;
-                owner = json_object_get_string(ov);
-        }
-        if (gv && !json_object_is_type(gv, json_type_null)) {
-                if (!json_object_is_type(gv, json_type_string))
-                        return -EINVAL;
-                group = json_object_get_string(gv);
-        }
-        if ((owner[0] && !name_ok(owner)) || (group[0] && !name_ok(group)))
-                return -EINVAL;
-        if (owner[0] || group[0])
-                snprintf(out, size, "%s%s%s", owner, group[0] ? ":" : "", group);
-        return 0;
-}
-
 /* ---- POST /files/upload ---- */
 
 struct upload {
@@ -187,11 +126,11 @@ static int up_meta(struct upload *u)
         json_object_object_get_ex(o, "mode", &v);
         if (!json_object_object_get_ex(o, "mode", &v))
                 v = NULL;
-        if (mode_str(v, u->mode, sizeof(u->mode)) < 0) {
+        if (execd_mode_str(v, "", u->mode, sizeof(u->mode)) < 0) {
                 up_fail(u, API_INVALID_REQUEST, "%s", "metadata: mode must be octal digits, e.g. 644");
                 goto out;
         }
-        if (owner_str(o, u->owner, sizeof(u->owner)) < 0) {
+        if (execd_owner_str(o, u->owner, sizeof(u->owner)) < 0) {
                 up_fail(u, API_INVALID_REQUEST, "%s", "metadata: owner and group must be user/group names");
                 goto out;
         }
@@ -551,7 +490,7 @@ void h_execd_dirs_create(struct request *req)
                         goto out;
                 }
                 json_object_object_get_ex(perm, "mode", &mv);
-                if (mode_str(mv, mode, sizeof(mode)) < 0 || owner_str(perm, owner, sizeof(owner)) < 0) {
+                if (execd_mode_str(mv, "", mode, sizeof(mode)) < 0 || execd_owner_str(perm, owner, sizeof(owner)) < 0) {
                         reply_error(req, API_INVALID_REQUEST,
                                     "%s: mode must be octal digits (e.g. 755), owner/group names", path);
                         goto out;

@@ -46,65 +46,6 @@ static bool json_str_clean(struct json_object *v)
                strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
 }
 
-/* execd's mode: the octal digits written as a decimal number (755). An
- * absent or null mode is def. */
-static int mode_str(struct json_object *v, const char *def, char *out, size_t size)
-{
-        int64_t m;
-        char tmp[8];
-
-        snprintf(out, size, "%s", def);
-        if (!v || json_object_is_type(v, json_type_null))
-                return 0;
-        if (!json_object_is_type(v, json_type_int))
-                return -EINVAL;
-        m = json_object_get_int64(v);
-        if (m < 0 || m > 7777)
-                return -EINVAL;
-        snprintf(tmp, sizeof(tmp), "%lld", (long long)m);
-        for (char *p = tmp; *p; p++)
-                if (*p > '7')
-                        return -EINVAL;
-        snprintf(out, size, "%.7s", tmp);
-        return 0;
-}
-
-static bool name_ok(const char *s)
-{
-        size_t n = strlen(s);
-
-        if (n == 0 || n > 32 || s[0] == '-')
-                return false;
-        for (; *s; s++)
-                if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-                      *s == '_' || *s == '-' || *s == '.'))
-                        return false;
-        return true;
-}
-
-/* owner/group of a Permission as chown's "owner[:group]" or ":group". */
-static int owner_str(struct json_object *o, char *out, size_t size)
-{
-        const char *names[2] = { "", "" }, *keys[2] = { "owner", "group" };
-
-        out[0] = '\0';
-        for (int i = 0; i < 2; i++) {
-                struct json_object *v = NULL;
-
-                json_object_object_get_ex(o, keys[i], &v);
-                if (!v || json_object_is_type(v, json_type_null))
-                        continue;
-                if (!json_object_is_type(v, json_type_string))
-                        return -EINVAL;
-                names[i] = json_object_get_string(v);
-                if (names[i][0] && !name_ok(names[i]))
-                        return -EINVAL;
-        }
-        if (names[0][0] || names[1][0])
-                snprintf(out, size, "%s%s%s", names[0], names[1][0] ? ":" : "", names[1]);
-        return 0;
-}
-
 /* A program of this file that exited non-zero, about path. */
 static void fs_reply_error(struct request *req, const char *path, const struct exec_result *res)
 {
@@ -306,8 +247,8 @@ void h_execd_files_chmod(struct request *req)
                 }
                 json_object_object_get_ex(perm, "mode", &mv);
                 /* the spec's default is 755; 0 leaves the mode alone, as execd does */
-                if (mode_str(mv, "755", modes[n], sizeof(modes[n])) < 0 ||
-                    owner_str(perm, owners[n], sizeof(owners[n])) < 0) {
+                if (execd_mode_str(mv, "755", modes[n], sizeof(modes[n])) < 0 ||
+                    execd_owner_str(perm, owners[n], sizeof(owners[n])) < 0) {
                         reply_error(req, API_INVALID_REQUEST,
                                     "%s: mode must be octal digits (e.g. 755), owner and group names",
                                     paths[n]);

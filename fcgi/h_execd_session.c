@@ -32,7 +32,6 @@
 
 #define SESSION_MAX 64                   /* sessions per sandbox */
 #define SESSION_ID_MAX 63                /* a route segment */
-#define SESSION_THREADS_RESERVED 4       /* as /command: kept for status and interrupt */
 #define SESSION_RUN_MAX_MS (3600 * 1000) /* a run, also without timeout */
 #define SESSION_WRAPPER_SLACK_MS 10000   /* the provider's own timeout, past the runner's */
 
@@ -199,23 +198,18 @@ static int run_parse(struct request *req, struct json_object *body, struct run_r
         return 0;
 }
 
-/* The run, streamed as SSE events (h_execd_command.c's foreground). */
+/* The run, streamed as SSE events like a foreground command. */
 static void run_stream(struct request *req, const struct execd *x, const char *sid, const struct run_req *rr,
                        const char *id)
 {
         int64_t to_ms = rr->timeout_ms > 0 && rr->timeout_ms < SESSION_RUN_MAX_MS ? rr->timeout_ms
                                                                                   : SESSION_RUN_MAX_MS;
-        char to[32], dir[sizeof(EXECD_SESSION_DIR) + SESSION_ID_MAX + 2], err[PROVIDER_ERR_MAX] = "";
-        char why[160], ev[16], start[24];
-        struct exec_result res = { 0 };
-        struct sse s;
-        struct exec_stream_cb cb = { .on_output = sse_on_output, .on_tick = sse_on_tick, .ud = &s };
-        int64_t t0;
-        int slot, r;
+        char to[32], dir[sizeof(EXECD_SESSION_DIR) + SESSION_ID_MAX + 2], start[24], what[96];
 
         snprintf(to, sizeof(to), "%lld.%03lld", (long long)(to_ms / 1000), (long long)(to_ms % 1000));
         snprintf(dir, sizeof(dir), "%s/%s", EXECD_SESSION_DIR, sid);
         snprintf(start, sizeof(start), "%lld", (long long)timeutil_now_ms());
+        snprintf(what, sizeof(what), "session %s command", sid);
         /* the runner (kind argv) runs: sh -c SHELL sh BODY DIR CWD COMMAND */
         const char *argv[] = { "sh", "-c", EXECD_SH_RUN, "sh", id, to, "/", "argv", "0", start,
                                "sh", "-c", EXECD_SH_SESSION_SHELL, "sh", EXECD_SH_SESSION_BODY,
@@ -224,56 +218,7 @@ static void run_stream(struct request *req, const struct execd *x, const char *s
                                   .timeout_ms = (int)(to_ms + SESSION_WRAPPER_SLACK_MS),
                                   .max_output = (size_t)req->w->cfg->exec_max_output };
 
-        if (execd_streams_take(req->w->cfg->fcgi_threads - SESSION_THREADS_RESERVED, x->sandbox_id, id,
-                               &slot) < 0) {
-                reply_error(req, API_TOO_MANY_REQUESTS,
-                            "too many commands streaming (at most %d per sandbox); retry later",
-                            EXECD_STREAMS_PER_SANDBOX);
-                return;
-        }
-        sse_begin(&s, req);
-        sse_text(&s, "init", id, strlen(id));
-        t0 = timeutil_mono_ms();
-        r = provider_exec_stream(req->w->provider, x->ref, &spec, &cb, &res, err);
-        if (r == 0)
-                r = sse_flush_lines(&s);
-        if (r < 0 && s.broken) {
-                /* the client went away: the run must not outlive its stream */
-                struct exec_result kr = { 0 };
-                char kerr[PROVIDER_ERR_MAX] = "";
-                log_info(execd_kv(req, x), "session %s command %s: client gone, killing it", sid, id);
-                execd_command_kill(req, x, id, true, &kr, kerr);
-                exec_result_free(&kr);
-                goto out;
-        }
-        if (r < 0) {
-                log_err(execd_kv(req, x), "session %s command %s failed: %s (%s)", sid, id, err, strerror(-r));
-                snprintf(why, sizeof(why), "%s", err[0] ? err : strerror(-r));
-                sse_error(&s, why, why);
-                goto out;
-        }
-        if (s.dropped) {
-                char note[128];
-                int n = snprintf(note, sizeof(note), "[output truncated: %zu bytes over the %d-byte limit]",
-                                 s.dropped, SSE_OUTPUT_MAX);
-                sse_text(&s, "stderr", note, (size_t)n);
-        }
-        if (res.exit_code == 0 && !res.timed_out) {
-                sse_complete(&s, timeutil_mono_ms() - t0);
-                goto out;
-        }
-        snprintf(ev, sizeof(ev), "%d", res.exit_code);
-        if (execd_streams_interrupted(slot))
-                snprintf(why, sizeof(why), "interrupted (killed)");
-        else if (res.exit_code == 137 && timeutil_mono_ms() - t0 >= to_ms - 1000)
-                snprintf(why, sizeof(why), "timed out after %lld ms (killed)", (long long)to_ms);
-        else
-                snprintf(why, sizeof(why), "exit status %d", res.exit_code);
-        sse_error(&s, ev, why);
-out:
-        sse_end(&s);
-        exec_result_free(&res);
-        execd_streams_put(slot);
+        execd_stream_command(req, x, id, &spec, to_ms, what);
 }
 
 void h_execd_session_run(struct request *req)
