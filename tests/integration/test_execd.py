@@ -106,15 +106,21 @@ class Execd:
             c.close()
 
 
-@pytest.fixture(scope="module")
-def ex(request, services, it_root):
-    b = start_osb_broker(request, services, it_root, BROKER_CAPACITY=4, IDLE_POLICY="delete")
-    osb = OSB(b)
-    sid = osb.create(image="sandbox-broker/base:latest", entrypoint=("sleep", "infinity"))
+def execd_sandbox(b, image="sandbox-broker/base:latest", tenant="alpha", **fields):
+    """An OpenSandbox sandbox of broker b, Running, and its execd client
+    (the token from its 44772 endpoint)."""
+    osb = OSB(b, tenant)
+    sid = osb.create(image=image, entrypoint=("sleep", "infinity"), **fields)
     r = osb.endpoint(sid, 44772)
     assert r.status == 200, r
     assert r.json["endpoint"].endswith("/v1/sandboxes/%s/proxy/44772" % sid), r
     return Execd(SB(b), sid, r.json["headers"]["X-EXECD-ACCESS-TOKEN"])
+
+
+@pytest.fixture(scope="module")
+def ex(request, services, it_root):
+    b = start_osb_broker(request, services, it_root, BROKER_CAPACITY=4, IDLE_POLICY="delete")
+    return execd_sandbox(b)
 
 
 def out_texts(events, kind="stdout"):

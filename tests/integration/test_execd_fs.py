@@ -22,9 +22,9 @@ import urllib.parse
 
 import pytest
 
-from sandboxlib import SB, require_docker
-from sdklib import KEY, OSB, python_sdk_python, start_osb_broker
-from test_execd import Execd, multipart, out_texts
+from sandboxlib import require_docker
+from sdklib import KEY, python_sdk_python, start_osb_broker
+from test_execd import execd_sandbox, multipart, out_texts
 
 require_docker()
 
@@ -43,11 +43,7 @@ def _logs_on_failure(request, fsb):
 
 
 def _sandbox(b, image, tenant="alpha"):
-    osb = OSB(b, tenant)
-    sid = osb.create(image=image, entrypoint=("sleep", "infinity"))
-    r = osb.endpoint(sid, 44772)
-    assert r.status == 200, r
-    return Execd(SB(b), sid, r.json["headers"]["X-EXECD-ACCESS-TOKEN"])
+    return execd_sandbox(b, image, tenant)
 
 
 @pytest.fixture(scope="module")

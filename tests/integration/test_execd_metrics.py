@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from sandboxlib import SB, require_docker  # noqa: F401
-from sdklib import OSB, start_osb_broker
-from test_execd import Execd
+from sandboxlib import require_docker
+from sdklib import start_osb_broker
+from test_execd import execd_sandbox
 
 require_docker()
 
@@ -16,13 +16,8 @@ require_docker()
 @pytest.fixture(scope="module")
 def ex(request, services, it_root):
     b = start_osb_broker(request, services, it_root, BROKER_CAPACITY=2, IDLE_POLICY="delete")
-    osb = OSB(b)
     # 500m CPU, 256 MiB
-    sid = osb.create(image="sandbox-broker/base:latest", entrypoint=("sleep", "infinity"),
-                     resourceLimits={"cpu": "500m", "memory": "256Mi"})
-    r = osb.endpoint(sid, 44772)
-    assert r.status == 200, r
-    return Execd(SB(b), sid, r.json["headers"]["X-EXECD-ACCESS-TOKEN"])
+    return execd_sandbox(b, resourceLimits={"cpu": "500m", "memory": "256Mi"})
 
 
 def near(value, want, pct=10):

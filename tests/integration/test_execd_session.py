@@ -21,9 +21,9 @@ import time
 
 import pytest
 
-from sandboxlib import SB, require_docker
-from sdklib import KEY, OSB, python_sdk_python, start_osb_broker
-from test_execd import out_texts
+from sandboxlib import require_docker
+from sdklib import KEY, python_sdk_python, start_osb_broker
+from test_execd import execd_sandbox, out_texts
 
 require_docker()
 
@@ -42,12 +42,7 @@ def _logs_on_failure(request, sb_broker):
 
 
 def _sandbox(b, image, tenant="alpha"):
-    from test_execd import Execd
-    osb = OSB(b, tenant)
-    sid = osb.create(image=image, entrypoint=("sleep", "infinity"))
-    r = osb.endpoint(sid, 44772)
-    assert r.status == 200, r
-    return Execd(SB(b), sid, r.json["headers"]["X-EXECD-ACCESS-TOKEN"])
+    return execd_sandbox(b, image, tenant)
 
 
 @pytest.fixture(scope="module")
