@@ -85,6 +85,10 @@ static void run(struct sup *s)
                         woken = false;
                 }
                 sup_sandboxes_provision(s);
+                if (now >= s->next_recover) {
+                        s->next_recover = now + SUP_RECOVER_MS;
+                        sup_sandboxes_recover(s);
+                }
                 sup_sandboxes_teardown(s);
                 if (now >= s->next_reconcile) {
                         s->next_reconcile = now + s->cfg.reconcile_ms;

@@ -5,6 +5,7 @@
 #include "lease.h"
 #include "log.h"
 #include "metrics.h"
+#include "sandbox.h"
 #include "supervisor.h"
 
 #define REAP_BATCH 500
@@ -35,7 +36,8 @@ int sup_reap_expired(struct sup *s)
         int freed = 0, total = 0, r;
 
         do {
-                r = lease_reap(s->redis, &s->cfg, REAP_BATCH, &hooks, &freed);
+                r = lease_reap(s->redis, &s->cfg, REAP_BATCH,
+                               s->provider ? sandbox_provision_max_ms(&s->cfg) : 0, &hooks, &freed);
                 if (r < 0)
                         return r;
                 total += freed;

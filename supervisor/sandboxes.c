@@ -67,6 +67,18 @@ void sup_sandboxes_teardown(struct sup *s)
         }
 }
 
+void sup_sandboxes_recover(struct sup *s)
+{
+        int r;
+
+        if (!s->provider)
+                return;
+        r = sandbox_recover_provisioning(s->redis, s->provider, &s->cfg, SUP_RECOVER_AGE_MS,
+                                         SUP_GRANTED_MAX);
+        if (r < 0)
+                log_warn(NULL, "recovery of abandoned provisioning: %s", strerror(-r));
+}
+
 void sup_sandboxes_reconcile(struct sup *s)
 {
         struct sandbox_reconcile_stats st;

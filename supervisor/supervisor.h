@@ -41,6 +41,7 @@ struct sup {
         char granted[SUP_GRANTED_MAX][33]; /* leases to give a sandbox */
         int n_granted;
         int64_t next_reconcile;  /* monotonic ms */
+        int64_t next_recover;    /* monotonic ms: abandoned provisioning (SUP_RECOVER_MS) */
         struct sup_watch *watch; /* watch.c; NULL: none */
 };
 
@@ -68,6 +69,13 @@ void sup_ticket_expired(struct sup *s, const char *ticket_id);
 void sup_sandboxes_provision(struct sup *s);
 void sup_sandboxes_teardown(struct sup *s);
 void sup_sandboxes_reconcile(struct sup *s);
+/* Leases another process left 'provisioning' (a supervisor killed between a
+ * grant and its sandbox): finished within seconds, not at the reconciler's
+ * lease-age bound. Checked every SUP_RECOVER_MS; a lease counts once it is
+ * SUP_RECOVER_AGE_MS old and its sandbox lock is free. */
+#define SUP_RECOVER_MS 1000
+#define SUP_RECOVER_AGE_MS 3000
+void sup_sandboxes_recover(struct sup *s);
 
 /* watch.c: a thread following the provider's events, so that a sandbox
  * whose entrypoint ends reads Failed at once (not at the next reconcile).

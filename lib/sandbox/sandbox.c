@@ -9,6 +9,7 @@
 
 #include "json_input.h"
 #include "lease.h"
+#include "lock_keeper.h"
 #include "opensandbox.h"
 #include "log.h"
 #include "metrics.h"
@@ -43,6 +44,11 @@ static int pv_err(int r)
 static int lock_ttl_ms(const struct broker_config *cfg)
 {
         return 2 * provider_deadline_ms(cfg) + 5000;
+}
+
+int sandbox_provision_max_ms(const struct broker_config *cfg)
+{
+        return lock_ttl_ms(cfg);
 }
 
 static int lock_take(struct redis_conn *rc, const char *name, const char *token, int ttl)
@@ -330,11 +336,18 @@ static int provision(struct redis_conn *rc, struct provider *pv, const struct br
         if (r < 0)
                 return r;
         for (;;) {
-                r = lock_take(rc, lock, token, lock_ttl_ms(cfg));
+                /* a short lock, kept alive by this process's lock keeper
+                 * (lock_keeper.h); a long one when the keeper is full */
+                r = lock_take(rc, lock, token, LOCK_KEEPER_TTL_MS);
                 if (r < 0)
                         return r;
-                if (r == 1)
+                if (r == 1) {
+                        if (lock_keeper_add(cfg, lock, token) < 0 &&
+                            (r = lock_take(rc, lock, token, lock_ttl_ms(cfg))) < 0)
+                                return r;
+                        r = 1;
                         break;
+                }
                 r = record_read(rc, cfg, sid, &rec);
                 if (r < 0)
                         return r;
@@ -355,6 +368,7 @@ static int provision(struct redis_conn *rc, struct provider *pv, const struct br
                                 pv->ops->remove(pv, rec.ref, ignored);
                         sandbox_transition(rc, sid, "", "Failed", "PROVIDER_ERROR", err, "");
                 }
+                lock_keeper_remove(lock, token);
                 lock_drop(rc, lock, token);
                 return r;
         }
@@ -439,6 +453,36 @@ fail:
         if (r != -EIO)
                 lease_fail(rc, lease_id, err);
         return r;
+}
+
+int sandbox_recover_provisioning(struct redis_conn *rc, struct provider *pv,
+                                 const struct broker_config *cfg, int older_ms, int limit)
+{
+        redisReply *rep = NULL;
+        int r, done = 0;
+
+        r = lease_stale(rc, older_ms, limit, &rep);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < rep->elements; i++) {
+                char why[SANDBOX_ERR_MAX];
+                const char *id;
+
+                if (!str_reply(rep->element[i]))
+                        continue;
+                id = rep->element[i]->str;
+                r = sandbox_lease_ready(rc, pv, cfg, id, NULL, why);
+                if (r == 0) {
+                        done++;
+                        log_info(LOG_KV({ "LEASE_ID", id }),
+                                 "finished a lease left provisioning by a process that stopped");
+                } else if (r != -ENOENT) {
+                        log_warn(LOG_KV({ "LEASE_ID", id }),
+                                 "a lease left provisioning could not be finished: %s", why);
+                }
+        }
+        reply_free(rep);
+        return done;
 }
 
 int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,

@@ -482,19 +482,41 @@ out:
         return r;
 }
 
-int lease_reap(struct redis_conn *c, const struct broker_config *cfg, int limit,
-               const struct lease_grant_hooks *hooks, int *ret_freed)
+int lease_stale(struct redis_conn *c, int older_ms, int limit, redisReply **ret)
 {
-        char tttl[16], lim[16], keep[16];
+        char older[16], lim[16];
+        redisReply *rep = NULL;
+        int r;
+
+        snprintf(older, sizeof(older), "%d", older_ms);
+        snprintf(lim, sizeof(lim), "%d", limit);
+        const char *argv[] = { older, lim };
+        *ret = NULL;
+        r = redis_conn_script(c, LUA_LEASE_STALE, 2, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY) {
+                freeReplyObject(rep);
+                return -EPROTO;
+        }
+        *ret = rep;
+        return 0;
+}
+
+int lease_reap(struct redis_conn *c, const struct broker_config *cfg, int limit,
+               int provision_max_ms, const struct lease_grant_hooks *hooks, int *ret_freed)
+{
+        char tttl[16], lim[16], keep[16], prov[16];
         redisReply *rep = NULL, *leases;
         int r;
 
         snprintf(tttl, sizeof(tttl), "%d", cfg->ticket_ttl_ms);
         snprintf(lim, sizeof(lim), "%d", limit);
         snprintf(keep, sizeof(keep), "%d", cfg->idle_keep_ms);
-        const char *argv[] = { tttl, lim, keep };
+        snprintf(prov, sizeof(prov), "%d", provision_max_ms);
+        const char *argv[] = { tttl, lim, keep, prov };
         *ret_freed = 0;
-        r = redis_conn_script(c, LUA_REAP, 3, argv, &rep);
+        r = redis_conn_script(c, LUA_REAP, 4, argv, &rep);
         if (r < 0)
                 return r;
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 ||

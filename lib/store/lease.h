@@ -137,9 +137,16 @@ int lease_grant_step(struct redis_conn *c, const struct broker_config *cfg, cons
                      const struct lease_grant_hooks *hooks, char *ret_state);
 
 /* Release expired leases and expire abandoned tickets (at most limit each).
- * *ret_freed gets the number of slots freed. */
+ * A lease still 'provisioning' is not expired before provision_max_ms
+ * (its holder has not had it to heartbeat yet). *ret_freed gets the number
+ * of slots freed. */
 int lease_reap(struct redis_conn *c, const struct broker_config *cfg, int limit,
-               const struct lease_grant_hooks *hooks, int *ret_freed);
+               int provision_max_ms, const struct lease_grant_hooks *hooks, int *ret_freed);
+
+/* Leases left 'provisioning' for more than older_ms whose sandbox nobody is
+ * making (its lock is free): up to limit ids into *ret (a REDIS array
+ * reply of strings; the caller frees it with freeReplyObject). */
+int lease_stale(struct redis_conn *c, int older_ms, int limit, redisReply **ret);
 
 /* Map a flat HGETALL array of a lease hash to the API's lease object. */
 int lease_json_from_hash(const redisReply *arr, struct json_object **ret);

@@ -14,6 +14,7 @@ enum lua_script_id {
         LUA_KEY_ROTATE,
         LUA_LEASE_ACTIVATE,
         LUA_LEASE_FAIL,
+        LUA_LEASE_STALE,
         LUA_LOCK,
         LUA_OSB_CREATE,
         LUA_OSB_DELETE,

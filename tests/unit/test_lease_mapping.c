@@ -1052,10 +1052,10 @@ static void test_reap(void **state)
         test_cfg.idle_keep_ms = 1234;
         fake_answer(0, r_arr(4, r_int(1), r_strs(LEASE_ID, "u1", "s1", "l2", "", "", NULL),
                              r_strs("t1", "t2", NULL), r_strs("sbx-1", NULL)));
-        assert_int_equal(lease_reap(NULL, &test_cfg, 50, &hooks, &freed), 0);
+        assert_int_equal(lease_reap(NULL, &test_cfg, 50, 0, &hooks, &freed), 0);
         assert_int_equal(fake.id, LUA_REAP);
         /* lib/store/lua/reap.lua: ticketTtlMs, limit, idleKeepMs. */
-        assert_int_equal(fake.argc, 3);
+        assert_int_equal(fake.argc, 4);
         assert_string_equal(fake.argv[0], "30000");
         assert_string_equal(fake.argv[1], "50");
         assert_string_equal(fake.argv[2], "1234");
@@ -1066,19 +1066,19 @@ static void test_reap(void **state)
 
         freed = -1;
         fake_answer(-EIO, NULL);
-        assert_int_equal(lease_reap(NULL, &test_cfg, 50, &hooks, &freed), -EIO);
+        assert_int_equal(lease_reap(NULL, &test_cfg, 50, 0, &hooks, &freed), -EIO);
         assert_int_equal(freed, 0);
         fake_answer(0, r_arr(4, r_int(0), r_strs("l", "u", NULL), r_arr(0), r_arr(0)));
-        assert_int_equal(lease_reap(NULL, &test_cfg, 50, &hooks, &freed), -EPROTO);
+        assert_int_equal(lease_reap(NULL, &test_cfg, 50, 0, &hooks, &freed), -EPROTO);
         fake_answer(0, r_arr(4, r_int(0), r_nil(), r_arr(0), r_arr(0)));
-        assert_int_equal(lease_reap(NULL, &test_cfg, 50, &hooks, &freed), -EPROTO);
+        assert_int_equal(lease_reap(NULL, &test_cfg, 50, 0, &hooks, &freed), -EPROTO);
         /* The reply of the previous script version (three elements). */
         fake_answer(0, r_arr(3, r_int(0), r_arr(0), r_arr(0)));
-        assert_int_equal(lease_reap(NULL, &test_cfg, 50, &hooks, &freed), -EPROTO);
+        assert_int_equal(lease_reap(NULL, &test_cfg, 50, 0, &hooks, &freed), -EPROTO);
         fake_answer(0, r_arr(4, r_int(0), r_arr(0), r_nil(), r_arr(0)));
-        assert_int_equal(lease_reap(NULL, &test_cfg, 50, &hooks, &freed), -EPROTO);
+        assert_int_equal(lease_reap(NULL, &test_cfg, 50, 0, &hooks, &freed), -EPROTO);
         fake_answer(0, r_int(0));
-        assert_int_equal(lease_reap(NULL, &test_cfg, 50, &hooks, &freed), -EPROTO);
+        assert_int_equal(lease_reap(NULL, &test_cfg, 50, 0, &hooks, &freed), -EPROTO);
 }
 
 #define FAKE_TEST(f) cmocka_unit_test_setup_teardown(f, fake_setup, fake_teardown)

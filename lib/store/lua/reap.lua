@@ -1,15 +1,23 @@
--- reap: ARGV = prefix, ticketTtlMs, limit, idleKeepMs
+-- reap: ARGV = prefix, ticketTtlMs, limit, idleKeepMs, provisionMaxMs
 -- Releases leases whose expiry has passed (their sandboxes are removed),
+-- except leases still 'provisioning' younger than provisionMaxMs: their
+-- holder never had them to heartbeat (a grant whose supervisor died is
+-- finished by lease_stale's finder), so their expiry is pushed on;
 -- expires tickets nobody polled for ticketTtlMs, and removes parked
 -- sandboxes older than idleKeepMs; at most `limit` of each per call.
 -- Returns {freedSlots, {leaseId, userId, sessionId, ...}, {ticketId...}, {sandboxId...}}
 local ticket_ttl, limit, idle_keep = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local prov_max = tonumber(ARGV[5] or '0')
 local now = now_ms()
 local freed, leases, tickets = 0, {}, {}
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', now, 'LIMIT', 0, limit)) do
-  local l = redis.call('HMGET', lease_key(id), 'userId', 'sessionId')
-  if release_lease(id, 'remove', 'LEASE_EXPIRED') then freed = freed + 1 end
-  for _, v in ipairs({ id, l[1] or '', l[2] or '' }) do table.insert(leases, v) end
+  local l = redis.call('HMGET', lease_key(id), 'userId', 'sessionId', 'state', 'createdAt')
+  if l[3] == 'provisioning' and tonumber(l[4] or 0) + prov_max > now then
+    redis.call('ZADD', K_LEASES, now + 5000, id)
+  else
+    if release_lease(id, 'remove', 'LEASE_EXPIRED') then freed = freed + 1 end
+    for _, v in ipairs({ id, l[1] or '', l[2] or '' }) do table.insert(leases, v) end
+  end
 end
 for _, tid in ipairs(redis.call('ZRANGEBYSCORE', K_TPOLL, '-inf', '(' .. (now - ticket_ttl), 'LIMIT', 0, limit)) do
   ticket_expire(tid)
