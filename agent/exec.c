@@ -209,7 +209,13 @@ static void run_loop(struct exec_run *run)
 
                 if (run->exited && run->pipes[0] < 0 && run->pipes[1] < 0 && !pending)
                         return;
-                want_body = !run->client_gone && run->req->body_left > 0 && run->in_len == 0;
+                /* body bytes that came in with the head (up to AGENT_HEADER_MAX
+                 * of them): no poll of the socket announces those */
+                if (!run->client_gone && run->in_len == 0 && run->req->body_left > 0 &&
+                    run->req->len > run->req->body_off)
+                        body_read(run);
+                want_body = !run->client_gone && run->req->body_left > 0 && run->in_len == 0 &&
+                            run->req->len == run->req->body_off;
                 if (!run->client_gone) {
                         i_sock = np;
                         p[np++] = (struct pollfd){ .fd = run->sock,
@@ -414,10 +420,6 @@ static void exec_attached(struct http_request *req, const struct exec_spec *spec
         if (http_reply_head(req, 200, FRAMES_TYPE, HTTP_CHUNKED) < 0)
                 client_gone(&run);
         set_nonblock(run.sock);
-        /* Body bytes that came with the head (at most 16 KiB): no poll would
-         * announce them. */
-        if (req->body_left > 0 && req->len > req->body_off)
-                body_read(&run);
         run_loop(&run);
         run_finish(&run);
 out:

@@ -561,3 +561,29 @@ def test_agent_daemon_socket_belongs_to_the_directory_owner(tmp_path):
         assert a.health()["agent"] == "1"
     finally:
         a.stop()
+
+
+@pytest.mark.parametrize("size", [70000, 300 * 1024, 5 * 1024 * 1024])
+def test_agent_daemon_exec_stdin_sent_with_the_head(agent, size):
+    """A client that writes head and body at once: the agent reads much of
+    the body with the head (its head buffer is 256 KiB); all of it must still
+    reach the command (a regression: it waited for the socket to announce
+    bytes it had already read, and the command starved until its timeout)."""
+    body = os.urandom(size)
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(TIMEOUT)
+    s.connect(agent.sock)
+    try:
+        s.sendall(b"POST /exec?arg=sh&arg=-c&arg=cat%20%7C%20wc%20-c&timeout_ms=20000 HTTP/1.1\r\n"
+                  b"Host: x\r\nContent-Length: " + str(size).encode() + b"\r\n\r\n" + body)
+        data = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+    finally:
+        s.close()
+    head, _, chunked = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    assert b"\n%d\n" % size in b"\n" + chunked and b"x 0 0\n" in chunked, chunked[:200]
