@@ -478,6 +478,27 @@ void h_execd_dirs_list(struct request *req)
 
 /* ---- POST /files/replace: {path: {old, new}} ---- */
 
+/* The next old in [p, end), or NULL: memmem over windows of
+ * REPLACE_WINDOW bytes (overlapping by olen - 1), so that each call looks at
+ * a bounded range. AddressSanitizer's memmem checks the whole haystack on
+ * every call, which made a file of many matches quadratic under it. */
+#define REPLACE_WINDOW 4096
+static const char *find_next(const char *p, const char *end, const char *old, size_t olen)
+{
+        while ((size_t)(end - p) >= olen) {
+                size_t win = (size_t)(end - p);
+                const char *m;
+
+                if (win > REPLACE_WINDOW + olen - 1)
+                        win = REPLACE_WINDOW + olen - 1;
+                m = memmem(p, win, old, olen);
+                if (m)
+                        return m;
+                p += win - olen + 1;
+        }
+        return NULL;
+}
+
 /* in with every old replaced by new, into *ret (malloc'd, *ret_len);
  * the count, or -ENOMEM / -EFBIG (more than max bytes). */
 static long replace_all(const char *in, size_t len, const char *old, size_t olen, const char *new,
@@ -490,7 +511,7 @@ static long replace_all(const char *in, size_t len, const char *old, size_t olen
 
         if (!out)
                 return -ENOMEM;
-        while ((m = memmem(p, (size_t)(end - p), old, olen))) {
+        while ((m = find_next(p, end, old, olen))) {
                 size_t pre = (size_t)(m - p);
 
                 if (o + pre + nlen > max) {

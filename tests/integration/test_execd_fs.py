@@ -330,12 +330,15 @@ def test_replace_errors(ex):
 
 
 def test_replace_of_a_file_over_the_cap_is_413(base):
+    # (megabytes read back from the sandbox: slow under the sanitizers on a busy machine)
     sh(base, "head -c 9000000 /dev/zero | tr '\\0' a > /workspace/rp-big")   # FILE_MAX_BYTES: 8 MiB
-    st, _, body = base.json("POST", "/files/replace", {"/workspace/rp-big": {"old": "a", "new": "b"}})
+    st, _, body = base.json("POST", "/files/replace", {"/workspace/rp-big": {"old": "a", "new": "b"}},
+                            timeout=240)
     err(st, body, 413, "FILE_TOO_LARGE")
     # a file that would grow past it
     sh(base, "head -c 5000000 /dev/zero | tr '\\0' a > /workspace/rp-big")
-    st, _, body = base.json("POST", "/files/replace", {"/workspace/rp-big": {"old": "a", "new": "bb"}})
+    st, _, body = base.json("POST", "/files/replace", {"/workspace/rp-big": {"old": "a", "new": "bb"}},
+                            timeout=240)
     err(st, body, 413, "FILE_TOO_LARGE")
 
 
