@@ -30,7 +30,7 @@ struct readiness {
 };
 
 /* Read sandbox sid's record (already authorised by the caller) into *ret.
- * 0 or a negative errno of redis_conn_command. */
+ * 0, or the store's negative errno (Redis unreachable: -EIO). */
 int readiness_read(struct request *req, const char *sid, struct readiness *ret);
 
 /* While r says Pending (and, with creating_only, only while it is being

@@ -42,18 +42,14 @@ def _logs_on_failure(request, fsb):
     request.node._it_brokers = [fsb]
 
 
-def _sandbox(b, image, tenant="alpha"):
-    return execd_sandbox(b, image, tenant)
-
-
 @pytest.fixture(scope="module")
 def base(fsb):
-    return _sandbox(fsb, BASE)
+    return execd_sandbox(fsb, BASE)
 
 
 @pytest.fixture(scope="module")
 def tiny(fsb):
-    return _sandbox(fsb, TINY)
+    return execd_sandbox(fsb, TINY)
 
 
 @pytest.fixture(params=["base", "tiny"])
@@ -393,7 +389,7 @@ def _run(cmd, env=None, timeout=180):
 
 
 def test_python_sdk_filesystem(fsb):
-    ex = _sandbox(fsb, BASE, "bravo")
+    ex = execd_sandbox(fsb, BASE, "bravo")
     rc, out, errout = _run([python_sdk_python(), "-c", PY_FS, "127.0.0.1:%d" % fsb.port, KEY["bravo"], ex.sid])
     assert rc == 0, (out, errout[-3000:])
     res = json.loads(out.splitlines()[-1])
@@ -419,7 +415,7 @@ def _osb_cli():
 
 
 def test_osb_cli_file_commands(fsb, tmp_path):
-    ex = _sandbox(fsb, BASE, "charlie")
+    ex = execd_sandbox(fsb, BASE, "charlie")
     env = {"HOME": str(tmp_path), "OPEN_SANDBOX_DOMAIN": "127.0.0.1:%d" % fsb.port,
            "OPEN_SANDBOX_API_KEY": KEY["charlie"], "OPEN_SANDBOX_PROTOCOL": "http",
            "NO_COLOR": "1", "COLUMNS": "200"}

@@ -41,18 +41,14 @@ def _logs_on_failure(request, sb_broker):
     request.node._it_brokers = [sb_broker]
 
 
-def _sandbox(b, image, tenant="alpha"):
-    return execd_sandbox(b, image, tenant)
-
-
 @pytest.fixture(scope="module")
 def base(sb_broker):
-    return _sandbox(sb_broker, BASE)
+    return execd_sandbox(sb_broker, BASE)
 
 
 @pytest.fixture(scope="module")
 def tiny(sb_broker):
-    return _sandbox(sb_broker, TINY)
+    return execd_sandbox(sb_broker, TINY)
 
 
 @pytest.fixture(params=["base", "tiny"])
@@ -276,7 +272,7 @@ def _run(cmd, env=None, timeout=180):
 
 
 def test_python_sdk_sessions(sb_broker):
-    ex = _sandbox(sb_broker, BASE, "bravo")
+    ex = execd_sandbox(sb_broker, BASE, "bravo")
     rc, out, err = _run([python_sdk_python(), "-c", PY_SESSION, "127.0.0.1:%d" % sb_broker.port,
                          KEY["bravo"], ex.sid])
     assert rc == 0, (out, err[-3000:])
@@ -302,7 +298,7 @@ def _osb_cli():
 
 
 def test_osb_cli_sessions(sb_broker, tmp_path):
-    ex = _sandbox(sb_broker, BASE, "charlie")
+    ex = execd_sandbox(sb_broker, BASE, "charlie")
     env = {"HOME": str(tmp_path), "OPEN_SANDBOX_DOMAIN": "127.0.0.1:%d" % sb_broker.port,
            "OPEN_SANDBOX_API_KEY": KEY["charlie"], "OPEN_SANDBOX_PROTOCOL": "http",
            "NO_COLOR": "1", "COLUMNS": "200"}

@@ -547,6 +547,22 @@ int agent_exec_stream(const char *dir, const struct exec_spec *spec,
 
 /* ---- files ---- */
 
+/* Run a built file request c (its body, if any, set) within timeout_ms,
+ * the answer's body to pcb (may be NULL); a non-2xx answer is the call's
+ * error (file mapping of status_error). */
+static int file_call(const char *dir, struct call *c, const struct agent_proto_cb *pcb,
+                     int timeout_ms, char *ret_err)
+{
+        int r;
+
+        c->deadline = deadline_after(timeout_ms);
+        agent_proto_init(&c->proto, false, pcb);
+        r = call_run(dir, c, ret_err);
+        if (r == 0 && !call_ok(c))
+                r = status_error(c, true, ret_err);
+        return r;
+}
+
 static int file_read(const char *dir, const char *path, int64_t offset, int64_t want,
                      const struct agent_proto_cb *pcb, int timeout_ms, char *ret_err)
 {
@@ -571,12 +587,7 @@ static int file_read(const char *dir, const char *path, int64_t offset, int64_t 
                 r = req_error(r, "read", ret_err);
                 goto out;
         }
-        c.deadline = deadline_after(timeout_ms);
-        agent_proto_init(&c.proto, false, pcb);
-        if ((r = call_run(dir, &c, ret_err)) < 0)
-                goto out;
-        if (!call_ok(&c))
-                r = status_error(&c, true, ret_err);
+        r = file_call(dir, &c, pcb, timeout_ms, ret_err);
 out:
         call_release(&c);
         return r;
@@ -667,12 +678,7 @@ int agent_write_file(const char *dir, const char *path, const void *data, size_t
         }
         c.body = data;
         c.body_len = len;
-        c.deadline = deadline_after(timeout_ms);
-        agent_proto_init(&c.proto, false, NULL);
-        if ((r = call_run(dir, &c, ret_err)) < 0)
-                goto out;
-        if (!call_ok(&c))
-                r = status_error(&c, true, ret_err);
+        r = file_call(dir, &c, NULL, timeout_ms, ret_err);
 out:
         call_release(&c);
         return r;
