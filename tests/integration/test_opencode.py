@@ -7,9 +7,15 @@ scripted local model, and the real broker stack with Docker sandboxes.
   the host; the outputs look like the built-ins'; deleting the session
   releases its lease (reason deleted) and removes the container.
 - test_opencode_capacity_queue_idle_release: capacity 2, three sessions: the
-  third's tool call waits in the queue (its result records the queue position) and
+  third's tool call waits in the queue (its title showed the queue position
+  live, seen on OpenCode's event stream; its result records it) and
   completes after an idle release frees a slot; session deletion releases
   with reason deleted.
+- test_opencode_bash_streams_output: a bash printing lines for ~3 s shows
+  its output so far in metadata updates before it completes.
+- test_opencode_child_session_shares_lease: a child session (parentID) runs
+  on its parent's lease at capacity 1; its going idle while the parent works
+  releases nothing; the family idle releases the lease.
 - test_opencode_user_shared_two_sessions: one user, two sessions in
   user_shared: one sandbox, a directory each; a child session (parentID)
   runs on its parent's lease and directory.
@@ -101,6 +107,21 @@ def tools_by_name(oc, sid):
 def completed(state):
     assert state["status"] == "completed", state
     return state
+
+
+def part_updates(oc, sid, tool):
+    """The states one tool's parts of a session went through, in order, as OpenCode's
+    event stream (GET /event, oc.watch_events()) published them: every
+    message.part.updated of a `tool` part of session `sid`."""
+    out = []
+    for ev in list(oc.events):
+        ev = ev.get("payload", ev)  # an event, or one wrapped with its directory
+        if ev.get("type") != "message.part.updated":
+            continue
+        part = (ev.get("properties") or {}).get("part") or {}
+        if part.get("type") == "tool" and part.get("sessionID") == sid and part.get("tool") == tool:
+            out.append(part["state"])
+    return out
 
 
 # ------------------------------------------------ the plugin's hooks, no OpenCode
@@ -198,6 +219,76 @@ def test_opencode_tools_run_in_sandbox(docker_broker, opencode, model):
     sb.wait_container_state(sandbox_id, None, timeout=60)
 
 
+def test_opencode_bash_streams_output(docker_broker, opencode, model):
+    """A long bash call shows its output while it runs: OpenCode publishes the
+    call's metadata updates (metadata.output, as its built-in bash tool does)
+    with the first lines before the last is printed; the result is the whole
+    output, with the command's exit code, and no output file is left behind."""
+    sb = docker_broker(BROKER_CAPACITY=1)
+    model.script("stream", [
+        [("bash", {"command": "for i in 1 2 3 4 5 6 7 8; do echo line $i; sleep 0.4; done; exit 4",
+                   "description": "Count slowly"})],
+        [("bash", {"command": "echo quick"})],
+        "streamed"])
+    oc = opencode(sb.b, IDLE_RELEASE_MS="-1")
+    sid = oc.session()
+    oc.watch_events()
+    oc.prompt(sid, "SCRIPT:stream")
+
+    (_, slow), (_, quick) = tools_by_name(oc, sid)
+    lines = "".join("line %d\n" % i for i in range(1, 9))
+    assert completed(slow)["output"] == lines, slow
+    assert slow["metadata"]["exit"] == 4 and slow["metadata"]["output"] == lines, slow["metadata"]
+    assert completed(quick)["output"] == "quick\n", quick
+    # partial output while it ran: some lines, not yet the last
+    partial = [u["metadata"]["output"] for u in part_updates(oc, sid, "bash")
+               if u["status"] == "running" and (u.get("metadata") or {}).get("streaming")]
+    print("streamed updates: %r" % partial)
+    assert partial, [(u["status"], u.get("title"), u.get("metadata")) for u in part_updates(oc, sid, "bash")]
+    assert partial[0].startswith("line 1\n") and "line 8" not in partial[0], partial
+    assert all(lines.startswith(p) for p in partial), partial
+    # the copy of the output in the sandbox's /tmp is gone
+    st, body = DOCKER.call("GET", "/containers/sb-%s/archive?path=/tmp" % slow["metadata"]["sandboxId"])
+    assert st == 200, (st, body)
+    with tarfile.open(fileobj=io.BytesIO(body)) as t:
+        left = [m.name for m in t.getmembers() if ".opencode-out" in m.name]
+    assert left == [], left
+
+
+def test_opencode_child_session_shares_lease(docker_broker, opencode, model):
+    """A child session (parentID, as the task tool makes) runs on its parent's
+    lease and sandbox, even at capacity 1; the child going idle while its
+    parent still works releases nothing (the parent's long bash call survives
+    the grace period); once parent and child are idle, the parent's lease is
+    released after the grace period."""
+    sb = docker_broker(BROKER_CAPACITY=1)
+    model.script("ch_parent", [[("bash", {"command": "echo parent > p.txt; sleep 14; cat p.txt"})],
+                               "parent done"])
+    model.script("ch_child", [[("bash", {"command": "cat p.txt; echo child; pwd"})], "child done"])
+    oc = opencode(sb.b, IDLE_RELEASE_MS="1500")
+    parent = oc.session()
+    jp = _in_thread(oc.prompt, parent, "SCRIPT:ch_parent")
+    wait_until(lambda: sb.b.status()["activeLeases"] == 1, 90, desc="the parent's lease")
+    lease0 = sb.b.live_leases()
+
+    child = oc.session(parent=parent)
+    oc.prompt(child, "SCRIPT:ch_child")
+    (_, bc), = tools_by_name(oc, child)
+    assert completed(bc)["output"] == "parent\nchild\n/workspace\n", bc
+    # the child is idle now; past the grace period the parent's lease is still there
+    time.sleep(3)
+    st = sb.b.status()
+    assert (st["activeLeases"], st["queueDepth"]) == (1, 0), st
+    assert sb.b.live_leases() == lease0, (sb.b.live_leases(), lease0)   # the same lease, never renewed
+
+    jp()
+    (_, bp), = tools_by_name(oc, parent)
+    assert completed(bp)["output"] == "parent\n", bp
+    assert bp["metadata"]["sandboxId"] == bc["metadata"]["sandboxId"], (bp, bc)
+    # now the whole family is idle: the parent's lease goes after the grace period
+    wait_until(lambda: sb.b.status()["activeLeases"] == 0, 30, desc="the parent's idle release")
+
+
 # ---------------------------------------------------- the three scenarios
 
 def _in_thread(fn, *args):
@@ -251,6 +342,13 @@ def test_opencode_capacity_queue_idle_release(docker_broker, opencode, model):
     j3()
     (tool3, st3), = tools_by_name(oc, s3)
     assert completed(st3)["output"] == "c from /workspace\n", st3
+    # while it waited, the running call's title and metadata showed its queue position live
+    # (ctx.metadata, published by OpenCode as message.part.updated events)
+    waiting = [u for u in part_updates(oc, s3, "bash") if u["status"] == "running"
+               and (u.get("metadata") or {}).get("sandbox") == "queued"]
+    assert waiting, part_updates(oc, s3, "bash")
+    assert waiting[0]["title"] == "Waiting for a sandbox (position 1 in the queue)", waiting[0]
+    assert waiting[0]["metadata"]["queuePosition"] == 1, waiting[0]
     # the call says it waited, and where it was in the queue
     assert st3["metadata"]["queued"]["position"] == 1, st3["metadata"]
     assert st3["metadata"]["queued"]["waitedMs"] > 1000, st3["metadata"]

@@ -8,7 +8,7 @@
 import type { Hooks, Plugin, PluginInput, PluginOptions } from "@opencode-ai/plugin";
 import { loadSettings, type Settings } from "./config.js";
 import { LeaseManager, type Logger } from "./leases.js";
-import { makeTools } from "./tools.js";
+import { makeTools, type PartClient } from "./tools.js";
 
 export { loadSettings, type Settings } from "./config.js";
 export { LeaseManager } from "./leases.js";
@@ -52,7 +52,7 @@ export const SandboxBrokerPlugin = (async (input: PluginInput, options?: PluginO
   log("info", `plugin loaded: tools run in sandboxes of ${s.brokerUrl}`);
   const hooks: Hooks & { __leases: LeaseManager } = {
     __leases: mgr,
-    tool: makeTools(mgr),
+    tool: makeTools(mgr, input?.client as unknown as PartClient | undefined),
     async event({ event }) {
       const e = event as { type: string; properties: any };
       switch (e.type) {
@@ -85,6 +85,7 @@ export const SandboxBrokerPlugin = (async (input: PluginInput, options?: PluginO
         case "session.deleted": {
           const info = e.properties?.info;
           if (info?.id && !info.parentID) await mgr.release(info.id, "deleted");
+          else if (info?.id) mgr.forgetChild(info.id);
           break;
         }
       }

@@ -30,10 +30,12 @@ export class LeaseManager {
   readonly client: BrokerClient;
   private sessions = new Map<string, SessionState>();
   private parents = new Map<string, string>();
+  /** Sessions (root or child) whose last status was busy. */
+  private working = new Set<string>();
   /** Counters for tests and the docs' transcript. */
   readonly stats = { acquires: 0, grants: 0, heartbeats: 0, releases: 0, queuedWaits: 0 };
 
-  constructor(readonly s: Settings, private log: Logger = () => {}) {
+  constructor(readonly s: Settings, readonly log: Logger = () => {}) {
     this.client = new BrokerClient(s);
   }
 
@@ -193,21 +195,35 @@ export class LeaseManager {
     st.idleTimer = undefined;
   }
 
-  /** The session started working (session.status busy): no idle release now. */
+  /** The session started working (session.status busy): no idle release of its root's lease now. */
   busy(sessionID: string): void {
-    if (this.parents.has(sessionID)) return;
-    const st = this.sessions.get(sessionID);
+    this.working.add(sessionID);
+    const st = this.sessions.get(this.rootOf(sessionID));
     if (st) this.cancelIdle(st);
   }
 
-  /** A root session went idle: release its lease after the grace period (idleReleaseMs, -1 = never). */
+  /**
+   * A session went idle: when its whole family (the root session and its
+   * child sessions) is idle, release the root's lease after the grace period
+   * (idleReleaseMs, -1 = never). A child (task tool) going idle while its
+   * parent still works releases nothing.
+   */
   idle(sessionID: string): void {
-    if (this.parents.has(sessionID) || this.s.idleReleaseMs < 0) return;
-    const st = this.sessions.get(sessionID);
+    this.working.delete(sessionID);
+    if (this.s.idleReleaseMs < 0) return;
+    const root = this.rootOf(sessionID);
+    const st = this.sessions.get(root);
     if (!st || (!st.lease && !st.acquiring)) return;
+    for (const w of this.working) if (this.rootOf(w) === root) return;
     this.cancelIdle(st);
-    st.idleTimer = setTimeout(() => { void this.release(sessionID, "idle"); }, this.s.idleReleaseMs);
+    st.idleTimer = setTimeout(() => { void this.release(root, "idle"); }, this.s.idleReleaseMs);
     st.idleTimer.unref?.();
+  }
+
+  /** A child session was deleted: it works no more (its parent's lease stays). */
+  forgetChild(sessionID: string): void {
+    this.working.delete(sessionID);
+    this.parents.delete(sessionID);
   }
 
   /**
@@ -222,7 +238,8 @@ export class LeaseManager {
     if (reason === "deleted") {
       st.abort.abort();
       this.sessions.delete(sessionID);
-      for (const [c, p] of this.parents) if (p === sessionID || c === sessionID) this.parents.delete(c);
+      for (const [c, p] of this.parents) if (p === sessionID || c === sessionID) { this.parents.delete(c); this.working.delete(c); }
+      this.working.delete(sessionID);
     }
     const lease = st.lease;
     if (!lease) {

@@ -122,7 +122,60 @@ function braces(p: string): string[] {
 const GLOB_SH = `cd "$1" || exit 2; shift; shopt -s globstar nullglob 2>/dev/null; IFS=
 for p in "$@"; do for f in $p; do [ -f "$f" ] || continue; printf '%s\\t%s\\n' "$(stat -c %Y -- "$f" 2>/dev/null || echo 0)" "$f"; done; done | head -n 5000`;
 
-export function makeTools(mgr: LeaseManager) {
+/** How often a running bash call shows its output so far, and how much of it (the tail). */
+export const STREAM_EVERY_MS = 1_000;
+const STREAM_TAIL_BYTES = 30_000;
+
+/**
+ * Run a bash command in the sandbox and, while it runs, show its output so
+ * far in the tool's metadata (`metadata.output`, as the built-in bash tool
+ * does). The broker's exec API answers once the command is over, so the
+ * command's combined output is also copied (tee) to a private file in the
+ * sandbox's /tmp (mode 0600, the lease's Linux user), whose tail a second,
+ * short exec reads every STREAM_EVERY_MS while the first is running. The
+ * result is the first exec's, as without streaming; the file is removed at
+ * the end. A command over within STREAM_EVERY_MS costs no extra call.
+ */
+async function execStreaming(mgr: LeaseManager, lease: Lease, command: string, cwd: string, timeout: number,
+  ctx: ToolContext, title: string): Promise<ExecResult> {
+  const log = `/tmp/.opencode-out-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}${Math.random().toString(36).slice(2, 10)}`;
+  // tee copies the output to the file; the command's exit status comes back on fd 3 (the
+  // command itself runs without fds 3 and 4). set -C: never write through a file planted
+  // there; without the file the command runs as it would without streaming.
+  const wrapper = 'if command -v bash >/dev/null 2>&1; then S=bash; else S=sh; fi; umask 077; '
+    + 'if ! (set -C; : >"$2") 2>/dev/null; then exec 2>&1; exec $S -c "$1"; fi; '
+    + 'exec 4>&1; rc=$({ { $S -c "$1" 2>&1 3>&- 4>&-; echo $? >&3; } | tee -a "$2" >&4; } 3>&1); '
+    + 'rm -f "$2"; exit "${rc:-1}"';
+  const main = mgr.client.exec(lease, ["sh", "-c", wrapper, "sh", command, log], { cwd, timeoutMs: timeout }, ctx.abort);
+  let done = false;
+  const over = main.then(() => { done = true; }, () => { done = true; });
+  void (async () => {
+    let shown = "";
+    while (!done) {
+      await Promise.race([over, new Promise((r) => setTimeout(r, STREAM_EVERY_MS).unref?.())]);
+      if (done || ctx.abort.aborted) break;
+      try {
+        const t = await mgr.client.exec(lease, ["sh", "-c", 'tail -c "$2" -- "$1" 2>/dev/null || true', "sh", log, String(STREAM_TAIL_BYTES)], { timeoutMs: 5_000 }, ctx.abort);
+        if (done) break;
+        if (t.stdout && t.stdout !== shown) {
+          shown = t.stdout;
+          mgr.log("debug", `bash streaming: ${shown.length} bytes of output so far`);
+          ctx.metadata({ title, metadata: { output: shown, sandboxId: lease.sandboxId, streaming: true } });
+        }
+      } catch (e) {
+        // a missed update only; the command's own result decides
+        mgr.log("debug", `bash streaming: reading the output so far failed: ${(e as Error).message}`);
+      }
+    }
+  })();
+  try {
+    return await main;
+  } finally {
+    done = true;
+  }
+}
+
+export function makeTools(mgr: LeaseManager, client?: PartClient) {
   const bash = tool({
     description: `Executes a given bash command in the session's sandbox (an isolated Linux machine leased from the Sandbox Broker) with optional timeout.
 
@@ -153,7 +206,7 @@ IMPORTANT: This tool is for terminal operations. Use the read, write, edit, glob
             : `Could not start the command in the background (exit ${r.exitCode}):\n${(r.stdout + r.stderr).trim()}`;
           return { title: args.description ?? args.command, output, metadata: { output, exit: r.exitCode, pid, log, background: true, sandboxId: lease.sandboxId } };
         }
-        const r = await mgr.client.exec(lease, ["sh", "-c", 'exec 2>&1; if command -v bash >/dev/null 2>&1; then exec bash -c "$1"; fi; exec sh -c "$1"', "sh", args.command], { cwd, timeoutMs: timeout }, ctx.abort);
+        const r = await execStreaming(mgr, lease, args.command, cwd, timeout, ctx, args.description ?? args.command);
         const all = r.stdout + r.stderr;
         const t = truncateOutput(all);
         let out = t.text || "(no output)";
@@ -399,5 +452,73 @@ Paths are relative to the sandbox's working directory.`,
     },
   });
 
-  return { bash, read, write, edit, apply_patch: applyPatch, glob, grep, list, ls: list };
+  const tools = { bash, read, write, edit, apply_patch: applyPatch, glob, grep, list, ls: list };
+  for (const t of Object.values(tools)) {
+    const run = t.execute;
+    t.execute = async (args: any, ctx: ToolContext) => {
+      const live = liveMetadata(ctx, client);
+      try {
+        return await run(args as never, live.ctx);
+      } finally {
+        await live.flush();
+      }
+    };
+  }
+  return tools;
+}
+
+/** The slice of OpenCode's SDK client (PluginInput.client) that liveMetadata uses. */
+export interface PartClient {
+  session: {
+    message(o: { path: { id: string; messageID: string } }): Promise<{ data?: { parts?: any[] } }>;
+    _client?: { patch(o: Record<string, unknown>): Promise<{ error?: unknown }> };
+  };
+}
+
+/**
+ * ctx.metadata that reaches the UI. OpenCode 1.18.33 hands plugin tools its
+ * internal metadata function, which returns an Effect that nobody runs: the
+ * call is a no-op, and a running tool's title and metadata never change. When
+ * ctx.metadata returns something (that Effect), the update is made through
+ * OpenCode's own server API instead (the SDK client OpenCode gives the
+ * plugin): the tool part of this call (its callID) is read and written back
+ * in state "running" with the new title and metadata, which OpenCode stores
+ * and publishes (message.part.updated), as it does for its built-in tools.
+ * Updates are sent one at a time, the latest wins, and flush() waits for the
+ * last, so that none lands after the call's result.
+ */
+export function liveMetadata(ctx: ToolContext, client?: PartClient): { ctx: ToolContext; flush(): Promise<void> } {
+  const callID = (ctx as any).callID as string | undefined;
+  let chain: Promise<void> = Promise.resolve();
+  let next: { title?: string; metadata?: Record<string, any> } | undefined;
+  let partID: string | undefined;
+  let closed = false;
+  const send = async () => {
+    const upd = next;
+    next = undefined;
+    if (!upd || closed || !client?.session?._client) return;
+    const r = await client.session.message({ path: { id: ctx.sessionID, messageID: ctx.messageID } });
+    const part = (r.data?.parts ?? []).find((p: any) => p.type === "tool" && (partID ? p.id === partID : p.callID === callID));
+    if (!part || !["pending", "running"].includes(part.state?.status)) return;
+    partID = part.id;
+    const state = { status: "running", input: part.state.input ?? {}, title: upd.title, metadata: upd.metadata ?? {},
+      time: { start: part.state.time?.start ?? Date.now() } };
+    await client.session._client.patch({
+      url: "/session/{sessionID}/message/{messageID}/part/{partID}",
+      path: { sessionID: ctx.sessionID, messageID: ctx.messageID, partID: part.id },
+      body: { ...part, state },
+      headers: { "Content-Type": "application/json" },
+    });
+  };
+  const metadata = (input: { title?: string; metadata?: Record<string, any> }) => {
+    const ret = (ctx.metadata as (i: typeof input) => unknown)(input);
+    if (ret === undefined || closed || !callID || !client) return; // OpenCode applied it itself
+    const queued = next !== undefined;
+    next = input;
+    if (!queued) chain = chain.then(send).catch(() => { /* a missed update only */ });
+  };
+  return {
+    ctx: { ...ctx, metadata } as ToolContext,
+    async flush() { for (let c = chain; ; c = chain) { await c; if (c === chain) break; } closed = true; },
+  };
 }

@@ -168,7 +168,10 @@ test("a child session (task tool) shares its parent's lease", async (t) => {
   assert.equal(mgr.current(child).leaseId, mgr.current(parent).leaseId);
   assert.equal(mgr.stats.acquires, 1, "one lease for both");
   assert.equal(await activeLeases(), 1);
-  // the child going idle or being deleted does not release the parent's lease
+  // the child going idle or being deleted while the parent works (its task tool call
+  // runs the child) does not release the parent's lease
+  await event(h, "session.status", { sessionID: parent, status: { type: "busy" } });
+  await event(h, "session.status", { sessionID: child, status: { type: "busy" } });
   await event(h, "session.status", { sessionID: child, status: { type: "idle" } });
   await event(h, "session.deleted", { info: { id: child, parentID: parent } });
   await sleep(1200);
