@@ -30,7 +30,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 all: $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin $(BUILD)/sandbox-runc \
-	$(BUILD)/sandbox-agent
+	$(BUILD)/sandbox-agent $(BUILD)/sandbox-egress-relay $(BUILD)/sandbox-egress-acl
 
 $(BUILD)/libbroker.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
@@ -49,6 +49,14 @@ $(BUILD)/broker-admin: $(ADMIN_OBJ) $(BUILD)/libbroker.a
 $(BUILD)/sandbox-runc: runtime/sandbox-runc.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(shell pkg-config --libs json-c)
+
+# Egress (docs/EGRESS.md): the host relay (libc only) and Squid's ACL helper.
+$(BUILD)/sandbox-egress-relay: egress/relay.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
+$(BUILD)/sandbox-egress-acl: $(BUILD)/egress/acl_helper.o $(BUILD)/libbroker.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The first process of every Docker sandbox (docs/AGENT.md): static, linked
 # with musl so that it runs in any image, and with nothing of lib/.
@@ -73,7 +81,7 @@ $(BUILD)/%.o: %.c
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
--include $(wildcard $(BUILD)/lib/*/*.d $(BUILD)/lib/*/*/*.d $(BUILD)/fcgi/*.d $(BUILD)/supervisor/*.d $(BUILD)/admin/*.d)
+-include $(wildcard $(BUILD)/lib/*/*.d $(BUILD)/lib/*/*/*.d $(BUILD)/fcgi/*.d $(BUILD)/supervisor/*.d $(BUILD)/admin/*.d $(BUILD)/egress/*.d)
 
 # Unit tests: one binary per core module, library seams wrapped at link time.
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
@@ -212,7 +220,8 @@ install: all
 	install -m 0755 $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin \
 		$(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(LIBEXECDIR)
-	install -m 0755 $(BUILD)/sandbox-runc $(BUILD)/sandbox-agent $(DESTDIR)$(LIBEXECDIR)/
+	install -m 0755 $(BUILD)/sandbox-runc $(BUILD)/sandbox-agent $(BUILD)/sandbox-egress-relay \
+		$(BUILD)/sandbox-egress-acl $(DESTDIR)$(LIBEXECDIR)/
 	for u in $(UNITS); do \
 		$(INSTALL_SED) deploy/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done

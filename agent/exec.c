@@ -6,6 +6,7 @@
  * read and dropped until the command ends. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,7 +14,9 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -40,6 +43,7 @@ struct exec_run {
         int status;
         long long deadline; /* 0: no timeout */
         long long exit_at, stall_at;
+        const char *record; /* record=PATH, or NULL */
 };
 
 static void fd_close(int *fd)
@@ -164,6 +168,86 @@ static void stdin_write(struct exec_run *run)
                 fd_close(&run->in_fd);
 }
 
+/* ---- record=PATH: the command's state files, as the execd runner script
+ * kept them (its status, logs and interrupt read them). Best effort: a
+ * sandbox that cannot write /tmp still runs the command. ---- */
+
+static long long epoch_ms(void)
+{
+        struct timespec ts;
+
+        (void)clock_gettime(CLOCK_REALTIME, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Write PATH.suffix (mode 0600, no link followed); with excl only when it
+ * does not exist yet. */
+static void record_write(const char *path, const char *suffix, const char *text, size_t len,
+                         bool excl)
+{
+        char name[PATH_MAX];
+        int fd;
+
+        if (snprintf(name, sizeof(name), "%s.%s", path, suffix) >= (int)sizeof(name))
+                return;
+        fd = open(name, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (excl ? O_EXCL : O_TRUNC),
+                  0600);
+        if (fd < 0)
+                return;
+        while (len > 0) {
+                ssize_t n = write(fd, text, len);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                text += n;
+                len -= (size_t)n;
+        }
+        (void)close(fd);
+}
+
+static void record_number(const char *path, const char *suffix, long long n, bool excl)
+{
+        char buf[32];
+        int len = snprintf(buf, sizeof(buf), "%lld\n", n);
+
+        record_write(path, suffix, buf, (size_t)len, excl);
+}
+
+/* Before the start: the directory (mode 1777, as the script made it), the
+ * command's text (argv joined by spaces) and start time, unless there. */
+static void record_begin(const struct exec_spec *spec)
+{
+        char dir[PATH_MAX], *slash, *text;
+        size_t n = 0;
+
+        snprintf(dir, sizeof(dir), "%s", spec->record);
+        slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = '\0';
+                if (mkdir(dir, 01777) == 0)
+                        (void)chmod(dir, 01777);
+        }
+        for (size_t i = 0; i < spec->argc; i++)
+                n += strlen(spec->argv[i]) + 1;
+        text = malloc(n + 1);
+        if (text) {
+                n = 0;
+                for (size_t i = 0; i < spec->argc; i++) {
+                        size_t l = strlen(spec->argv[i]);
+
+                        if (i)
+                                text[n++] = ' ';
+                        memcpy(text + n, spec->argv[i], l);
+                        n += l;
+                }
+                record_write(spec->record, "cmd", text, n, true);
+                free(text);
+        }
+        record_number(spec->record, "start", epoch_ms(), true);
+}
+
 static void child_reap(struct exec_run *run, long long now)
 {
         struct signalfd_siginfo si;
@@ -173,6 +257,10 @@ static void child_reap(struct exec_run *run, long long now)
         if (waitpid(run->pid, &run->status, WNOHANG) == run->pid) {
                 run->exited = true;
                 run->exit_at = now;
+                if (run->record) {
+                        record_number(run->record, "rc", agent_wait_code(run->status), false);
+                        record_number(run->record, "end", epoch_ms(), false);
+                }
                 fd_close(&run->in_fd);
         }
 }
@@ -398,12 +486,19 @@ static void exec_attached(struct http_request *req, const struct exec_spec *spec
         }
         if (http_send_continue(req) < 0)
                 goto out;
+        if (spec->record)
+                record_begin(spec);
         pid = exec_spawn(spec, in[0], out[1], err[1], err[1]);
         if (pid < 0) {
                 (void)http_reply_error(req, 500, "fork: %s", strerror((int)-pid));
                 goto out;
         }
         run.pid = pid;
+        if (spec->record) {
+                /* its session's id: interrupt kills the group */
+                record_number(spec->record, "pid", pid, false);
+                run.record = spec->record;
+        }
         fd_close(&in[0]);
         fd_close(&out[1]);
         fd_close(&err[1]);

@@ -78,6 +78,15 @@ int exec_spec_parse(struct http_request *req, struct exec_spec *spec)
                 } else if (strcmp(p->name, "timeout_ms") == 0) {
                         if (parse_ms(p->value, &spec->timeout_ms) < 0)
                                 return http_reply_error(req, 400, "bad timeout_ms"), -1;
+                } else if (strcmp(p->name, "record") == 0) {
+                        if (p->value[0] != '/' || strlen(p->value) > PATH_MAX - 16)
+                                return http_reply_error(req, 400, "record must be an absolute path"),
+                                       -1;
+                        spec->record = p->value;
+                } else if (strcmp(p->name, "shell") == 0) {
+                        if (strcmp(p->value, "0") != 0 && strcmp(p->value, "1") != 0)
+                                return http_reply_error(req, 400, "shell must be 0 or 1"), -1;
+                        spec->shell = p->value[0] == '1';
                 } else if (strcmp(p->name, "detach") == 0) {
                         if (strcmp(p->value, "0") != 0 && strcmp(p->value, "1") != 0)
                                 return http_reply_error(req, 400, "detach must be 0 or 1"), -1;
@@ -88,6 +97,10 @@ int exec_spec_parse(struct http_request *req, struct exec_spec *spec)
         }
         if (spec->argc == 0)
                 return http_reply_error(req, 400, "at least one arg is required"), -1;
+        if (spec->shell && spec->argc != 1)
+                return http_reply_error(req, 400, "shell takes exactly one arg"), -1;
+        if (spec->detach && spec->record)
+                return http_reply_error(req, 400, "a detached command keeps no record"), -1;
         if (spec->detach && req->content_length > 0)
                 return http_reply_error(req, 400, "a detached command takes no stdin"), -1;
         if (user) {
@@ -252,8 +265,26 @@ pid_t exec_spawn(const struct exec_spec *spec, int in, int out, int err, int rep
                 if (r < 0)
                         child_fail(report_fd, 127, "sandbox-agent: %s: %s", what, strerror(-r));
         }
-        if (chdir(spec->cwd) < 0)
+        if (chdir(spec->cwd) < 0) {
+                if (spec->record)
+                        child_fail(report_fd, 1, "cwd %s: no such directory", spec->cwd);
                 child_fail(report_fd, 127, "sandbox-agent: chdir %s: %s", spec->cwd, strerror(errno));
+        }
+        if (spec->shell) {
+                /* bash when there is one (as execd), else sh */
+                char *sh_argv[] = { "bash", "-c", spec->argv[0], NULL };
+                struct exec_spec sh = *spec;
+
+                sh.argv = sh_argv;
+                sh.argc = 3;
+                exec_lookup(&sh);
+                if (errno != ENOENT)
+                        child_fail(report_fd, 126, "sandbox-agent: exec bash: %s", strerror(errno));
+                sh_argv[0] = "sh";
+                exec_lookup(&sh);
+                child_fail(report_fd, errno == ENOENT || errno == ENOTDIR ? 127 : 126,
+                           "sandbox-agent: exec sh: %s", strerror(errno));
+        }
         exec_lookup(spec);
         child_fail(report_fd, errno == ENOENT || errno == ENOTDIR ? 127 : 126,
                    "sandbox-agent: exec %s: %s", spec->argv[0], strerror(errno));

@@ -18,6 +18,12 @@ struct exec_spec {
         struct user_spec user;
         long long timeout_ms; /* 0: none */
         bool detach;
+        /* record=PATH: keep the command's state in PATH.{cmd,start,pid,rc,end}
+         * (exec.c); then a missing cwd is exit code 1, as the execd runner
+         * script had it. shell=1: argv is one shell text, run by bash -c
+         * (sh -c without bash). */
+        const char *record;
+        bool shell;
 };
 
 /* Fill *spec from the query. On a bad request answers 4xx itself and

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "egress.h"
 #include "listener.h"
 
 #define CHECK_INTERVAL_MS 1000
@@ -47,6 +48,8 @@ struct agent {
         pid_t handlers[AGENT_HANDLERS_MAX];
         size_t n_handlers;
         long long next_check;
+        bool egress;      /* the egress directory is mounted: run its relay child */
+        pid_t egress_pid; /* 0: not running (restarted at the next check) */
 };
 
 __attribute__((format(printf, 1, 2))) static void log_err(const char *fmt, ...)
@@ -181,6 +184,8 @@ static void reap(struct agent *a)
                         a->state.entry_code = agent_wait_code(status);
                         if (!a->keep || a->stopping)
                                 agent_exit(a, a->state.entry_code);
+                } else if (a->egress && pid == a->egress_pid) {
+                        a->egress_pid = 0;
                 } else {
                         handler_forget(a, pid);
                 }
@@ -288,6 +293,12 @@ int main(int argc, char **argv)
                 log_err("sandbox-agent: %s: %s", sock, strerror(-r));
                 return 1;
         }
+        a->egress = egress_enabled();
+        if (a->egress) {
+                /* before the entrypoint: it and every command inherit them */
+                egress_env_set();
+                a->egress_pid = egress_start();
+        }
         if (a->entry_argv)
                 entry_start(a);
 
@@ -309,6 +320,8 @@ int main(int argc, char **argv)
                 now = agent_now_ms();
                 if (now >= a->next_check) {
                         socket_check(a);
+                        if (a->egress && a->egress_pid <= 0)
+                                a->egress_pid = egress_start(); /* died: at most once a second */
                         a->next_check = now + CHECK_INTERVAL_MS;
                 }
         }

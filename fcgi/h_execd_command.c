@@ -361,16 +361,25 @@ static void cmd_foreground(struct request *req, const struct execd *x, const str
                            const char *id)
 {
         const char *argv[EXECD_MAX_ARGS + 16];
-        char to[24], start[24];
+        char to[24], start[24], path[sizeof(EXECD_CMD_DIR) + 40];
         int64_t to_ms = c->timeout_ms > 0 && c->timeout_ms < EXECD_FOREGROUND_MAX_MS
                                 ? c->timeout_ms : EXECD_FOREGROUND_MAX_MS;
+        const char *text[] = { c->command, NULL };
+        /* a backend that keeps the state files itself (the agent) runs the
+         * command directly: one fork+exec instead of the runner's six */
+        struct exec_record rec = {
+                .path = path, .argv = c->command ? text : c->argv, .shell = c->command != NULL,
+                .cwd = c->cwd, .timeout_ms = (int)to_ms,
+        };
         struct exec_spec spec = {
                 .argv = runner_argv(c, id, to_ms, false, to, start, argv),
                 .env = (const char *const *)c->env, .user = c->user, .cwd = "/",
                 .timeout_ms = (int)(to_ms + EXECD_WRAPPER_SLACK_MS),
                 .max_output = (size_t)req->w->cfg->exec_max_output,
+                .record = &rec,
         };
 
+        snprintf(path, sizeof(path), "%s/%s", EXECD_CMD_DIR, id);
         execd_stream_command(req, x, id, &spec, to_ms, "command");
 }
 

@@ -177,6 +177,11 @@ static int dl_range(struct request *req, const char *range, int64_t size, int64_
 struct fast_read {
         char *buf;
         size_t len, cap, max;
+        /* streaming: the size came first (data NULL), the headers went,
+         * the bytes go straight to the client */
+        struct request *req;
+        const char *range, *base;
+        bool streaming, broken;
 };
 
 /* Over max: -EOVERFLOW, which no provider returns, so the caller knows
@@ -184,6 +189,26 @@ struct fast_read {
 static int fast_on_data(void *ud, const char *data, size_t n)
 {
         struct fast_read *f = ud;
+
+        if (!data) {
+                /* the size before the bytes: a whole file is streamed with
+                 * its Content-Length (a range is cut from the buffer) */
+                if (!f->range && n > 0) {
+                        char hdr[512];
+
+                        dl_headers(hdr, sizeof(hdr), 0, (int64_t)n, (int64_t)n, false, f->base);
+                        execd_reply_headers(f->req, 200, "application/octet-stream", hdr);
+                        f->streaming = true;
+                }
+                return 0;
+        }
+        if (f->streaming) {
+                if (n && FCGX_PutStr(data, (int)n, f->req->fcgx->out) < 0) {
+                        f->broken = true;
+                        return -EPIPE;
+                }
+                return 0;
+        }
 
         if (n > f->max - f->len)
                 return -EOVERFLOW;
@@ -237,13 +262,22 @@ static void fast_reply_error(struct request *req, const struct execd *x, const c
 static int dl_fast(struct request *req, const struct execd *x, const char *path, const char *range,
                    const char *base)
 {
-        struct fast_read f = { .max = (size_t)req->w->cfg->file_max_bytes };
+        struct fast_read f = { .max = (size_t)req->w->cfg->file_max_bytes, .req = req,
+                               .range = range, .base = base };
         char err[PROVIDER_ERR_MAX] = "", hdr[512];
         int64_t start = 0, len = 0;
         int r;
 
         r = provider_read_file(req->w->provider, x->ref, path, 0, -1, fast_on_data, &f,
                                req->w->cfg->exec_timeout_ms, err);
+        if (f.streaming) {
+                /* answered: a failure now can only cut the body short */
+                if (r < 0 && !f.broken)
+                        log_err(execd_kv(req, x), "download of %s failed: %s (%s)", path, err,
+                                strerror(-r));
+                r = 0;
+                goto out;
+        }
         if (r == -EOPNOTSUPP || r == -EOVERFLOW)
                 goto out;
         if (r < 0) {

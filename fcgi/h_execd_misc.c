@@ -1,17 +1,12 @@
 /* h_execd_misc: the rest of the data plane served by the broker: execd's
  * GET /ping and GET /metrics (execd-api.yaml) and the egress sidecar's
- * GET/PATCH/DELETE /policy (egress-api.yaml) under .../proxy/18080.
+ * unserved routes; the egress policy (egress-api.yaml) is h_egress.c.
  *
  * Metrics come from the sandbox's own cgroup (v2: cpu.stat, cpu.max,
  * memory.current, memory.max; v1: cpuacct.usage, cpu.cfs_quota_us and
  * cfs_period_us, memory.usage_in_bytes, memory.limit_in_bytes), sampled by
  * one exec over 200 ms; without a limit the host's numbers (nproc,
- * MemTotal) stand in, as execd reports them.
- *
- * Egress: the broker has no egress sidecar; a sandbox's network is the
- * broker's SANDBOX_NETWORK for all of them. "none" is reported as the
- * policy it is (deny everything, no rules); any other network as allow-all.
- * Rules cannot be changed at run time: PATCH and DELETE answer 501. */
+ * MemTotal) stand in, as execd reports them. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -234,38 +229,4 @@ void h_execd_metrics_watch(struct request *req)
         }
         sse_end(&s);
         atomic_fetch_sub(&watching, 1);
-}
-
-void h_egress_policy_get(struct request *req)
-{
-        struct json_object *o, *pol;
-        bool none = strcmp(req->w->cfg->sandbox_network, "none") == 0;
-        struct execd x;
-
-        if (execd_open(req, &x, false) < 0)
-                return;
-        o = json_object_new_object();
-        pol = json_object_new_object();
-        json_object_object_add(o, "status", json_object_new_string("ok"));
-        json_object_object_add(o, "mode", json_object_new_string(none ? "deny_all" : "allow_all"));
-        json_object_object_add(o, "enforcementMode", json_object_new_string("network"));
-        json_object_object_add(o, "reason", json_object_new_string(
-                none ? "the sandbox has no network (SANDBOX_NETWORK=none)"
-                     : "the sandbox's network is not filtered by the broker"));
-        json_object_object_add(pol, "defaultAction", json_object_new_string(none ? "deny" : "allow"));
-        json_object_object_add(pol, "egress", json_object_new_array());
-        json_object_object_add(o, "policy", pol);
-        reply_json(req, 200, o);
-        json_put(o);
-}
-
-void h_egress_policy_change(struct request *req)
-{
-        struct execd x;
-
-        if (execd_open(req, &x, false) < 0)
-                return;
-        reply_error(req, API_NOT_IMPLEMENTED,
-                    "egress rules cannot be changed at run time: the sandbox's network is %s",
-                    req->w->cfg->sandbox_network);
 }

@@ -17,6 +17,7 @@
 #include "lease.h"
 #include "log.h"
 #include "opensandbox.h"
+#include "egress_store.h"
 #include "osb_store.h"
 #include "readiness.h"
 #include "routes.h"
@@ -100,16 +101,57 @@ static void reply_sandbox(struct request *req, int status, const char *hdr, cons
         json_put(o);
 }
 
-/* After the 202: make the sandbox of a create that got a slot at once. */
+/* The image.auth of the create answered on this thread, kept in memory
+ * for its after hook (the pull) and wiped by it: never stored. */
+static __thread struct {
+        bool set;
+        char image[256];
+        char user[OSB_AUTH_USER_MAX], pass[OSB_AUTH_PASS_MAX];
+} pending_auth;
+
+static void pending_auth_keep(const struct osb_create *c)
+{
+        pending_auth.set = c->has_auth;
+        if (!c->has_auth)
+                return;
+        snprintf(pending_auth.image, sizeof(pending_auth.image), "%s", c->image);
+        memcpy(pending_auth.user, c->auth_user, sizeof(pending_auth.user));
+        memcpy(pending_auth.pass, c->auth_pass, sizeof(pending_auth.pass));
+}
+
+static void pending_auth_wipe(void)
+{
+        explicit_bzero(&pending_auth, sizeof(pending_auth));
+}
+
+/* After the 202: make the sandbox of a create that got a slot at once
+ * (pulling its image with the create's credentials when missing). */
 static void create_after(struct request *req)
 {
         char err[SANDBOX_ERR_MAX];
-        int r = sandbox_lease_ready(req->w->redis, req->w->provider, req->w->cfg, req->after_arg,
-                                    NULL, err);
+        struct image_auth auth = { pending_auth.user, pending_auth.pass };
+        int r = sandbox_lease_ready_auth(req->w->redis, req->w->provider, req->w->cfg,
+                                         req->after_arg, pending_auth.set ? &auth : NULL, NULL, err);
 
+        pending_auth_wipe();
         if (r < 0 && r != -ENOENT)
                 log_err(LOG_KV({ "LEASE_ID", req->after_arg }, { "REQUEST_ID", req->request_id }),
                         "OpenSandbox create: sandbox failed: %s", err);
+}
+
+/* After the 202 of a queued create with image.auth: pull the image now,
+ * while the credentials are in memory, so that the sandbox made when a
+ * slot frees finds it on the host. */
+static void prefetch_after(struct request *req)
+{
+        char err[PROVIDER_ERR_MAX] = "";
+        struct image_auth auth = { pending_auth.user, pending_auth.pass };
+        int r = sandbox_image_prefetch(req->w->provider, req->w->cfg, pending_auth.image, &auth, err);
+
+        pending_auth_wipe();
+        if (r < 0)
+                log_warn(LOG_KV({ "SANDBOX_ID", req->after_arg }, { "REQUEST_ID", req->request_id }),
+                         "OpenSandbox create: image pull ahead of the slot failed: %s", err);
 }
 
 static int delete_record(struct request *req, const char *sid, const char *tenant)
@@ -126,6 +168,7 @@ void h_osb_create(struct request *req)
         redisReply *rep = NULL;
         char err[OSB_ERR_MAX], sid[33], token[33], cpus[24], mem[24], pids[16], exp[24] = ""; /* timeout ms */
         char location[96];
+        char *egress = NULL; /* normalized networkPolicy (egress_store.h) */
         long long live = 0;
         struct osb o;
         int r;
@@ -133,6 +176,20 @@ void h_osb_create(struct request *req)
         if (osb_auth(req, &o) < 0 || request_json_body(req, &body) < 0)
                 goto out;
         if (osb_create_parse(req->w->cfg, body, &c, err) < 0) {
+                reply_error(req, API_INVALID_REQUEST, "%s", err);
+                goto out;
+        }
+        r = egress_policy_for_create(req->w->cfg, body, &egress, err, sizeof(err));
+        if (r == -EINVAL) {
+                reply_error(req, API_INVALID_REQUEST, "%s", err);
+                goto out;
+        }
+        if (r < 0) {
+                reply_errno(req, r, "create");
+                goto out;
+        }
+        /* IMAGE_ALLOW: an image neither on the host nor allowed is refused now */
+        if (sandbox_image_admissible(req->w->provider, req->w->cfg, c.image, err) == -EPERM) {
                 reply_error(req, API_INVALID_REQUEST, "%s", err);
                 goto out;
         }
@@ -147,8 +204,9 @@ void h_osb_create(struct request *req)
                 snprintf(exp, sizeof(exp), "%lld", (long long)c.timeout_s * 1000);
         const char *fields[] = { "image", c.image, "entrypoint", c.entrypoint, "env", c.env,
                                  "metadata", c.metadata, "nanoCpus", cpus, "memoryBytes", mem,
-                                 "pids", pids, "token", token, "provider", req->w->cfg->provider };
-        r = osb_store_create(req->w->redis, req->w->cfg, sid, o.tenant, exp, fields, 18, &live);
+                                 "pids", pids, "token", token, "provider", req->w->cfg->provider,
+                                 "egress_policy", egress };
+        r = osb_store_create(req->w->redis, req->w->cfg, sid, o.tenant, exp, fields, 20, &live);
         if (r == -EDQUOT) {
                 reply_error(req, API_CONFLICT, "tenant %s already has %lld live sandboxes (the limit)",
                             o.tenant, live);
@@ -176,6 +234,11 @@ void h_osb_create(struct request *req)
                 }
                 snprintf(msg, sizeof(msg), "waiting for a free slot (queue position %lld)", out.position);
                 sandbox_transition(req->w->redis, sid, "Pending", "Pending", "QUEUED", msg, "");
+                if (c.has_auth) {
+                        pending_auth_keep(&c);
+                        snprintf(req->after_arg, sizeof(req->after_arg), "%s", sid);
+                        req->after = prefetch_after;
+                }
                 request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_CREATED,
                                                          .tenant = o.tenant, .sandbox_id = sid,
                                                          .ticket_id = out.ticket_id,
@@ -184,6 +247,7 @@ void h_osb_create(struct request *req)
                 struct json_object *lid;
                 json_object_object_get_ex(out.lease, "leaseId", &lid);
                 snprintf(req->after_arg, sizeof(req->after_arg), "%s", json_object_get_string(lid));
+                pending_auth_keep(&c);
                 req->after = create_after;
                 request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_CREATED,
                                                          .tenant = o.tenant, .sandbox_id = sid,
@@ -202,6 +266,10 @@ void h_osb_create(struct request *req)
         snprintf(location, sizeof(location), "Location: /v1/sandboxes/%s", sid);
         reply_sandbox(req, 202, location, rep, false);
 out:
+        if (req->after != create_after && req->after != prefetch_after)
+                pending_auth_wipe();
+        osb_create_wipe(&c);
+        free(egress);
         lease_outcome_clear(&out);
         reply_free(rep);
         json_put(body);

@@ -4,6 +4,7 @@
 #include "json_input.h"
 #include "lease.h"
 #include "log.h"
+#include "pool.h"
 #include "routes.h"
 
 #define HEALTH_KAFKA_TIMEOUT_MS 1500
@@ -34,9 +35,28 @@ void h_health(struct request *req)
                 snprintf(msg, sizeof(msg), "error: %s", err);
                 json_object_object_add(checks, "kafka", json_object_new_string(msg));
         }
-        json_object_object_add(o, "status", json_object_new_string(healthy ? "healthy" : "unhealthy"));
+        /* A warm pool whose image fails to start: degraded, not down (claims
+         * fall back to cold creates). */
+        for (int i = 0; i < req->w->cfg->n_pools; i++) {
+                struct json_object *p = json_object_new_object(), *f = NULL, *e = NULL;
+                char msg[400];
+                if (!p || pool_status(req->w->redis, req->w->cfg, req->w->cfg->pools[i].image, p) < 0 ||
+                    !json_object_object_get_ex(p, "failures", &f) || json_object_get_int64(f) == 0) {
+                        json_put(p);
+                        continue;
+                }
+                json_object_object_get_ex(p, "error", &e);
+                snprintf(msg, sizeof(msg), "error: pool %s: %s", req->w->cfg->pools[i].image,
+                         e ? json_object_get_string(e) : "");
+                json_object_object_add(checks, "pool", json_object_new_string(msg));
+                if (healthy == 1)
+                        healthy = 2;
+                json_put(p);
+        }
+        json_object_object_add(o, "status", json_object_new_string(healthy == 1 ? "healthy" :
+                                                                    healthy == 2 ? "degraded" : "unhealthy"));
         json_object_object_add(o, "checks", checks);
-        if (!healthy)
+        if (healthy != 1)
                 log_warn(LOG_KV({ "REQUEST_ID", req->request_id }), "health check failed: %s",
                          json_object_to_json_string_ext(checks, JSON_C_TO_STRING_PLAIN));
         reply_json(req, healthy ? 200 : 503, o);
@@ -57,6 +77,17 @@ void h_status(struct request *req)
         }
         /* the caller's own share; the totals above are the whole broker's */
         json_object_object_add(o, "tenant", t);
+        if (req->w->cfg->n_pools > 0) {
+                struct json_object *pools = json_object_new_array();
+                for (int i = 0; pools && i < req->w->cfg->n_pools; i++) {
+                        struct json_object *p = json_object_new_object();
+                        if (p && pool_status(req->w->redis, req->w->cfg, req->w->cfg->pools[i].image, p) == 0)
+                                json_object_array_add(pools, p);
+                        else
+                                json_put(p);
+                }
+                json_object_object_add(o, "pools", pools);
+        }
         reply_json(req, 200, o);
         json_put(o);
 }

@@ -150,6 +150,8 @@ int main(void)
                                  strerror(-n));
                 else if (n > 0)
                         log_info(NULL, "API keys: %d seed key(s) of OPENSANDBOX_API_KEYS present", n);
+                if (sup_pool_start(s) < 0)
+                        log_warn(NULL, "pool: not kept (the refill thread did not start)");
                 run(s);
         }
         /* run() returns between steps: every granted ticket is committed. */
@@ -159,6 +161,7 @@ int main(void)
 out:
         if (s->redis)
                 metrics_flush(s->redis, &s->cfg);
+        sup_pool_stop(s);
         sup_watch_stop(s);
         sup_queue_clear(s);
         kafka_consumer_free(s->consumer);

@@ -43,6 +43,7 @@ struct sup {
         int64_t next_reconcile;  /* monotonic ms */
         int64_t next_recover;    /* monotonic ms: abandoned provisioning (SUP_RECOVER_MS) */
         struct sup_watch *watch; /* watch.c; NULL: none */
+        struct sup_pool *pool;   /* pool.c; NULL: no POOL */
 };
 
 /* queue.c: take messages from Kafka and grant in order. */
@@ -82,6 +83,11 @@ void sup_sandboxes_recover(struct sup *s);
  * No-op without a provider or a backend without events. */
 int sup_watch_start(struct sup *s);
 void sup_watch_stop(struct sup *s);
+
+/* pool.c: a thread keeping the warm pools (POOL) filled. No-op without a
+ * provider or a pool. */
+int sup_pool_start(struct sup *s);
+void sup_pool_stop(struct sup *s);
 
 /* wake.c: the "a slot was freed" channel. sup_wake_wait() waits up to
  * timeout_ms and returns 1 if woken, 0 otherwise (reconnecting as needed). */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "egress_policy.h"
 #include "log.h"
 
 struct int_opt {
@@ -40,6 +41,7 @@ static const struct int_opt int_opts[] = {
         INT_OPT("FCGI_THREADS", fcgi_threads, 8, 1, 256),
         INT_OPT("SUPERVISOR_TICK_MS", supervisor_tick_ms, 250, 10, 10000),
         INT_OPT("DOCKER_TIMEOUT_MS", docker_timeout_ms, 30000, 1000, 600000),
+        INT_OPT("IMAGE_PULL_TIMEOUT_MS", image_pull_timeout_ms, 300000, 1000, 3600000),
         INT_OPT("SANDBOX_MILLICPUS", sandbox_millicpus, 500, 10, 64000),
         INT_OPT("SANDBOX_MEMORY_MB", sandbox_memory_mb, 512, 16, 262144),
         INT_OPT("SANDBOX_PIDS", sandbox_pids, 256, 16, 65536),
@@ -55,6 +57,8 @@ static const struct int_opt int_opts[] = {
         INT_OPT("OPENSANDBOX_MAX_TIMEOUT_S", osb_max_timeout_s, 86400, 60, 31536000),
         INT_OPT("OPENSANDBOX_MAX_PER_TENANT", osb_max_per_tenant, 50, 1, 100000),
         INT_OPT("TENANT_MAX_SLOTS", tenant_max_slots, 0, 0, 1000000),
+        INT_OPT("POOL_MAX_AGE_MS", pool_max_age_ms, 3600000, 1000, 604800000),
+        INT_OPT("POOL_COUNTS_AGAINST_CAPACITY", pool_counts_against_capacity, 0, 0, 1),
 };
 
 static const struct str_opt str_opts[] = {
@@ -69,8 +73,14 @@ static const struct str_opt str_opts[] = {
         STR_OPT("SANDBOX_IMAGE", sandbox_image, "sandbox-broker/base:latest"),
         STR_OPT("SANDBOX_MULTIUSER_IMAGE", sandbox_multiuser_image, "sandbox-broker/multiuser:latest"),
         STR_OPT("SANDBOX_NETWORK", sandbox_network, "none"),
+        STR_OPT("IMAGE_ALLOW", image_allow, ""),
         STR_OPT("IDLE_POLICY", idle_policy, "stop_keep"),
         STR_OPT("AGENT_DIR", agent_dir, "/run/sandbox-broker-agents"),
+        STR_OPT("EGRESS_DIR", egress_dir, ""),
+        STR_OPT("EGRESS_DEFAULT", egress_default, ""),
+        STR_OPT("EGRESS_POLICY_EXCLUSIVE", egress_policy_exclusive, ""),
+        STR_OPT("EGRESS_POLICY_USER_SHARED", egress_policy_user_shared, ""),
+        STR_OPT("EGRESS_POLICY_MULTI_USER_SHARED", egress_policy_multi_user_shared, ""),
         STR_OPT("EXEC_TRANSPORT", exec_transport, "agent"),
         STR_OPT("DAYTONA_API_URL", daytona_api_url, ""),
         STR_OPT("DAYTONA_API_KEY", daytona_api_key, ""),
@@ -82,6 +92,7 @@ static const struct str_opt str_opts[] = {
         STR_OPT("OPENSANDBOX_API_KEYS", osb_api_keys, ""),
         STR_OPT("OPENSANDBOX_ENDPOINT_HOST", osb_endpoint_host, ""),
         STR_OPT("METRICS_TOKEN", metrics_token, ""),
+        STR_OPT("POOL", pool, ""),
 };
 
 /* SANDBOX_PROVIDER=daytona: what it needs, and the snapshots standing in
@@ -110,6 +121,35 @@ static int config_daytona(struct broker_config *cfg, char *err, size_t errsz)
                 snprintf(cfg->sandbox_multiuser_image, sizeof(cfg->sandbox_multiuser_image), "%s",
                          cfg->daytona_multiuser_snapshot);
         return 0;
+}
+
+/* EGRESS_DEFAULT and EGRESS_POLICY_<MODE>: each "" or a valid NetworkPolicy
+ * (egress_policy.h), checked now so that a typo stops the broker instead of
+ * failing every create. */
+static int config_egress(const struct broker_config *cfg, char *err, size_t errsz)
+{
+        const struct {
+                const char *name, *v;
+        } opts[] = {
+                { "EGRESS_DEFAULT", cfg->egress_default },
+                { "EGRESS_POLICY_EXCLUSIVE", cfg->egress_policy_exclusive },
+                { "EGRESS_POLICY_USER_SHARED", cfg->egress_policy_user_shared },
+                { "EGRESS_POLICY_MULTI_USER_SHARED", cfg->egress_policy_multi_user_shared },
+        };
+        struct egress_policy *p = malloc(sizeof(*p));
+        char why[256];
+        int r = 0;
+
+        if (!p) {
+                snprintf(err, errsz, "out of memory");
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]) && r == 0; i++)
+                if (opts[i].v[0] && (r = egress_policy_parse(opts[i].v, strlen(opts[i].v), p, why,
+                                                             sizeof(why))) < 0)
+                        snprintf(err, errsz, "%s: not a valid NetworkPolicy: %s", opts[i].name, why);
+        free(p);
+        return r;
 }
 
 /* SANDBOX_RUNTIME: unlike the other strings, set but empty is a value of
@@ -149,6 +189,10 @@ static int config_agent(struct broker_config *cfg, const char *(*lookup)(const c
                 snprintf(err, errsz, "EXEC_TRANSPORT=%s: expected agent or docker", cfg->exec_transport);
                 return -EINVAL;
         }
+        if (cfg->egress_dir[0] && cfg->egress_dir[0] != '/') {
+                snprintf(err, errsz, "EGRESS_DIR=%s: expected an absolute path", cfg->egress_dir);
+                return -EINVAL;
+        }
         if (cfg->agent_dir[0] != '/') {
                 snprintf(err, errsz, "AGENT_DIR=%s: expected an absolute path", cfg->agent_dir);
                 return -EINVAL;
@@ -177,6 +221,62 @@ static int config_agent(struct broker_config *cfg, const char *(*lookup)(const c
         strcpy(slash, "/sandbox-agent");
         if (access(exe, R_OK) == 0)
                 strcpy(cfg->sandbox_agent, exe);
+        return 0;
+}
+
+/* POOL=image:size[,image:size...]: the size follows the LAST colon, so
+ * tagged images work (img:tag:3). */
+static int config_pools(struct broker_config *cfg, char *err, size_t errsz)
+{
+        char buf[sizeof(cfg->pool)], *save = NULL;
+
+        snprintf(buf, sizeof(buf), "%s", cfg->pool);
+        for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+                while (*e == ' ')
+                        e++;
+                if (!*e)
+                        continue;
+                char *colon = strrchr(e, ':'), *end;
+                long n;
+
+                errno = 0;
+                n = colon ? strtol(colon + 1, &end, 10) : -1;
+                if (!colon || colon == e || errno || end == colon + 1 || (*end && *end != ' ') ||
+                    n < 0 || n > 1000 || (size_t)(colon - e) >= sizeof(cfg->pools[0].image) ||
+                    strcspn(e, " \t{}") < (size_t)(colon - e)) {
+                        snprintf(err, errsz, "POOL: '%s': expected image:size (size 0 to 1000)", e);
+                        return -EINVAL;
+                }
+                if (cfg->n_pools == CONFIG_POOLS_MAX) {
+                        snprintf(err, errsz, "POOL: at most %d images", CONFIG_POOLS_MAX);
+                        return -EINVAL;
+                }
+                for (int i = 0; i < cfg->n_pools; i++)
+                        if ((size_t)(colon - e) == strlen(cfg->pools[i].image) &&
+                            !strncmp(cfg->pools[i].image, e, (size_t)(colon - e))) {
+                                snprintf(err, errsz, "POOL: image %.*s named twice", (int)(colon - e), e);
+                                return -EINVAL;
+                        }
+                memcpy(cfg->pools[cfg->n_pools].image, e, (size_t)(colon - e));
+                cfg->pools[cfg->n_pools].image[colon - e] = '\0';
+                cfg->pools[cfg->n_pools++].size = (int)n;
+        }
+        return 0;
+}
+
+int config_pool_find(const struct broker_config *cfg, const char *image)
+{
+        for (int i = 0; i < cfg->n_pools; i++)
+                if (!strcmp(cfg->pools[i].image, image))
+                        return i;
+        return -1;
+}
+
+int config_pool_size(const struct broker_config *cfg, const char *image)
+{
+        for (int i = 0; i < cfg->n_pools; i++)
+                if (!strcmp(cfg->pools[i].image, image))
+                        return cfg->pools[i].size;
         return 0;
 }
 
@@ -255,6 +355,10 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
         if (config_runtime(cfg, lookup, err, errsz) < 0)
                 return -EINVAL;
         if (config_agent(cfg, lookup, err, errsz) < 0)
+                return -EINVAL;
+        if (config_pools(cfg, err, errsz) < 0)
+                return -EINVAL;
+        if (config_egress(cfg, err, errsz) < 0)
                 return -EINVAL;
         if (strcmp(cfg->idle_policy, "stop_keep") && strcmp(cfg->idle_policy, "delete")) {
                 snprintf(err, errsz, "IDLE_POLICY=%s: expected stop_keep or delete", cfg->idle_policy);

@@ -2,6 +2,8 @@
 #pragma once
 #include <stddef.h>
 
+#define CONFIG_POOLS_MAX 8
+
 struct broker_config {
         char redis_host[256];
         int redis_port;
@@ -32,8 +34,18 @@ struct broker_config {
         int sandbox_pids;
         char sandbox_network[64];
         char sandbox_runtime[64]; /* dockerd runtime name; "" = dockerd's default */
+        char image_allow[1024];   /* IMAGE_ALLOW: images that may be pulled (image_policy.h); "" = none */
+        int image_pull_timeout_ms; /* IMAGE_PULL_TIMEOUT_MS: one whole pull */
         char sandbox_agent[256];  /* absolute path of sandbox-agent (docs/AGENT.md); "" = none */
         char agent_dir[200];      /* per-sandbox agent socket directories */
+        char egress_dir[200];     /* per-sandbox egress socket directories (docs/EGRESS.md); "" = no egress */
+        /* egress policies (NetworkPolicy JSON, egress_policy.h; docs/CONFIGURATION.md, "Egress
+         * policy"): EGRESS_DEFAULT for lease sandboxes and OpenSandbox creates without
+         * networkPolicy ("" = deny all); EGRESS_POLICY_<MODE> overrides it per lease mode */
+        char egress_default[8192];
+        char egress_policy_exclusive[8192];
+        char egress_policy_user_shared[8192];
+        char egress_policy_multi_user_shared[8192];
         char exec_transport[16];  /* agent | docker */
         char idle_policy[16];     /* stop_keep | delete */
         int idle_keep_ms;
@@ -61,12 +73,26 @@ struct broker_config {
         /* tenants (docs/OPERATIONS.md, "Tenants and API keys") */
         int tenant_max_slots;     /* default per-tenant slot cap; 0 = only BROKER_CAPACITY */
         char metrics_token[256];  /* bearer token of GET /metrics; "" = admin keys only */
+        /* warm pool (docs/CONFIGURATION.md, "Warm pool"): POOL=image:size,... */
+        char pool[1024];
+        int pool_max_age_ms;
+        int pool_counts_against_capacity; /* 0: members are not leases, never take slots */
+        int n_pools;
+        struct config_pool {
+                char image[256];
+                int size;
+        } pools[CONFIG_POOLS_MAX];
 };
 
 /* Fill *cfg from getenv() (tests pass their own lookup through config_load_from).
  * On a malformed or out-of-range value returns -EINVAL and writes a one-line
  * explanation into err (size errsz). */
 int config_load(struct broker_config *cfg, char *err, size_t errsz);
+
+/* The configured warm-pool size of image (POOL), 0 if it has none. */
+int config_pool_size(const struct broker_config *cfg, const char *image);
+/* Its index in cfg->pools (a pool of size 0 counts claims), -1 if none. */
+int config_pool_find(const struct broker_config *cfg, const char *image);
 
 /* Same, with a caller-provided lookup instead of getenv (unit tests). */
 int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char *name),

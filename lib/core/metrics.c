@@ -322,6 +322,10 @@ static const struct family counters[] = {
           "Sandbox provider calls that failed for a backend reason (timeout, unreachable, backend error), by operation.", true },
         { "broker_audit_dropped_total", "counter",
           "Audit events not delivered to the Kafka events topic (queue full, Kafka unreachable); journald still has them.", false },
+        { "broker_egress_allowed_total", "counter",
+          "Egress requests of sandboxes allowed by their policy (sandbox-egress-acl; docs/EGRESS.md).", false },
+        { "broker_egress_denied_total", "counter",
+          "Egress requests of sandboxes denied (policy, no policy, or no sandbox identity).", false },
         { DROPPED, "counter", "Counts dropped because a process had too many distinct series.", false },
 };
 

@@ -74,6 +74,16 @@ int provider_watch_exits(struct provider *p, const char *prefix,
         return p->ops->watch_exits(p, prefix, on_exit, stop, ud, ret_err);
 }
 
+int provider_image_ensure(struct provider *p, const char *image, const struct image_auth *auth,
+                          int timeout_ms, const struct image_pull_cb *cb, char *ret_err)
+{
+        if (!p->ops->image_ensure) {
+                provider_errf(ret_err, "%s: images cannot be pulled by this provider", p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return p->ops->image_ensure(p, image, auth, timeout_ms, cb, ret_err);
+}
+
 bool provider_has_files(const struct provider *p)
 {
         return p->ops->read_file && p->ops->write_file;

@@ -42,6 +42,19 @@ struct sandbox_limits {
         int64_t pids;
 };
 
+/* Registry credentials for one pull (OpenSandbox's image.auth). Held in
+ * memory for the call only: never logged, stored or put in a message. */
+struct image_auth {
+        const char *username;
+        const char *password;
+};
+
+/* Progress of an image pull: msg is one line ("pulling image: 3/5 layers"). */
+struct image_pull_cb {
+        void (*on_progress)(void *ud, const char *msg);
+        void *ud;
+};
+
 struct sandbox_spec {
         const char *sandbox_id;          /* our id: labels and the container name */
         const char *key_prefix;          /* REDIS_KEY_PREFIX: which broker owns it */
@@ -53,6 +66,10 @@ struct sandbox_spec {
         const char *runtime;             /* Docker: OCI runtime (HostConfig.Runtime, SANDBOX_RUNTIME);
                                           * NULL or "" = dockerd's default; others ignore it */
         struct sandbox_limits limits;
+        /* A missing image is pulled when the backend's allowlist lets it
+         * (image_ensure); these may be NULL. */
+        const struct image_auth *image_auth;
+        const struct image_pull_cb *pull_cb;
 };
 
 struct exec_spec {
@@ -68,6 +85,25 @@ struct exec_spec {
          * or output (exit_code -1); the backend reaps it. timeout_ms then
          * bounds only the start, not the command. */
         bool detach;
+        /* May be NULL. The same command in the form a backend that runs
+         * commands itself (sandbox-agent) takes instead of argv, cwd and
+         * timeout_ms: it then keeps the command's state files too
+         * (struct exec_record). Other backends ignore it and run argv. */
+        const struct exec_record *record;
+};
+
+/* A command whose state the backend keeps in files of the sandbox,
+ * path.{cmd,start,pid,rc,end} (as the execd runner script does: the
+ * command text, epoch ms of its start, its process group, its exit code,
+ * epoch ms of its end). argv is the command, or with shell its one shell
+ * text (run by bash, or sh without bash). A cwd that does not exist is
+ * exit code 1 with the reason on stderr. */
+struct exec_record {
+        const char *path;
+        const char *const *argv;
+        bool shell;
+        const char *cwd;
+        int timeout_ms; /* 0: none */
 };
 
 /* Callbacks of exec_stream. on_output gets the command's output as it
@@ -146,7 +182,9 @@ struct provider_ops {
                            bool (*stop)(void *ud), void *ud, char *ret_err);
         /* Optional (NULL if the backend cannot): read path inside the
          * sandbox from offset (>= 0), len bytes (-1: to the end), handed to
-         * on_data in pieces as they come (a negative return aborts and is
+         * on_data in pieces as they come (first, when the backend knows
+         * it, on_data(ud, NULL, number of bytes that follow) once; a
+         * negative return aborts and is
          * returned; bytes handed over before a later failure are the
          * caller's to discard). Errors: -ENOENT no such file (not "no
          * sandbox"), -EISDIR a directory or not a regular file, -EACCES
@@ -167,6 +205,17 @@ struct provider_ops {
         int (*write_file)(struct provider *p, const char *ref, const char *path, const void *data,
                           size_t len, int mode, int64_t uid, int64_t gid, bool append,
                           int timeout_ms, char *ret_err);
+        /* Optional: make image present, pulling it when missing and the
+         * backend's allowlist (IMAGE_ALLOW) lets it, within timeout_ms.
+         * auth and cb may be NULL. Errors: -EPERM not allowed to pull,
+         * -EACCES the registry refused the credentials, -ENOENT no such
+         * image, -ETIMEDOUT, -EIO; ret_err never holds the password. */
+        int (*image_ensure)(struct provider *p, const char *image, const struct image_auth *auth,
+                            int timeout_ms, const struct image_pull_cb *cb, char *ret_err);
+        /* Optional: change a created sandbox's resource limits in place
+         * (Docker: POST /containers/{id}/update); a field <= 0 is left. */
+        int (*update_limits)(struct provider *p, const char *ref, const struct sandbox_limits *l,
+                             char *ret_err);
         void (*free)(struct provider *p);
 };
 
@@ -234,6 +283,10 @@ int provider_read_file(struct provider *p, const char *ref, const char *path, in
 int provider_write_file(struct provider *p, const char *ref, const char *path, const void *data,
                         size_t len, int mode, int64_t uid, int64_t gid, bool append,
                         int timeout_ms, char *ret_err);
+
+/* ops->image_ensure (see there), or -EOPNOTSUPP when the backend has none. */
+int provider_image_ensure(struct provider *p, const char *image, const struct image_auth *auth,
+                          int timeout_ms, const struct image_pull_cb *cb, char *ret_err);
 
 /* Lifecycle of one sandbox, as the ops of the same names; errors above. */
 int provider_start(struct provider *p, const char *ref, char *ret_err);

@@ -131,6 +131,19 @@ static int m_watch_exits(struct provider *p, const char *prefix,
         return INNER(p)->ops->watch_exits(INNER(p), prefix, on_exit, stop, ud, ret_err);
 }
 
+/* not counted: a refused or missing image is the request's, not the backend's */
+static int m_image_ensure(struct provider *p, const char *image, const struct image_auth *auth,
+                          int timeout_ms, const struct image_pull_cb *cb, char *ret_err)
+{
+        return INNER(p)->ops->image_ensure(INNER(p), image, auth, timeout_ms, cb, ret_err);
+}
+
+static int m_update_limits(struct provider *p, const char *ref, const struct sandbox_limits *l,
+                           char *ret_err)
+{
+        return counted(INNER(p)->ops->update_limits(INNER(p), ref, l, ret_err), "update_limits");
+}
+
 static void m_free(struct provider *p)
 {
         provider_free(INNER(p));
@@ -162,7 +175,8 @@ int provider_metered(struct provider **p)
                 .list_managed = MIRROR(list_managed), .put_archive = MIRROR(put_archive),
                 .get_archive = MIRROR(get_archive), .ping = MIRROR(ping),
                 .watch_exits = MIRROR(watch_exits), .read_file = MIRROR(read_file),
-                .write_file = MIRROR(write_file),
+                .write_file = MIRROR(write_file), .image_ensure = MIRROR(image_ensure),
+                .update_limits = MIRROR(update_limits),
                 .free = m_free,
         };
         m->inner = *p;

@@ -206,6 +206,54 @@ static int parse_env(struct json_object *env, struct osb_create *c, char *err)
         return store_json(env, c->env, sizeof(c->env), "env", err);
 }
 
+/* One image.auth string into buf: printable, no newline (it goes into a
+ * header), capped. */
+static int auth_field(struct json_object *auth, const char *name, char *buf, size_t size,
+                      char *err)
+{
+        struct json_object *v;
+        const char *s;
+
+        if (!json_object_object_get_ex(auth, name, &v) || json_object_is_type(v, json_type_null))
+                return 0;
+        if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) >= (int)size) {
+                snprintf(err, OSB_ERR_MAX, "image.auth.%s must be a string of at most %zu characters",
+                         name, size - 1);
+                return -EINVAL;
+        }
+        s = json_object_get_string(v);
+        for (const char *p = s; *p; p++)
+                if ((unsigned char)*p < ' ' || *p == 0x7f) {
+                        snprintf(err, OSB_ERR_MAX, "image.auth.%s must not contain control characters",
+                                 name);
+                        return -EINVAL;
+                }
+        strcpy(buf, s);
+        return 0;
+}
+
+/* image.auth {username, password} (the spec's ImageAuth, no other keys).
+ * Kept in the request only: the caller never stores it. */
+static int parse_image_auth(struct json_object *auth, struct osb_create *c, char *err)
+{
+        if (!json_object_is_type(auth, json_type_object)) {
+                snprintf(err, OSB_ERR_MAX, "image.auth must be an object {username, password}");
+                return -EINVAL;
+        }
+        json_object_object_foreach(auth, k, val) {
+                (void)val;
+                if (strcmp(k, "username") && strcmp(k, "password")) {
+                        snprintf(err, OSB_ERR_MAX, "image.auth: unknown field (username, password)");
+                        return -EINVAL;
+                }
+        }
+        if (auth_field(auth, "username", c->auth_user, sizeof(c->auth_user), err) < 0 ||
+            auth_field(auth, "password", c->auth_pass, sizeof(c->auth_pass), err) < 0)
+                return -EINVAL;
+        c->has_auth = c->auth_user[0] || c->auth_pass[0];
+        return 0;
+}
+
 int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
                      struct osb_create *c, char *err)
 {
@@ -230,10 +278,9 @@ int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
                         return -EINVAL;
                 }
         strcpy(c->image, json_object_get_string(uri));
-        if (json_object_object_get_ex(image, "auth", &v) && !json_object_is_type(v, json_type_null)) {
-                snprintf(err, OSB_ERR_MAX, "image.auth is not supported: no registry is used, images are local");
+        if (json_object_object_get_ex(image, "auth", &v) && !json_object_is_type(v, json_type_null) &&
+            parse_image_auth(v, c, err) < 0)
                 return -EINVAL;
-        }
         if (!json_object_object_get_ex(body, "entrypoint", &v)) {
                 snprintf(err, OSB_ERR_MAX, "entrypoint is required when image is given");
                 return -EINVAL;
@@ -306,8 +353,8 @@ int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
                 snprintf(err, OSB_ERR_MAX, "volumes are not supported by this server");
                 return -EINVAL;
         }
-        /* networkPolicy: sandboxes have no network at all (egress denied),
-         * which is stricter than any policy; extensions are opaque. */
+        /* networkPolicy is validated and stored by egress_policy_for_create
+         * (egress_store.h); extensions are opaque. */
         return 0;
 }
 
@@ -439,4 +486,11 @@ const char *osb_state_canonical(const char *s)
                 if (strcasecmp(s, states[i]) == 0)
                         return states[i];
         return NULL;
+}
+
+void osb_create_wipe(struct osb_create *c)
+{
+        explicit_bzero(c->auth_user, sizeof(c->auth_user));
+        explicit_bzero(c->auth_pass, sizeof(c->auth_pass));
+        c->has_auth = false;
 }

@@ -16,6 +16,8 @@
 #define OSB_ENV_MAX 16384       /* bytes of env as JSON */
 #define OSB_METADATA_MAX 8192   /* bytes of metadata as JSON */
 #define OSB_ERR_MAX 256
+#define OSB_AUTH_USER_MAX 256   /* image.auth.username, NUL included */
+#define OSB_AUTH_PASS_MAX 4096  /* image.auth.password (tokens can be long) */
 
 /* "500m", "1", "0.25" -> nano-CPUs. Returns 0 or -EINVAL. */
 int osb_parse_cpu(const char *s, int64_t *ret_nano);
@@ -49,7 +51,15 @@ struct osb_create {
         char metadata[OSB_METADATA_MAX];     /* JSON object */
         int64_t nano_cpus, memory_bytes;
         int64_t timeout_s;                   /* -1: manual cleanup */
+        /* image.auth: for the pull only, never stored or logged; wipe
+         * with osb_create_wipe when done */
+        bool has_auth;
+        char auth_user[OSB_AUTH_USER_MAX];
+        char auth_pass[OSB_AUTH_PASS_MAX];
 };
+
+/* Wipe the credentials of c (explicit_bzero). */
+void osb_create_wipe(struct osb_create *c);
 
 /* Validate a CreateSandboxRequest body. Returns 0, or -EINVAL with err. */
 int osb_create_parse(const struct broker_config *cfg, struct json_object *body,

@@ -1,5 +1,6 @@
 /* sandbox: see sandbox.h. */
 #include "sandbox.h"
+#include "image_policy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "egress_store.h"
 #include "json_input.h"
 #include "lease.h"
 #include "lock_keeper.h"
@@ -130,8 +132,9 @@ static int claim(struct redis_conn *rc, const struct broker_config *cfg, const c
         snprintf(mem, sizeof(mem), "%lld", (long long)cfg->sandbox_memory_mb * 1024 * 1024);
         snprintf(pids, sizeof(pids), "%d", cfg->sandbox_pids);
         const char *argv[] = { lease_id, sid, cfg->sandbox_image, cfg->sandbox_multiuser_image,
-                               cpus, mem, pids, cfg->provider };
-        r = redis_conn_script(rc, LUA_SANDBOX_CLAIM, 8, argv, &rep);
+                               cpus, mem, pids, cfg->provider,
+                               config_pool_find(cfg, cfg->sandbox_image) >= 0 ? "1" : "0" };
+        r = redis_conn_script(rc, LUA_SANDBOX_CLAIM, 9, argv, &rep);
         if (r < 0)
                 return r;
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !str_reply(rep->element[0])) {
@@ -161,6 +164,7 @@ struct record {
         long long nano_cpus, memory, pids;
         char entrypoint[OSB_ENTRYPOINT_MAX]; /* JSON array; "" = keep-alive default */
         char env[OSB_ENV_MAX];               /* JSON object; "" = none */
+        char pool_limits[64];                /* a claimed warm member's "cpus,mem,pids"; "" = cold */
 };
 
 static int record_read(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
@@ -173,11 +177,11 @@ static int record_read(struct redis_conn *rc, const struct broker_config *cfg, c
         memset(rec, 0, sizeof(*rec));
         snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
         const char *argv[] = { "HMGET", key, "state", "ref", "image", "nanoCpus", "memoryBytes", "pids",
-                               "entrypoint", "env" };
-        r = redis_conn_command(rc, 10, argv, &rep);
+                               "entrypoint", "env", "poolLimits" };
+        r = redis_conn_command(rc, 11, argv, &rep);
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 8) {
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 9) {
                 r = -EPROTO;
         } else if (!str_reply(rep->element[0])) {
                 r = -ENOENT;
@@ -194,6 +198,8 @@ static int record_read(struct redis_conn *rc, const struct broker_config *cfg, c
                         copy_str(rep->element[6], rec->entrypoint, sizeof(rec->entrypoint));
                 if (str_reply(rep->element[7]))
                         copy_str(rep->element[7], rec->env, sizeof(rec->env));
+                if (str_reply(rep->element[8]))
+                        copy_str(rep->element[8], rec->pool_limits, sizeof(rec->pool_limits));
         }
         reply_free(rep);
         return r;
@@ -231,10 +237,26 @@ static void spec_from_record(const struct record *rec, const char *sid, char *en
 }
 
 /* Create the container of sid (or find the one a crashed attempt made). */
+/* A pull's progress, shown in the record's status message while Pending. */
+struct pull_progress {
+        struct redis_conn *rc;
+        const char *sid;
+};
+
+static void on_pull_progress(void *ud, const char *msg)
+{
+        struct pull_progress *pp = ud;
+
+        (void)sandbox_transition(pp->rc, pp->sid, "Pending", "Pending", "PULLING_IMAGE", msg, "");
+}
+
 static int create_container(struct redis_conn *rc, struct provider *pv,
                             const struct broker_config *cfg, const char *sid,
-                            const struct record *rec, char *ref, char *err)
+                            const struct record *rec, const struct image_auth *auth, char *ref,
+                            char *err)
 {
+        struct pull_progress pp = { rc, sid };
+        struct image_pull_cb pull_cb = { on_pull_progress, &pp };
         static __thread char envbuf[SPEC_MAX_ENV][1024];
         const char *argv[SPEC_MAX_ARGS], *envp[SPEC_MAX_ENV];
         struct json_object *ep_obj = NULL, *env_obj = NULL;
@@ -248,6 +270,8 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
                 .network = cfg->sandbox_network,
                 .runtime = cfg->sandbox_runtime,
                 .limits = { rec->nano_cpus, rec->memory, rec->pids },
+                .image_auth = auth,
+                .pull_cb = &pull_cb,
         };
         struct sandbox_info info;
         int r;
@@ -282,9 +306,23 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
         return r;
 }
 
+/* A claimed warm-pool member was made with the pool's limits: give it the
+ * record's when they differ (Engine API container update). */
+static int warm_limits(struct provider *pv, const struct record *rec, const char *ref, char *err)
+{
+        char want[64];
+        struct sandbox_limits l = { rec->nano_cpus, rec->memory, rec->pids };
+
+        snprintf(want, sizeof(want), "%lld,%lld,%lld", rec->nano_cpus, rec->memory, rec->pids);
+        if (strcmp(want, rec->pool_limits) == 0 || !pv->ops->update_limits)
+                return 0;
+        return pv_err(pv->ops->update_limits(pv, ref, &l, err));
+}
+
 /* Make sid run, holding its lock. */
 static int provision_locked(struct redis_conn *rc, struct provider *pv,
-                            const struct broker_config *cfg, const char *sid, char *err)
+                            const struct broker_config *cfg, const char *sid,
+                            const struct image_auth *auth, char *err)
 {
         struct record rec;
         char ref[PROVIDER_REF_MAX] = "";
@@ -304,7 +342,11 @@ static int provision_locked(struct redis_conn *rc, struct provider *pv,
         t0 = timeutil_mono_ms();
         for (attempt = 0; attempt < 2; attempt++) {
                 if (!ref[0]) {
-                        r = create_container(rc, pv, cfg, sid, &rec, ref, err);
+                        r = create_container(rc, pv, cfg, sid, &rec, auth, ref, err);
+                        if (r < 0)
+                                return r;
+                } else if (rec.pool_limits[0] && attempt == 0) {
+                        r = warm_limits(pv, &rec, ref, err);
                         if (r < 0)
                                 return r;
                 }
@@ -324,7 +366,7 @@ static int provision_locked(struct redis_conn *rc, struct provider *pv,
 
 /* Wait for another process's provisioning of sid, or take it over. */
 static int provision(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-                     const char *sid, char *err)
+                     const char *sid, const struct image_auth *auth, char *err)
 {
         char lock[48], token[33];
         int64_t deadline = timeutil_mono_ms() + lock_ttl_ms(cfg) + 1000;
@@ -360,7 +402,7 @@ static int provision(struct redis_conn *rc, struct provider *pv, const struct br
                 usleep(WAIT_STEP_US);
         }
         if (r == 1) {
-                r = provision_locked(rc, pv, cfg, sid, err);
+                r = provision_locked(rc, pv, cfg, sid, auth, err);
                 if (r < 0 && r != -EIO && r != -ECANCELED) {
                         /* A provider failure: nothing half-made stays behind. */
                         char ignored[PROVIDER_ERR_MAX];
@@ -404,6 +446,14 @@ static int prepare_workdir(struct provider *pv, const struct broker_config *cfg,
 int sandbox_lease_ready(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
                         const char *lease_id, struct json_object **ret_lease, char *err)
 {
+        return sandbox_lease_ready_auth(rc, pv, cfg, lease_id, NULL, ret_lease, err);
+}
+
+int sandbox_lease_ready_auth(struct redis_conn *rc, struct provider *pv,
+                             const struct broker_config *cfg, const char *lease_id,
+                             const struct image_auth *auth, struct json_object **ret_lease,
+                             char *err)
+{
         struct sandbox_claim c;
         struct lease_outcome out = { 0 };
         struct record rec;
@@ -420,8 +470,11 @@ int sandbox_lease_ready(struct redis_conn *rc, struct provider *pv, const struct
         }
         if (r < 0)
                 return r;
+        /* Its egress policy (EGRESS_DEFAULT / EGRESS_POLICY_<MODE>) unless it has
+         * one; on failure the record has none, which reads as deny-all. */
+        (void)egress_store_init(rc, cfg, c.sandbox_id);
         if (strcmp(c.state, "Running") != 0) {
-                r = provision(rc, pv, cfg, c.sandbox_id, err);
+                r = provision(rc, pv, cfg, c.sandbox_id, auth, err);
                 if (r < 0)
                         goto fail;
         }
@@ -730,6 +783,19 @@ static int requeue_teardowns(struct redis_conn *rc, const struct broker_config *
         }
 }
 
+static bool pool_is_member(struct redis_conn *rc, const char *sid)
+{
+        redisReply *rep = NULL;
+        const char *argv[] = { "member", sid };
+        bool yes;
+
+        if (redis_conn_script(rc, LUA_WPOOL, 2, argv, &rep) < 0)
+                return true; /* unknown: keep it, the next round decides */
+        yes = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+        reply_free(rep);
+        return yes;
+}
+
 static int record_state(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
                         char *state, size_t size)
 {
@@ -777,6 +843,8 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
                         goto out;
                 if (state[0] && strcmp(state, "Terminated") && strcmp(state, "Failed"))
                         continue;
+                if (!state[0] && pool_is_member(rc, c->sandbox_id))
+                        continue; /* a warm pool member (pool.h keeps those) */
                 if (pv->ops->remove(pv, c->ref, ignored) == 0) {
                         st->orphans_removed++;
                         log_info(LOG_KV({ "SANDBOX_ID", c->sandbox_id }),
@@ -839,4 +907,22 @@ out:
         reply_free(rep);
         free(l.items);
         return r;
+}
+
+int sandbox_image_admissible(struct provider *pv, const struct broker_config *cfg,
+                             const char *image, char *err)
+{
+        /* No pulls configured: as before, the create decides (a missing
+         * image fails the sandbox with the backend's reason). */
+        if (!pv || !cfg->image_allow[0] || image_policy_allows(cfg->image_allow, image))
+                return 0;
+        /* A present image passes: image_ensure finds it and does nothing. A
+         * missing one is refused before any pull (-EPERM). */
+        return provider_image_ensure(pv, image, NULL, cfg->docker_timeout_ms, NULL, err);
+}
+
+int sandbox_image_prefetch(struct provider *pv, const struct broker_config *cfg,
+                           const char *image, const struct image_auth *auth, char *err)
+{
+        return provider_image_ensure(pv, image, auth, cfg->image_pull_timeout_ms, NULL, err);
 }

@@ -33,6 +33,30 @@ struct sandbox_claim {
 int sandbox_lease_ready(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
                         const char *lease_id, struct json_object **ret_lease, char *err);
 
+/* The same, with registry credentials for pulling the sandbox's image when
+ * it is missing (auth may be NULL; it is used for this call only, never
+ * stored). While the image is pulled the record stays Pending with reason
+ * PULLING_IMAGE and the progress in its message. */
+int sandbox_lease_ready_auth(struct redis_conn *rc, struct provider *pv,
+                             const struct broker_config *cfg, const char *lease_id,
+                             const struct image_auth *auth, struct json_object **ret_lease,
+                             char *err);
+
+/* Is image usable for a new sandbox: on the host, or allowed to be pulled
+ * (IMAGE_ALLOW)? Checked at create time only when pulls are configured
+ * (IMAGE_ALLOW set): without them every image is left to the create, as
+ * before, and a missing one fails the sandbox. Returns 0, -EPERM (not on
+ * the host and not allowed; err says so), or another provider errno
+ * (the check could not be made: the create goes on and decides). */
+int sandbox_image_admissible(struct provider *pv, const struct broker_config *cfg,
+                             const char *image, char *err);
+
+/* Pull image ahead of its sandbox (a create that waits for a slot), with
+ * auth, so that the supervisor finds it on the host later. Errors as
+ * provider_image_ensure. */
+int sandbox_image_prefetch(struct provider *pv, const struct broker_config *cfg,
+                           const char *image, const struct image_auth *auth, char *err);
+
 /* Take one sandbox off the teardown list and stop (park) or remove it.
  * Returns 1 if one was handled, 0 if the list was empty. *ret_sid names it. */
 int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,

@@ -5,6 +5,8 @@
 enum lua_script_id {
         LUA_ACQUIRE,
         LUA_CANCEL,
+        LUA_EGRESS_CAS,
+        LUA_EGRESS_INIT,
         LUA_GRANT,
         LUA_HEARTBEAT,
         LUA_KEY_CREATE,
@@ -33,6 +35,7 @@ enum lua_script_id {
         LUA_TENANT_STATUS,
         LUA_TENANT_SET,
         LUA_UNLOCK,
+        LUA_WPOOL,
         LUA_SCRIPT_COUNT,
 };
 

@@ -531,5 +531,9 @@ def test_egress_policy(ex):
     assert st == 404, p
     st, _, p = ex.json("GET", "/policy", port=18080, token="")
     assert st == 401, p
+    # run-time changes are served (test_egress_policy.py has the details)
     st, _, p = ex.json("PATCH", "/policy", [{"action": "allow", "target": "pypi.org"}], port=18080)
-    assert st == 501, p
+    assert st == 200, p
+    assert p["policy"]["egress"] == [{"action": "allow", "target": "pypi.org"}], p
+    st, _, p = ex.json("DELETE", "/policy", ["pypi.org"], port=18080)
+    assert st == 200 and p["policy"]["egress"] == [], p

@@ -101,8 +101,8 @@ BAD_BODIES = {
     "env value not a string": valid_body(env={"A": 1}),
     "snapshotId": valid_body(snapshotId="snap-1"),
     "snapshotId without image": {"snapshotId": "snap-1"},
-    "image auth (no registry)": valid_body(image={"uri": BASE_IMAGE,
-                                                  "auth": {"username": "u", "password": "p"}}),
+    "image auth not an object": valid_body(image={"uri": BASE_IMAGE, "auth": "u:p"}),
+    "image auth unknown field": valid_body(image={"uri": BASE_IMAGE, "auth": {"token": "t"}}),
     "volumes": valid_body(volumes=[{"name": "v", "host": {"path": "/tmp"}, "mountPath": "/mnt"}]),
 }
 

@@ -1295,8 +1295,14 @@ static void test_file_status_mapping(void **state)
         }
 }
 
+static size_t collect_announced;
+
 static int collect(void *ud, const char *p, size_t n)
 {
+        if (!p) { /* the size, before the bytes */
+                collect_announced = n;
+                return 0;
+        }
         bytes_add(ud, p, n);
         return 0;
 }
@@ -1313,11 +1319,30 @@ static void test_read_file_cb(void **state)
         chunked_answer(&a, &body, 3000);
         fake_init(&f);
         fake_start(&f, FAKE_ANSWER, a.p, a.n);
+        collect_announced = (size_t)-1;
         assert_int_equal(agent_read_file_cb(f.dir, "/big", 0, -1, collect, &got, 2000, err), 0);
         fake_done(&f);
         assert_int_equal(got.n, body.n);
+        assert_int_equal(collect_announced, (size_t)-1); /* chunked: no size said */
         assert_memory_equal(got.p, body.p, body.n);
         assert_int_equal(query_get(&f, "length", 0, v, sizeof(v)), -1);
+        fake_free(&f);
+
+        /* with a Content-Length: the size first, once, then the bytes */
+        free(a.p);
+        free(got.p);
+        a = (struct bytes){ 0 };
+        got = (struct bytes){ 0 };
+        bytes_fmt(&a, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", body.n);
+        bytes_add(&a, body.p, body.n);
+        f = (struct fake){ 0 };
+        fake_init(&f);
+        fake_start(&f, FAKE_ANSWER, a.p, a.n);
+        assert_int_equal(agent_read_file_cb(f.dir, "/big", 0, -1, collect, &got, 2000, err), 0);
+        fake_done(&f);
+        assert_int_equal(collect_announced, body.n);
+        assert_int_equal(got.n, body.n);
+        assert_memory_equal(got.p, body.p, body.n);
         free(body.p);
         free(a.p);
         free(got.p);

@@ -482,9 +482,47 @@ static void test_sandbox_runtime(void **state)
                          -EINVAL);
 }
 
+/* POOL: image:size entries, the size after the LAST colon (tags). */
+static void test_pool(void **state)
+{
+        struct broker_config cfg;
+        char err[256];
+
+        (void)state;
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_int_equal(cfg.n_pools, 0);
+        assert_int_equal(cfg.pool_max_age_ms, 3600000);
+        assert_int_equal(cfg.pool_counts_against_capacity, 0);
+        env_set("POOL", "sandbox-broker/base:4, img:tag:3,reg:5000/x:v1:0");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_int_equal(cfg.n_pools, 3);
+        assert_string_equal(cfg.pools[0].image, "sandbox-broker/base");
+        assert_int_equal(cfg.pools[0].size, 4);
+        assert_string_equal(cfg.pools[1].image, "img:tag");
+        assert_int_equal(cfg.pools[1].size, 3);
+        assert_string_equal(cfg.pools[2].image, "reg:5000/x:v1");
+        assert_int_equal(cfg.pools[2].size, 0);
+        assert_int_equal(config_pool_size(&cfg, "img:tag"), 3);
+        assert_int_equal(config_pool_size(&cfg, "img"), 0);
+        assert_int_equal(config_pool_find(&cfg, "reg:5000/x:v1"), 2);
+        assert_int_equal(config_pool_find(&cfg, "nope"), -1);
+        static const char *const bad[] = { "img", "img:", ":3", "img:x", "img:-1", "img:1001",
+                                           "img:3,img:4", "a b:1", "img:3x" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                env_reset();
+                env_set("POOL", bad[i]);
+                assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), -EINVAL);
+                assert_non_null(strstr(err, "POOL"));
+        }
+        env_reset();
+        env_set("POOL", "a:1,b:1,c:1,d:1,e:1,f:1,g:1,h:1,i:1");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup(test_pool, setup),
                 cmocka_unit_test_setup(test_defaults, setup),
                 cmocka_unit_test_setup(test_empty_means_default, setup),
                 cmocka_unit_test_setup(test_int_fields, setup),

@@ -440,18 +440,27 @@ static int exec_tick(void *ud)
 
 static int exec_request(struct req *q, const struct exec_spec *spec, bool detach)
 {
+        const struct exec_record *rec = spec->record;
+        const char *const *argv = rec ? rec->argv : spec->argv;
+        const char *cwd = rec ? rec->cwd : spec->cwd;
+        int timeout_ms = rec ? rec->timeout_ms : spec->timeout_ms;
         int r = req_start(q, "POST", "/exec");
 
-        for (size_t i = 0; r == 0 && spec->argv[i]; i++)
-                r = req_param(q, "arg", spec->argv[i]);
+        /* the agent keeps the state files itself: no runner script */
+        for (size_t i = 0; r == 0 && argv[i]; i++)
+                r = req_param(q, "arg", argv[i]);
+        if (r == 0 && rec)
+                r = req_param(q, "record", rec->path);
+        if (r == 0 && rec && rec->shell)
+                r = req_param(q, "shell", "1");
         for (size_t i = 0; r == 0 && spec->env && spec->env[i]; i++)
                 r = req_param(q, "env", spec->env[i]);
-        if (r == 0 && spec->cwd)
-                r = req_param(q, "cwd", spec->cwd);
+        if (r == 0 && cwd)
+                r = req_param(q, "cwd", cwd);
         if (r == 0 && spec->user)
                 r = req_param(q, "user", spec->user);
-        if (r == 0 && spec->timeout_ms > 0)
-                r = req_param_i64(q, "timeout_ms", spec->timeout_ms);
+        if (r == 0 && timeout_ms > 0)
+                r = req_param_i64(q, "timeout_ms", timeout_ms);
         if (r == 0 && detach)
                 r = req_param(q, "detach", "1");
         if (r == 0)
@@ -471,7 +480,8 @@ static int exec_common(const char *dir, const struct exec_spec *spec,
 
         memset(ret, 0, sizeof(*ret));
         ret->exit_code = -1;
-        if (!spec->argv || !spec->argv[0] || (cb && !cb->on_output)) {
+        if (!spec->argv || !spec->argv[0] || (cb && !cb->on_output) ||
+            (spec->record && (!spec->record->argv || !spec->record->argv[0] || !spec->record->path))) {
                 provider_errf(ret_err, "sandbox agent: exec: an argv is required");
                 return -EINVAL;
         }
@@ -483,6 +493,9 @@ static int exec_common(const char *dir, const struct exec_spec *spec,
         c.body_len = spec->stdin_data ? spec->stdin_len : 0;
         if (detach)
                 wait_ms = AGENT_HEAD_TIMEOUT_MS;
+        else if (spec->record && spec->record->timeout_ms > 0)
+                wait_ms = min64((int64_t)spec->record->timeout_ms + AGENT_EXEC_GRACE_MS,
+                                AGENT_EXEC_MAX_MS);
         else if (spec->timeout_ms > 0)
                 wait_ms = min64((int64_t)spec->timeout_ms + AGENT_EXEC_GRACE_MS, AGENT_EXEC_MAX_MS);
         else
@@ -564,7 +577,8 @@ static int file_call(const char *dir, struct call *c, const struct agent_proto_c
 }
 
 static int file_read(const char *dir, const char *path, int64_t offset, int64_t want,
-                     const struct agent_proto_cb *pcb, int timeout_ms, char *ret_err)
+                     const struct agent_proto_cb *pcb, const struct agent_proto **ret_proto,
+                     int timeout_ms, char *ret_err)
 {
         struct call c = { .what = "read" };
         int r;
@@ -587,6 +601,8 @@ static int file_read(const char *dir, const char *path, int64_t offset, int64_t 
                 r = req_error(r, "read", ret_err);
                 goto out;
         }
+        if (ret_proto)
+                *ret_proto = &c.proto;
         r = file_call(dir, &c, pcb, timeout_ms, ret_err);
 out:
         call_release(&c);
@@ -621,7 +637,7 @@ int agent_read_file(const char *dir, const char *path, int64_t offset, int64_t l
         /* Ask for one byte past the cap: a longer file is then -EFBIG
          * without the agent sending it all. */
         want = len < 0 ? cap : min64(len, cap);
-        r = file_read(dir, path, offset, want, &pcb, timeout_ms, ret_err);
+        r = file_read(dir, path, offset, want, &pcb, NULL, timeout_ms, ret_err);
         if (r == -EFBIG)
                 provider_errf(ret_err, "sandbox agent: read: over %zu bytes", max_len);
         if (r < 0)
@@ -636,13 +652,39 @@ out:
         return r;
 }
 
+/* agent_read_file_cb's sink: the answer's Content-Length, once, before the
+ * first bytes (on_data(ud, NULL, n)), so that a download can send its
+ * headers and stream; a chunked or unframed answer announces nothing. */
+struct size_sink {
+        int (*on_data)(void *ud, const char *p, size_t n);
+        void *ud;
+        const struct agent_proto *proto;
+        bool announced;
+};
+
+static int size_on_body(void *ud, const char *p, size_t n)
+{
+        struct size_sink *s = ud;
+        int r;
+
+        if (!s->announced) {
+                s->announced = true;
+                /* remaining still counts these n bytes (agent_proto.c) */
+                if (s->proto && s->proto->kind == AP_BODY_LENGTH && s->proto->remaining <= SIZE_MAX &&
+                    (r = s->on_data(s->ud, NULL, (size_t)s->proto->remaining)) < 0)
+                        return r;
+        }
+        return s->on_data(s->ud, p, n);
+}
+
 int agent_read_file_cb(const char *dir, const char *path, int64_t offset, int64_t len,
                        int (*on_data)(void *ud, const char *p, size_t n), void *ud, int timeout_ms,
                        char *ret_err)
 {
-        struct agent_proto_cb pcb = { .on_body = on_data, .ud = ud };
+        struct size_sink s = { .on_data = on_data, .ud = ud };
+        struct agent_proto_cb pcb = { .on_body = size_on_body, .ud = &s };
 
-        return file_read(dir, path, offset, len < 0 ? -1 : len, &pcb, timeout_ms, ret_err);
+        return file_read(dir, path, offset, len < 0 ? -1 : len, &pcb, &s.proto, timeout_ms, ret_err);
 }
 
 int agent_write_file(const char *dir, const char *path, const void *data, size_t len, int mode,

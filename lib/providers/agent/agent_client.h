@@ -81,7 +81,9 @@ int agent_read_file(const char *dir, const char *path, int64_t offset, int64_t l
                     void **ret_data, size_t *ret_len, int timeout_ms, char *ret_err);
 
 /* The same, the bytes handed to on_data in pieces as they come (no cap: a
- * download); a negative return of on_data aborts and is returned. Bytes
+ * download); a negative return of on_data aborts and is returned. Before
+ * the first piece, when the agent said how many bytes follow (its
+ * Content-Length), on_data(ud, NULL, that number) once. Bytes
  * already handed over stay handed over when the answer later turns out
  * cut short (-EIO): the caller discards them. */
 int agent_read_file_cb(const char *dir, const char *path, int64_t offset, int64_t len,

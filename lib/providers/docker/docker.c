@@ -12,6 +12,8 @@
 #include "agent_client.h"
 #include "docker_agent.h"
 #include "docker_api.h"
+#include "docker_image.h"
+#include "image_policy.h"
 #include "docker_json.h"
 #include "linebuf.h"
 #include "tarball.h"
@@ -35,6 +37,8 @@ struct docker {
         struct docker_api *api;
         int timeout_ms;
         struct docker_agent agent; /* agent.bin "" = no agent */
+        char *image_allow;         /* IMAGE_ALLOW (image_policy.h); NULL = no pulls */
+        int pull_timeout_ms;       /* IMAGE_PULL_TIMEOUT_MS: a create's own pull */
 };
 
 static struct docker *impl(struct provider *p)
@@ -117,6 +121,22 @@ static int container_post(struct docker *d, const char *ref, const char *verb, c
         return r;
 }
 
+int docker_ensure_image(struct provider *p, const char *image, const struct image_auth *auth,
+                        int timeout_ms, const struct image_pull_cb *cb, char *ret_err)
+{
+        struct docker *d = impl(p);
+        int r = docker_image_present(d->api, image, d->timeout_ms, ret_err);
+
+        if (r != 0)
+                return r < 0 ? r : 0; /* on the host: used whatever the allowlist says */
+        if (!image_policy_allows(d->image_allow, image)) {
+                provider_errf(ret_err, "image %.200s is not on this host and IMAGE_ALLOW does not "
+                              "allow pulling it", image);
+                return -EPERM;
+        }
+        return docker_image_pull(d->api, image, auth, timeout_ms, cb, ret_err);
+}
+
 static int docker_create(struct provider *p, const struct sandbox_spec *spec, char *ret_ref,
                          char *ret_err)
 {
@@ -133,6 +153,11 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
                         r = -EINVAL;
                         goto out;
                 }
+                m.egress[0] = '\0';
+                if (d->agent.egress_dir[0] &&
+                    (r = docker_agent_egress_prepare(&d->agent, spec->sandbox_id, m.egress,
+                                                     sizeof(m.egress), ret_err)) < 0)
+                        goto out;
         }
         r = docker_json_create_body(spec, d->agent.bin[0] ? &m : NULL, &body);
         if (r < 0) {
@@ -143,6 +168,17 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
         snprintf(name, sizeof(name), "sb-%s", spec->sandbox_id);
         path = path_fmt("/containers/create?name=%s", name, NULL);
         r = call(d, "POST", path, body, d->timeout_ms, DOCKER_RESP_MAX, &resp, "create", ret_err);
+        if (r == -ENOENT && spec->image) {
+                /* Docker API: 404 on create is "no such image": pull it, if
+                 * allowed, and create again */
+                r = docker_ensure_image(p, spec->image, spec->image_auth, d->pull_timeout_ms,
+                                        spec->pull_cb, ret_err);
+                if (r == -EPERM || r == -ENOENT)
+                        r = -EREMOTEIO; /* the sandbox fails; not "no such sandbox" */
+                if (r == 0)
+                        r = call(d, "POST", path, body, d->timeout_ms, DOCKER_RESP_MAX, &resp,
+                                 "create", ret_err);
+        }
         if (r < 0)
                 goto out;
         r = docker_json_parse_id(resp.data, ret_ref, PROVIDER_REF_MAX);
@@ -239,6 +275,32 @@ static int docker_pause(struct provider *p, const char *ref, char *ret_err)
 static int docker_resume(struct provider *p, const char *ref, char *ret_err)
 {
         return container_post(impl(p), ref, "unpause", "", impl(p)->timeout_ms, ret_err);
+}
+
+/* Resources of a created or running container, in place (a warm pool
+ * member claimed with the request's limits). Memory and MemorySwap move
+ * together, as at create: no swap on top of the memory limit. */
+static int docker_update_limits(struct provider *p, const char *ref, const struct sandbox_limits *l,
+                                char *ret_err)
+{
+        struct docker *d = impl(p);
+        char body[256], *path = path_fmt("/containers/%s/update", ref, NULL);
+        int n = snprintf(body, sizeof(body), "{");
+        int r;
+
+        if (l->nano_cpus > 0)
+                n += snprintf(body + n, sizeof(body) - n, "\"NanoCpus\":%lld,", (long long)l->nano_cpus);
+        if (l->memory_bytes > 0)
+                n += snprintf(body + n, sizeof(body) - n, "\"Memory\":%lld,\"MemorySwap\":%lld,",
+                              (long long)l->memory_bytes, (long long)l->memory_bytes);
+        if (l->pids > 0)
+                n += snprintf(body + n, sizeof(body) - n, "\"PidsLimit\":%lld,", (long long)l->pids);
+        if (body[n - 1] == ',')
+                n--;
+        snprintf(body + n, sizeof(body) - n, "}");
+        r = call(d, "POST", path, body, d->timeout_ms, DOCKER_RESP_MAX, NULL, "update", ret_err);
+        free(path);
+        return r;
 }
 
 static int docker_remove(struct provider *p, const char *ref, char *ret_err)
@@ -891,8 +953,10 @@ static void docker_free(struct provider *p)
 {
         struct docker *d = impl(p);
 
-        if (d)
+        if (d) {
                 docker_api_free(d->api);
+                free(d->image_allow);
+        }
         free(d);
         free(p);
 }
@@ -915,6 +979,8 @@ static const struct provider_ops docker_ops = {
         .watch_exits = docker_watch_exits,
         .read_file = docker_read_file,
         .write_file = docker_write_file,
+        .image_ensure = docker_ensure_image,
+        .update_limits = docker_update_limits,
         .free = docker_free,
 };
 
@@ -935,6 +1001,7 @@ int docker_provider_new(const char *socket_path, int timeout_ms, struct provider
         if (r < 0)
                 goto out;
         d->timeout_ms = timeout_ms;
+        d->pull_timeout_ms = timeout_ms;
         p->ops = &docker_ops;
         p->impl = d;
         d = NULL;
@@ -967,6 +1034,20 @@ int docker_provider_set_agent(struct provider *p, const char *bin, const char *d
         return 0;
 }
 
+int docker_provider_set_pull(struct provider *p, const char *allow, int timeout_ms)
+{
+        struct docker *d = impl(p);
+        char *copy = allow && allow[0] ? strdup(allow) : NULL;
+
+        if (allow && allow[0] && !copy)
+                return -ENOMEM;
+        free(d->image_allow);
+        d->image_allow = copy;
+        if (timeout_ms > 0)
+                d->pull_timeout_ms = timeout_ms;
+        return 0;
+}
+
 static int docker_from_config(const struct broker_config *cfg, struct provider **ret)
 {
         int r = docker_provider_new(cfg->docker_socket, cfg->docker_timeout_ms, ret);
@@ -976,12 +1057,28 @@ static int docker_from_config(const struct broker_config *cfg, struct provider *
                 provider_free(*ret);
                 *ret = NULL;
         }
+        /* egress needs the agent (its relay runs in it): EGRESS_DIR alone does nothing */
+        if (r == 0 && cfg->egress_dir[0] && impl(*ret)->agent.bin[0] &&
+            snprintf(impl(*ret)->agent.egress_dir, sizeof(impl(*ret)->agent.egress_dir), "%s",
+                     cfg->egress_dir) >= (int)sizeof(impl(*ret)->agent.egress_dir)) {
+                r = -ENAMETOOLONG;
+                provider_free(*ret);
+                *ret = NULL;
+        }
+        if (r == 0 && (r = docker_provider_set_pull(*ret, cfg->image_allow,
+                                                    cfg->image_pull_timeout_ms)) < 0) {
+                provider_free(*ret);
+                *ret = NULL;
+        }
         return r;
 }
 
 /* create and start are one Engine API call each, bounded by the timeout */
 static int docker_deadline_ms(const struct broker_config *cfg)
 {
+        /* a create may first pull its image */
+        if (cfg->image_allow[0])
+                return cfg->docker_timeout_ms + cfg->image_pull_timeout_ms;
         return cfg->docker_timeout_ms;
 }
 

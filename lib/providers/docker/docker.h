@@ -39,3 +39,17 @@ int docker_provider_new(const char *socket_path, int timeout_ms, struct provider
  * through it (EXEC_TRANSPORT=agent), else through `docker exec` still.
  * bin NULL or "": no agent. -EINVAL for relative or too long paths. */
 int docker_provider_set_agent(struct provider *p, const char *bin, const char *dir, bool exec);
+
+/* Let p pull missing images matching allow (IMAGE_ALLOW, image_policy.h;
+ * NULL or "": no pulls), each within timeout_ms (<= 0: keep the default,
+ * the provider's call timeout). Returns 0 or -ENOMEM. */
+int docker_provider_set_pull(struct provider *p, const char *allow, int timeout_ms);
+
+/* Make image present on the Docker host: nothing to do when it is there
+ * (whatever the allowlist says), else pull it with auth (may be NULL)
+ * within timeout_ms, progress to cb (may be NULL). The provider's
+ * image_ensure op; for callers that warm images ahead (pools). Errors:
+ * -EPERM not allowed, -EACCES credentials refused, -ENOENT no such image,
+ * -ETIMEDOUT, -EIO, -ECONNREFUSED; ret_err never holds the password. */
+int docker_ensure_image(struct provider *p, const char *image, const struct image_auth *auth,
+                        int timeout_ms, const struct image_pull_cb *cb, char *ret_err);

@@ -98,6 +98,57 @@ int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, c
         return r;
 }
 
+static void remove_tree(int dfd, int depth);
+
+static bool sid_ok(const char *sid)
+{
+        return strlen(sid) == 32 && strspn(sid, "0123456789abcdef") == 32;
+}
+
+int docker_agent_egress_prepare(const struct docker_agent *a, const char *sandbox_id, char *buf,
+                                size_t size, char *ret_err)
+{
+        int r = 0;
+
+        if (!sid_ok(sandbox_id)) {
+                provider_errf(ret_err, "egress: not a sandbox id: %.80s", sandbox_id);
+                return -EINVAL;
+        }
+        if (snprintf(buf, size, "%s/%s", a->egress_dir, sandbox_id) >= (int)size)
+                r = -ENAMETOOLONG;
+        if (r == 0)
+                r = mkdir_parents(a->egress_dir);
+        /* 0755: the relay (another user, or root) binds in it; the sandbox
+         * only sees it read-only */
+        if (r == 0 && mkdir(buf, 0755) < 0 && errno != EEXIST)
+                r = -errno;
+        if (r == 0)
+                (void)chmod(a->egress_dir, 0755);
+        if (r < 0)
+                provider_errf(ret_err, "egress: directory in %s: %s", a->egress_dir, strerror(-r));
+        return r;
+}
+
+/* The egress directory of a removed sandbox: its socket (or whatever is
+ * there; the sandbox cannot write it, but be safe) and itself, never
+ * following a link. */
+static void egress_cleanup(const struct docker_agent *a, const char *sid)
+{
+        int top, dir;
+
+        if (!a->egress_dir[0] || !sid_ok(sid))
+                return;
+        top = open(a->egress_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top < 0)
+                return;
+        dir = openat(top, sid, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir >= 0) {
+                remove_tree(dir, 0);
+                (void)unlinkat(top, sid, AT_REMOVEDIR);
+        }
+        close(top);
+}
+
 /* rm -rf of what dfd holds, at most depth levels down; links are removed,
  * never followed (unlinkat and openat with O_NOFOLLOW). */
 static void remove_tree(int dfd, int depth)
@@ -156,8 +207,10 @@ void docker_agent_cleanup(const struct docker_agent *a, const char *ref)
                 if (n <= 0)
                         continue;
                 target[n] = '\0';
-                if (!strcmp(target, ref))
+                if (!strcmp(target, ref)) {
                         (void)unlinkat(dirfd(d), e->d_name, 0);
+                        egress_cleanup(a, e->d_name + 3);
+                }
         }
         closedir(d);
 }

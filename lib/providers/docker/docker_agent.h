@@ -20,12 +20,24 @@
 #define DOCKER_AGENT_BIN_IN "/.sandbox-broker/agent"
 #define DOCKER_AGENT_RUN_IN "/.sandbox-broker/run"
 #define DOCKER_AGENT_SOCK_IN DOCKER_AGENT_RUN_IN "/agent.sock"
+/* Egress (docs/EGRESS.md): EGRESS_DIR/<sandbox id>/ mounted read-only here;
+ * the host relay makes egress.sock in it, the agent listens on 127.0.0.1:3128. */
+#define DOCKER_EGRESS_DIR_IN "/.sandbox-broker/egress"
+#define DOCKER_EGRESS_PROXY "http://127.0.0.1:3128"
 
 struct docker_agent {
         char bin[256]; /* host path of the static binary */
         char dir[200]; /* AGENT_DIR */
         bool exec;     /* EXEC_TRANSPORT=agent: commands go through it */
+        char egress_dir[200]; /* EGRESS_DIR; "" = no egress */
 };
+
+/* Before a create with egress on: make EGRESS_DIR (0755) and its directory
+ * for sandbox_id (0755, the broker's; the relay binds egress.sock in it),
+ * its path into buf. -EINVAL for a sandbox id that is not 32 lowercase hex,
+ * -ENAMETOOLONG, or mkdir's errno (message in ret_err). */
+int docker_agent_egress_prepare(const struct docker_agent *a, const char *sandbox_id, char *buf,
+                                size_t size, char *ret_err);
 
 /* The bind source for sandbox_id: <dir>/sb-<sandbox_id> (into buf, size
  * bytes). -ENAMETOOLONG if it does not fit. */
@@ -44,7 +56,8 @@ int docker_agent_run_dir(const struct docker_agent *a, const char *ref, char *bu
 
 /* After a remove: delete the run directory of ref with whatever the
  * sandbox left in it (never following a link it planted) and every link of
- * AGENT_DIR pointing at it. Missing is fine. */
+ * AGENT_DIR pointing at it, and the egress directory of its sandbox (found
+ * through that link). Missing is fine. */
 void docker_agent_cleanup(const struct docker_agent *a, const char *ref);
 
 /* Wait until the agent in run directory dir answers /health, bounded by

@@ -224,6 +224,12 @@ int docker_api_request(struct docker_api *api, const struct docker_request *req,
                         goto out;
                 hdrs = h;
         }
+        for (size_t i = 0; req->headers && req->headers[i]; i++) {
+                h = curl_slist_append(hdrs, req->headers[i]);
+                if (!h)
+                        goto out;
+                hdrs = h;
+        }
         /* No "Expect: 100-continue" round trip for large PUT/POST bodies. */
         h = curl_slist_append(hdrs, "Expect:");
         if (!h)

@@ -61,6 +61,9 @@ struct docker_request {
         const void *body;         /* NULL: no body */
         size_t body_len;
         const char *content_type; /* NULL: application/json when there is a body */
+        /* Extra header lines ("Name: value"), NULL-terminated, may be NULL.
+         * They may carry secrets (X-Registry-Auth): never put in messages. */
+        const char *const *headers;
         int timeout_ms;           /* whole transfer; > 0 */
         size_t max_resp;
         int (*sink)(void *ud, const void *data, size_t len);

@@ -108,11 +108,41 @@ static int agent_config(struct json_object *o, struct json_object *h, const stru
         char bin[sizeof(a->bin) + 64], run[sizeof(a->source) + 64];
         int r;
 
+        char egress[sizeof(a->egress) + 64];
         snprintf(bin, sizeof(bin), "%s:%s:ro", a->bin, DOCKER_AGENT_BIN_IN);
         snprintf(run, sizeof(run), "%s:%s:rw", a->source, DOCKER_AGENT_RUN_IN);
+        /* egress (docs/EGRESS.md): read-only, so that the sandbox cannot
+         * replace the socket the host relay listens on */
+        snprintf(egress, sizeof(egress), "%s:%s:ro", a->egress, DOCKER_EGRESS_DIR_IN);
         if ((r = json_add(o, "Entrypoint", str_array(entry))) < 0 ||
-            (r = json_add(h, "Binds", str_array((const char *const[]){ bin, run, NULL }))) < 0)
+            (r = json_add(h, "Binds", str_array((const char *const[]){ bin, run,
+                                                                       a->egress[0] ? egress : NULL,
+                                                                       NULL }))) < 0)
                 return r;
+        if (a->egress[0]) {
+                static const char *const proxy_env[] = {
+                        "HTTP_PROXY=" DOCKER_EGRESS_PROXY, "HTTPS_PROXY=" DOCKER_EGRESS_PROXY,
+                        "http_proxy=" DOCKER_EGRESS_PROXY, "https_proxy=" DOCKER_EGRESS_PROXY,
+                        "NO_PROXY=localhost,127.0.0.1",    "no_proxy=localhost,127.0.0.1",
+                };
+                struct json_object *env = NULL;
+
+                if (!json_object_object_get_ex(o, "Env", &env) || !json_object_is_type(env, json_type_array))
+                        return -EINVAL;
+                for (size_t i = 0; i < sizeof(proxy_env) / sizeof(proxy_env[0]); i++) {
+                        size_t k = strcspn(proxy_env[i], "=") + 1;
+                        bool set = false;
+                        /* the sandbox's own setting wins */
+                        for (size_t j = 0; j < json_object_array_length(env); j++)
+                                set |= !strncmp(json_object_get_string(json_object_array_get_idx(env, j)),
+                                                proxy_env[i], k);
+                        struct json_object *v = set ? NULL : json_object_new_string(proxy_env[i]);
+                        if (!set && (!v || json_object_array_add(env, v) < 0)) {
+                                json_put(v);
+                                return -ENOMEM;
+                        }
+                }
+        }
         return 0;
 }
 

@@ -16,6 +16,7 @@ extern const char *const docker_cap_add[];
 struct docker_agent_mount {
         char bin[256];
         char source[256];
+        char egress[256]; /* host egress directory of the sandbox; "" = no egress (docs/EGRESS.md) */
 };
 
 /* Body of POST /containers/create for spec; with agent (may be NULL) the

@@ -1,7 +1,10 @@
 -- sandbox_claim: give a lease its sandbox. ARGV = prefix, leaseId, newSandboxId,
---   image, multiUserImage, nanoCpus, memoryBytes, pids, provider
+--   image, multiUserImage, nanoCpus, memoryBytes, pids, provider, pooled
 -- The slot's sandbox if it has one; else a parked (Stopped) sandbox of the same
--- slot; else a new Pending record. Also sets the lease's workdir and Linux user.
+-- slot; else a new Pending record: with pooled = '1' (the image has a warm
+-- pool, wpool.lua) the oldest ready member is taken (its id and container
+-- become the sandbox's, record field poolLimits = the limits it was made
+-- with), else a cold create. Also sets the lease's workdir and Linux user.
 -- Returns {'notfound'} (no lease) | {'gone'} (its OpenSandbox record was deleted)
 --       | {'ok', sandboxId, state, ref, workdir, linuxUser, needs}
 -- where needs is 'create', 'start' or 'none'.
@@ -30,11 +33,28 @@ if not sid then
   else
     sid = new_sid
     if mode == 'multi_user_shared' then image = ARGV[5] end
+    local ref, warm = '', nil
+    if ARGV[10] == '1' and mode ~= 'multi_user_shared' then
+      local popped = redis.call('ZPOPMIN', P .. 'wpool:' .. image)
+      if #popped > 0 then
+        local m = redis.call('HMGET', P .. 'wpoolm:' .. popped[1], 'ref', 'limits')
+        redis.call('ZREM', P .. 'wpoolall:' .. image, popped[1])
+        redis.call('ZREM', P .. 'wpool:all', popped[1])
+        redis.call('DEL', P .. 'wpoolm:' .. popped[1])
+        if m[1] and m[1] ~= '' then sid, ref, warm = popped[1], m[1], m[2] or '' end
+      end
+      redis.call('HINCRBY', P .. 'wpoolstat:' .. image, warm and 'warm' or 'cold', 1)
+    end
     redis.call('HSET', sandbox_key(sid), 'sandboxId', sid, 'slot', slot, 'mode', mode,
       'userId', mode == 'multi_user_shared' and '' or user, 'poolId', pool, 'image', image,
       'nanoCpus', ARGV[6], 'memoryBytes', ARGV[7], 'pids', ARGV[8], 'provider', ARGV[9],
-      'createdAt', now, 'ref', '')
-    sandbox_set_state(sid, 'Pending', 'CREATING', 'creating the sandbox', now)
+      'createdAt', now, 'ref', ref)
+    if warm then
+      redis.call('HSET', sandbox_key(sid), 'poolLimits', warm)
+      sandbox_set_state(sid, 'Pending', 'STARTING', 'claimed from the warm pool', now)
+    else
+      sandbox_set_state(sid, 'Pending', 'CREATING', 'creating the sandbox', now)
+    end
     redis.call('ZADD', K_SANDBOXES, now, sid)
   end
   redis.call('HSET', slot_key(slot), 'sandboxId', sid)

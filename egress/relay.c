@@ -1,0 +1,477 @@
+/* sandbox-egress-relay: the host end of the sandboxes' egress (docs/EGRESS.md).
+ *
+ *   sandbox-egress-relay --dir EGRESS_DIR --squid-port PORT
+ *
+ * For every sandbox directory EGRESS_DIR/<sandbox id>/ (32 lowercase hex
+ * digits; anything else, and links, are ignored) it binds <sid>/egress.sock.
+ * Each connection accepted there is relayed to Squid on 127.0.0.1:PORT after
+ * a PROXY protocol v1 line whose source address is the sandbox id read as
+ * an IPv6 address (128 bits = 32 hex digits). The sandbox cannot choose that
+ * line: the directory is mounted read-only in it, and what it sends comes
+ * after ours (Squid takes only the first PROXY line and refuses a second as
+ * a bad request). No byte is interpreted here.
+ *
+ * One epoll loop: inotify on EGRESS_DIR (and a rescan every RESCAN_MS, in
+ * case an event was lost), the listening sockets, and the spliced pairs.
+ * Connections are bounded per sandbox and in total; buffers are fixed. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SID_LEN 32
+#define SANDBOXES_MAX 4096
+#define CONNS_PER_SANDBOX 256
+#define CONNS_MAX 4096
+#define BUF_SIZE (32 * 1024)
+#define RESCAN_MS 2000
+#define SOCK_NAME "egress.sock"
+
+struct sandbox {
+        bool used;
+        bool seen; /* in the last scan */
+        char sid[SID_LEN + 1];
+        int lfd; /* listening socket */
+        int n_conns;
+};
+
+/* One side of a relayed connection: bytes read from fd wait in buf until
+ * written to the peer. */
+struct half {
+        int fd;
+        char buf[BUF_SIZE];
+        size_t off, len;
+        bool eof; /* read side ended: shut the peer's write side once drained */
+};
+
+struct conn {
+        struct sandbox *sb;
+        struct half side[2]; /* 0: sandbox, 1: squid */
+        bool connecting;     /* squid side not yet connected */
+        bool dead;           /* closed; freed after the current batch of events */
+        struct conn *next_dead;
+};
+
+/* epoll data: a tagged pointer. */
+enum tag { T_INOTIFY, T_LISTEN, T_CONN0, T_CONN1 };
+struct ref {
+        enum tag tag;
+        void *p;
+};
+
+struct relay {
+        int dir_fd, ino_fd, ep;
+        const char *dir;
+        int squid_port;
+        struct sandbox sbs[SANDBOXES_MAX];
+        struct ref sb_refs[SANDBOXES_MAX];
+        int n_conns;
+        struct conn *dead; /* closed in this batch: another event may still name them */
+};
+
+static struct ref ino_ref = { T_INOTIFY, NULL };
+
+__attribute__((format(printf, 1, 2))) static void logf_(const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        fputs("sandbox-egress-relay: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+        va_end(ap);
+}
+
+static long long now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool sid_ok(const char *s)
+{
+        return strlen(s) == SID_LEN && strspn(s, "0123456789abcdef") == SID_LEN;
+}
+
+/* The sandbox id as an IPv6 address text (8 groups of 4 hex digits). */
+static void sid_to_ipv6(const char *sid, char *buf, size_t size)
+{
+        struct in6_addr a;
+
+        for (int i = 0; i < 16; i++) {
+                unsigned v;
+                sscanf(sid + 2 * i, "%2x", &v);
+                a.s6_addr[i] = (unsigned char)v;
+        }
+        if (!inet_ntop(AF_INET6, &a, buf, (socklen_t)size))
+                snprintf(buf, size, "::");
+}
+
+static int ep_ctl(struct relay *r, int op, int fd, uint32_t events, struct ref *ref)
+{
+        struct epoll_event ev = { .events = events, .data.ptr = ref };
+
+        return epoll_ctl(r->ep, op, fd, &ev);
+}
+
+/* Bind <sid>/egress.sock inside the directory, never following a link:
+ * the directory is opened O_NOFOLLOW and the socket bound through
+ * /proc/self/fd/N/egress.sock. */
+static int sandbox_bind(struct relay *r, struct sandbox *sb)
+{
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int dfd, fd, e;
+        struct stat st;
+
+        dfd = openat(r->dir_fd, sb->sid, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        if (fstat(dfd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                close(dfd);
+                return -ENOTDIR;
+        }
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" SOCK_NAME, dfd);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+                e = -errno;
+                close(dfd);
+                return e;
+        }
+        /* a stale socket of an earlier relay goes first; a non-socket is left */
+        if (fstatat(dfd, SOCK_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
+                (void)unlinkat(dfd, SOCK_NAME, 0);
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
+                e = -errno;
+                close(fd);
+                close(dfd);
+                return e;
+        }
+        /* the sandbox's processes run as any uid: everyone may connect */
+        (void)fchmodat(dfd, SOCK_NAME, 0666, 0);
+        close(dfd);
+        sb->lfd = fd;
+        return 0;
+}
+
+static void sandbox_add(struct relay *r, const char *sid)
+{
+        struct sandbox *free_sb = NULL;
+
+        for (int i = 0; i < SANDBOXES_MAX; i++) {
+                if (r->sbs[i].used && !strcmp(r->sbs[i].sid, sid)) {
+                        r->sbs[i].seen = true;
+                        return;
+                }
+                if (!r->sbs[i].used && !free_sb)
+                        free_sb = &r->sbs[i];
+        }
+        if (!free_sb) {
+                logf_("too many sandboxes; %s not served", sid);
+                return;
+        }
+        memset(free_sb, 0, sizeof(*free_sb));
+        snprintf(free_sb->sid, sizeof(free_sb->sid), "%s", sid);
+        if (sandbox_bind(r, free_sb) < 0)
+                return; /* retried at the next scan */
+        struct ref *ref = &r->sb_refs[free_sb - r->sbs];
+        *ref = (struct ref){ T_LISTEN, free_sb };
+        if (ep_ctl(r, EPOLL_CTL_ADD, free_sb->lfd, EPOLLIN, ref) < 0) {
+                close(free_sb->lfd);
+                return;
+        }
+        free_sb->used = true;
+        free_sb->seen = true;
+        logf_("serving sandbox %s", sid);
+}
+
+/* Stop listening for a sandbox whose directory is gone; its open
+ * connections end on their own. */
+static void sandbox_drop(struct sandbox *sb)
+{
+        close(sb->lfd);
+        sb->lfd = -1;
+        sb->used = false;
+        logf_("sandbox %s gone", sb->sid);
+}
+
+static void scan(struct relay *r)
+{
+        int fd = openat(r->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *e;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        for (int i = 0; i < SANDBOXES_MAX; i++)
+                r->sbs[i].seen = false;
+        while ((e = readdir(d)))
+                if (e->d_type == DT_DIR && sid_ok(e->d_name))
+                        sandbox_add(r, e->d_name);
+        closedir(d);
+        for (int i = 0; i < SANDBOXES_MAX; i++)
+                if (r->sbs[i].used && !r->sbs[i].seen)
+                        sandbox_drop(&r->sbs[i]);
+}
+
+static void conn_close(struct relay *r, struct conn *c)
+{
+        for (int i = 0; i < 2; i++)
+                if (c->side[i].fd >= 0)
+                        close(c->side[i].fd); /* also leaves epoll */
+        if (c->sb && c->sb->n_conns > 0)
+                c->sb->n_conns--;
+        r->n_conns--;
+        c->side[0].fd = c->side[1].fd = -1;
+        c->dead = true;
+        c->next_dead = r->dead;
+        r->dead = c;
+}
+
+/* The events a side waits for: readable while its buffer has room and it
+ * has not ended, writable while the peer's buffer waits for it. */
+static void conn_arm(struct relay *r, struct conn *c)
+{
+        for (int i = 0; i < 2; i++) {
+                struct half *h = &c->side[i], *peer = &c->side[1 - i];
+                uint32_t ev = 0;
+
+                if (i == 1 && c->connecting)
+                        ev = EPOLLOUT;
+                else {
+                        if (!h->eof && h->len == 0)
+                                ev |= EPOLLIN;
+                        if (peer->len > peer->off)
+                                ev |= EPOLLOUT;
+                }
+                (void)ep_ctl(r, EPOLL_CTL_MOD, h->fd, ev, (struct ref *)((char *)c + i));
+        }
+}
+
+static struct conn *conn_of(void *p, int *ret_side)
+{
+        /* the epoll data of side i is the conn's address plus i (conns are
+         * malloc'd, so their addresses are even) */
+        uintptr_t v = (uintptr_t)p;
+
+        *ret_side = (int)(v & 1);
+        return (struct conn *)(v & ~(uintptr_t)1);
+}
+
+static void accept_one(struct relay *r, struct sandbox *sb)
+{
+        for (;;) {
+                int fd = accept4(sb->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                struct sockaddr_in sq = { .sin_family = AF_INET,
+                                          .sin_port = htons((uint16_t)r->squid_port),
+                                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+                struct conn *c;
+                char ip[INET6_ADDRSTRLEN];
+                int n;
+
+                if (fd < 0)
+                        return;
+                if (sb->n_conns >= CONNS_PER_SANDBOX || r->n_conns >= CONNS_MAX) {
+                        close(fd);
+                        continue;
+                }
+                c = calloc(1, sizeof(*c));
+                if (!c) {
+                        close(fd);
+                        continue;
+                }
+                c->sb = sb;
+                c->side[0].fd = fd;
+                c->side[1].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+                sb->n_conns++;
+                r->n_conns++;
+                if (c->side[1].fd < 0) {
+                        conn_close(r, c);
+                        continue;
+                }
+                /* Ours is the first line Squid reads on this connection. */
+                sid_to_ipv6(sb->sid, ip, sizeof(ip));
+                n = snprintf(c->side[0].buf, sizeof(c->side[0].buf), "PROXY TCP6 %s ::1 %u 3128\r\n",
+                             ip, (unsigned)(40000 + (r->n_conns % 20000)));
+                c->side[0].len = (size_t)n;
+                if (connect(c->side[1].fd, (struct sockaddr *)&sq, sizeof(sq)) < 0 &&
+                    errno != EINPROGRESS) {
+                        conn_close(r, c);
+                        continue;
+                }
+                c->connecting = true;
+                if (ep_ctl(r, EPOLL_CTL_ADD, c->side[0].fd, 0, (struct ref *)((char *)c + 0)) < 0 ||
+                    ep_ctl(r, EPOLL_CTL_ADD, c->side[1].fd, EPOLLOUT,
+                           (struct ref *)((char *)c + 1)) < 0) {
+                        conn_close(r, c);
+                        continue;
+                }
+                conn_arm(r, c);
+        }
+}
+
+/* Move what can move on side i; false when the connection is over. */
+static bool conn_pump(struct conn *c)
+{
+        for (int i = 0; i < 2; i++) {
+                struct half *h = &c->side[i], *peer = &c->side[1 - i];
+
+                if (i == 0 && c->connecting)
+                        continue;
+                /* write what h holds to the peer */
+                while (h->len > h->off) {
+                        ssize_t n = send(peer->fd, h->buf + h->off, h->len - h->off, MSG_NOSIGNAL);
+                        if (n < 0) {
+                                if (errno == EAGAIN || errno == EINTR)
+                                        break;
+                                return false;
+                        }
+                        h->off += (size_t)n;
+                }
+                if (h->off == h->len) {
+                        h->off = h->len = 0;
+                        if (h->eof && !c->connecting)
+                                (void)shutdown(peer->fd, SHUT_WR);
+                }
+                /* read more from h */
+                if (!h->eof && h->len == 0) {
+                        ssize_t n = recv(h->fd, h->buf, sizeof(h->buf), 0);
+                        if (n == 0) {
+                                h->eof = true;
+                                (void)shutdown(peer->fd, SHUT_WR);
+                        } else if (n < 0) {
+                                if (errno != EAGAIN && errno != EINTR)
+                                        return false;
+                        } else {
+                                h->len = (size_t)n;
+                                i--; /* try to write it right away */
+                        }
+                }
+        }
+        return !(c->side[0].eof && c->side[1].eof && c->side[0].len == 0 && c->side[1].len == 0);
+}
+
+static void conn_event(struct relay *r, struct conn *c, int side, uint32_t ev)
+{
+        if (c->dead)
+                return;
+        if (side == 1 && c->connecting) {
+                int err = 0;
+                socklen_t l = sizeof(err);
+
+                if (getsockopt(c->side[1].fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0 || err) {
+                        conn_close(r, c);
+                        return;
+                }
+                c->connecting = false;
+        }
+        if ((ev & EPOLLERR) || !conn_pump(c)) {
+                conn_close(r, c);
+                return;
+        }
+        conn_arm(r, c);
+}
+
+static void inotify_read(struct relay *r)
+{
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        while (read(r->ino_fd, buf, sizeof(buf)) > 0)
+                ;
+        scan(r);
+}
+
+static void usage(void)
+{
+        fprintf(stderr, "usage: sandbox-egress-relay --dir EGRESS_DIR --squid-port PORT\n");
+        exit(2);
+}
+
+int main(int argc, char **argv)
+{
+        static struct relay relay;
+        struct relay *r = &relay;
+        long long next_scan;
+
+        for (int i = 1; i < argc; i++) {
+                if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+                        r->dir = argv[++i];
+                else if (!strcmp(argv[i], "--squid-port") && i + 1 < argc)
+                        r->squid_port = atoi(argv[++i]);
+                else
+                        usage();
+        }
+        if (!r->dir || r->dir[0] != '/' || r->squid_port <= 0 || r->squid_port > 65535)
+                usage();
+        (void)signal(SIGPIPE, SIG_IGN);
+        (void)mkdir(r->dir, 0755);
+        r->dir_fd = open(r->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        r->ep = epoll_create1(EPOLL_CLOEXEC);
+        r->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (r->dir_fd < 0 || r->ep < 0 || r->ino_fd < 0) {
+                logf_("%s: %s", r->dir, strerror(errno));
+                return 1;
+        }
+        if (inotify_add_watch(r->ino_fd, r->dir,
+                              IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR) < 0 ||
+            ep_ctl(r, EPOLL_CTL_ADD, r->ino_fd, EPOLLIN, &ino_ref) < 0) {
+                logf_("inotify %s: %s", r->dir, strerror(errno));
+                return 1;
+        }
+        scan(r);
+        next_scan = now_ms() + RESCAN_MS;
+        logf_("relaying %s to 127.0.0.1:%d", r->dir, r->squid_port);
+        for (;;) {
+                struct epoll_event evs[64];
+                long long now = now_ms();
+                int n = epoll_wait(r->ep, evs, 64, next_scan > now ? (int)(next_scan - now) : 0);
+
+                if (n < 0 && errno != EINTR) {
+                        logf_("epoll: %s", strerror(errno));
+                        return 1;
+                }
+                for (int i = 0; i < n; i++) {
+                        void *p = evs[i].data.ptr;
+
+                        if (p == &ino_ref) {
+                                inotify_read(r);
+                        } else if ((char *)p >= (char *)r->sb_refs &&
+                                   (char *)p < (char *)(r->sb_refs + SANDBOXES_MAX)) {
+                                struct sandbox *sb = ((struct ref *)p)->p;
+                                if (sb->used)
+                                        accept_one(r, sb);
+                        } else {
+                                int side;
+                                struct conn *c = conn_of(p, &side);
+                                conn_event(r, c, side, evs[i].events);
+                        }
+                }
+                while (r->dead) {
+                        struct conn *c = r->dead;
+                        r->dead = c->next_dead;
+                        free(c);
+                }
+                if (now_ms() >= next_scan) {
+                        scan(r);
+                        next_scan = now_ms() + RESCAN_MS;
+                }
+        }
+}

@@ -1,0 +1,180 @@
+/* h_egress: the egress API (egress-api.yaml of OpenSandbox) served by the
+ * broker at /v1/sandboxes/{id}/proxy/18080/policy: GET, PATCH (merge) and
+ * DELETE (by target) of the sandbox's egress policy, which lives in its
+ * Redis record (egress_store.h) and is enforced by the egress proxy
+ * (docs/EGRESS.md). Authenticated as every data-plane route (execd_open:
+ * the sandbox's token, or an API key of its owner); a paused sandbox's
+ * policy can be read and changed too (it is kept for its resume).
+ *
+ * Answers are the spec's PolicyStatusResponse: status "ok", mode (the
+ * default action: deny_all or allow_all), enforcementMode "proxy" (the
+ * policy is enforced by a forward proxy by host name, not by a DNS filter),
+ * and the resulting policy. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "egress_store.h"
+#include "execd.h"
+#include "json_input.h"
+#include "log.h"
+#include "routes.h"
+
+#define EGRESS_ENFORCEMENT_MODE "proxy"
+
+static void reply_policy(struct request *req, const struct egress_policy *p)
+{
+        struct json_object *o = json_object_new_object(), *pol = NULL;
+        char *text = NULL;
+
+        if (!o || egress_policy_to_json(p, &text) < 0 || !(pol = json_tokener_parse(text)) ||
+            json_add_str(o, "status", "ok") < 0 ||
+            json_add_str(o, "mode", egress_policy_mode(p)) < 0 ||
+            json_add_str(o, "enforcementMode", EGRESS_ENFORCEMENT_MODE) < 0) {
+                json_put(pol);
+                reply_error(req, API_INTERNAL, "out of memory");
+                goto out;
+        }
+        if (json_add(o, "policy", pol) < 0) {
+                reply_error(req, API_INTERNAL, "out of memory");
+                goto out;
+        }
+        reply_json(req, 200, o);
+out:
+        free(text);
+        json_put(o);
+}
+
+static void reply_store_error(struct request *req, const struct execd *x, int r, const char *err)
+{
+        if (r == -ENOENT)
+                reply_error(req, API_SANDBOX_NOT_FOUND, "sandbox %s not found", x->sandbox_id);
+        else if (r == -EINVAL)
+                reply_error(req, API_INVALID_REQUEST, "%s", err);
+        else if (r == -EAGAIN)
+                reply_error(req, API_CONFLICT, "%s", err);
+        else {
+                log_err(execd_kv(req, x), "egress policy: %s", strerror(-r));
+                reply_errno(req, r, "egress policy");
+        }
+}
+
+/* Read the body (application/json, at most EGRESS_JSON_MAX bytes) into
+ * req->body. Returns 0, or -1 after replying. */
+static int read_body(struct request *req)
+{
+        const char *cl = FCGX_GetParam("CONTENT_LENGTH", req->fcgx->envp);
+        const char *ct = FCGX_GetParam("CONTENT_TYPE", req->fcgx->envp);
+        unsigned long long len;
+        size_t got = 0;
+        char *end;
+
+        while (ct && *ct == ' ')
+                ct++;
+        if (!ct || strncasecmp(ct, "application/json", 16) != 0 ||
+            (ct[16] && ct[16] != ';' && ct[16] != ' ')) {
+                reply_error(req, API_UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json");
+                return -1;
+        }
+        errno = 0;
+        len = strtoull(cl ? cl : "", &end, 10);
+        if (!cl || !*cl || *end || errno) {
+                reply_error(req, API_INVALID_JSON, "a JSON body with a Content-Length is required");
+                return -1;
+        }
+        if (len > EGRESS_JSON_MAX || len > req->w->max_body) {
+                reply_error(req, API_PAYLOAD_TOO_LARGE, "request body exceeds %d bytes",
+                            EGRESS_JSON_MAX);
+                return -1;
+        }
+        req->body = malloc(len + 1);
+        if (!req->body) {
+                reply_error(req, API_INTERNAL, "out of memory");
+                return -1;
+        }
+        while (got < len) {
+                int n = FCGX_GetStr(req->body + got, (int)(len - got), req->fcgx->in);
+                if (n <= 0)
+                        break;
+                got += (size_t)n;
+        }
+        req->body[got] = '\0';
+        req->body_len = got;
+        if (got != len) {
+                reply_error(req, API_INVALID_JSON, "request body is shorter than its Content-Length");
+                return -1;
+        }
+        return 0;
+}
+
+void h_egress_policy_get(struct request *req)
+{
+        struct egress_policy *p = NULL;
+        struct execd x;
+        int r;
+
+        if (execd_open(req, &x, false) < 0)
+                return;
+        p = malloc(sizeof(*p));
+        if (!p) {
+                reply_error(req, API_INTERNAL, "out of memory");
+                return;
+        }
+        r = egress_store_get(req->w->redis, req->w->cfg, x.sandbox_id, p);
+        if (r < 0)
+                reply_store_error(req, &x, r, "");
+        else
+                reply_policy(req, p);
+        free(p);
+}
+
+/* PATCH: merge a rule list; DELETE: remove a target list. */
+void h_egress_policy_change(struct request *req)
+{
+        bool patch = strcmp(req->method, "PATCH") == 0;
+        struct egress_policy *p = NULL;
+        struct egress_rule *rules = NULL;
+        char(*targets)[EGRESS_TARGET_MAX + 1] = NULL;
+        char err[320] = "";
+        struct execd x;
+        size_t n = 0;
+        int r;
+
+        if (execd_open(req, &x, false) < 0 || read_body(req) < 0)
+                goto out;
+        p = malloc(sizeof(*p));
+        if (patch)
+                rules = malloc(sizeof(*rules) * EGRESS_RULES_MAX);
+        else
+                targets = malloc(sizeof(*targets) * EGRESS_RULES_MAX);
+        if (!p || (!rules && !targets)) {
+                reply_error(req, API_INTERNAL, "out of memory");
+                goto out;
+        }
+        r = patch ? egress_rules_parse(req->body, req->body_len, rules, &n, err, sizeof(err))
+                  : egress_targets_parse(req->body, req->body_len, targets, &n, err, sizeof(err));
+        if (r < 0) {
+                reply_store_error(req, &x, r, err);
+                goto out;
+        }
+        r = patch ? egress_store_patch(req->w->redis, req->w->cfg, x.sandbox_id, rules, n, p, err,
+                                       sizeof(err))
+                  : egress_store_remove(req->w->redis, req->w->cfg, x.sandbox_id, targets, n, p);
+        if (r < 0) {
+                if (r == -EAGAIN && !err[0])
+                        snprintf(err, sizeof(err),
+                                 "the policy changed too often meanwhile; try again");
+                reply_store_error(req, &x, r, err);
+                goto out;
+        }
+        log_info(execd_kv(req, &x), "egress policy %s: %zu %s, now %zu rules, default %s",
+                 patch ? "patched" : "rules removed", n, patch ? "rules" : "targets", p->n,
+                 p->default_allow ? "allow" : "deny");
+        reply_policy(req, p);
+out:
+        free(targets);
+        free(rules);
+        free(p);
+}

@@ -1,0 +1,309 @@
+/* pool: see pool.h. */
+#include "pool.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "timeutil.h"
+
+#define POOL_SCAN_MS 1000
+#define POOL_SCAN_MAX 512
+#define POOL_BACKOFF_MAX_MS 60000
+#define POOL_OWNER_TTL_MS 15000 /* a member 'creating' for a refiller silent this long is a crash's */
+
+static int wpool(struct redis_conn *rc, int argc, const char **argv, redisReply **rep)
+{
+        return redis_conn_script(rc, LUA_WPOOL, argc, argv, rep);
+}
+
+static void reply_drop(redisReply *r)
+{
+        if (r)
+                freeReplyObject(r);
+}
+
+void pool_limits_string(const struct broker_config *cfg, char *buf, size_t size)
+{
+        snprintf(buf, size, "%lld,%lld,%lld", (long long)cfg->sandbox_millicpus * 1000000LL,
+                 (long long)cfg->sandbox_memory_mb * 1024 * 1024, (long long)cfg->sandbox_pids);
+}
+
+/* Remove a member's container: by ref, or by its name when the crash came
+ * before the ref was known. */
+static void remove_container(struct provider *pv, const char *sid, const char *ref)
+{
+        char name[48], err[PROVIDER_ERR_MAX];
+
+        snprintf(name, sizeof(name), "sb-%s", sid);
+        pv->ops->remove(pv, ref && ref[0] ? ref : name, err);
+}
+
+static void stat_set(struct redis_conn *rc, const char *image, const char *k1, const char *v1,
+                     const char *k2, const char *v2, const char *k3, const char *v3)
+{
+        redisReply *rep = NULL;
+        const char *argv[] = { "stat", image, k1, v1, k2, v2, k3, v3 };
+        if (wpool(rc, 8, argv, &rep) == 0)
+                reply_drop(rep);
+}
+
+static bool drop(struct redis_conn *rc, struct provider *pv, const char *sid, const char *why)
+{
+        redisReply *rep = NULL;
+        const char *argv[] = { "drop", sid };
+        bool ours = false;
+
+        if (wpool(rc, 2, argv, &rep) < 0)
+                return false;
+        if (rep->type == REDIS_REPLY_STRING) {
+                ours = true;
+                remove_container(pv, sid, rep->str);
+                log_info(LOG_KV({ "SANDBOX_ID", sid }), "pool: member removed (%s)", why);
+        }
+        reply_drop(rep);
+        return ours;
+}
+
+/* Members to drop: too old, of an unpooled image, or stuck creating. */
+static int scan(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg)
+{
+        redisReply *rep = NULL;
+        char limit[16];
+        int64_t now = timeutil_now_ms();
+        int dropped = 0, r;
+
+        snprintf(limit, sizeof(limit), "%d", POOL_SCAN_MAX);
+        const char *argv[] = { "scan", limit };
+        r = wpool(rc, 2, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type == REDIS_REPLY_ARRAY) {
+                for (size_t i = 0; i + 4 < rep->elements; i += 5) {
+                        const char *sid = rep->element[i]->str, *image = rep->element[i + 1]->str;
+                        const char *state = rep->element[i + 3]->str;
+                        const char *alive = rep->element[i + 4]->str;
+                        int64_t age = now - atoll(rep->element[i + 2]->str);
+                        const char *why = NULL;
+                        if (!sid || !image || !state || !alive)
+                                continue;
+                        if (!image[0] || config_pool_size(cfg, image) == 0)
+                                why = "its image has no pool any more";
+                        else if (!strcmp(state, "creating") && !strcmp(alive, "0") && age > 1000)
+                                why = "left creating by a crashed supervisor";
+                        else if (!strcmp(state, "ready") && age > cfg->pool_max_age_ms)
+                                why = "older than POOL_MAX_AGE_MS";
+                        if (why && drop(rc, pv, sid, why))
+                                dropped++;
+                }
+        }
+        reply_drop(rep);
+        return dropped;
+}
+
+static int count(struct redis_conn *rc, const char *image, long long *all, long long *ready)
+{
+        redisReply *rep = NULL;
+        const char *argv[] = { "count", image };
+        int r = wpool(rc, 2, argv, &rep);
+
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
+                reply_drop(rep);
+                return -EPROTO;
+        }
+        *all = rep->element[0]->integer;
+        *ready = rep->element[1]->integer;
+        reply_drop(rep);
+        return 0;
+}
+
+/* POOL_COUNTS_AGAINST_CAPACITY=1: members and held slots together stay
+ * within BROKER_CAPACITY. */
+static bool capacity_allows(struct redis_conn *rc, const struct broker_config *cfg)
+{
+        char key[96], all_key[96];
+        redisReply *a = NULL, *m = NULL;
+        bool ok = false;
+
+        if (!cfg->pool_counts_against_capacity)
+                return true;
+        snprintf(key, sizeof(key), "%sactive", cfg->key_prefix);
+        snprintf(all_key, sizeof(all_key), "%swpool:all", cfg->key_prefix);
+        const char *av[] = { "SCARD", key }, *mv[] = { "ZCARD", all_key };
+        if (redis_conn_command(rc, 2, av, &a) == 0 && redis_conn_command(rc, 2, mv, &m) == 0 &&
+            a->type == REDIS_REPLY_INTEGER && m->type == REDIS_REPLY_INTEGER)
+                ok = a->integer + m->integer < cfg->capacity;
+        reply_drop(a);
+        reply_drop(m);
+        return ok;
+}
+
+/* Make one member of pool i: reserve, create, start (agent up), ready. */
+static int make_member(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                       struct pool_state *ps, int i)
+{
+        const char *image = cfg->pools[i].image;
+        char sid[33], ref[PROVIDER_REF_MAX] = "", err[PROVIDER_ERR_MAX] = "", env_sid[64];
+        char limits[64], buf[32], buf2[32];
+        redisReply *rep = NULL;
+        int64_t t0 = timeutil_mono_ms();
+        int r;
+
+        r = timeutil_random_id(sid, sizeof(sid));
+        if (r < 0)
+                return r;
+        const char *rv[] = { "reserve", image, sid, ps->owner };
+        r = wpool(rc, 4, rv, &rep);
+        if (r < 0)
+                return r;
+        reply_drop(rep);
+        rep = NULL;
+        snprintf(env_sid, sizeof(env_sid), "SANDBOX_ID=%s", sid);
+        const char *envp[] = { env_sid, NULL };
+        struct sandbox_spec spec = {
+                .sandbox_id = sid,
+                .key_prefix = cfg->key_prefix,
+                .image = image,
+                .env = envp,
+                .workdir = "/workspace",
+                .network = cfg->sandbox_network,
+                .runtime = cfg->sandbox_runtime,
+                .limits = { (int64_t)cfg->sandbox_millicpus * 1000000LL,
+                            (int64_t)cfg->sandbox_memory_mb * 1024 * 1024, cfg->sandbox_pids },
+        };
+        r = pv->ops->create(pv, &spec, ref, err);
+        if (r == 0)
+                r = pv->ops->start(pv, ref, err);
+        if (r == 0) {
+                pool_limits_string(cfg, limits, sizeof(limits));
+                const char *dv[] = { "ready", sid, ref, limits };
+                r = wpool(rc, 4, dv, &rep);
+                if (r == 0 && !(rep->type == REDIS_REPLY_INTEGER && rep->integer == 1)) {
+                        remove_container(pv, sid, ref); /* dropped while we made it */
+                        r = -ECANCELED;
+                }
+                reply_drop(rep);
+        }
+        if (r < 0 && r != -ECANCELED) {
+                int64_t back = 1000LL << (ps->failures[i] < 6 ? ps->failures[i] : 6);
+                if (back > POOL_BACKOFF_MAX_MS)
+                        back = POOL_BACKOFF_MAX_MS;
+                ps->failures[i]++;
+                ps->backoff_until[i] = timeutil_now_ms() + back;
+                drop(rc, pv, sid, "its start failed");
+                remove_container(pv, sid, ref);
+                if (!err[0])
+                        snprintf(err, sizeof(err), "%s", strerror(-r));
+                snprintf(buf, sizeof(buf), "%d", ps->failures[i]);
+                snprintf(buf2, sizeof(buf2), "%lld", (long long)ps->backoff_until[i]);
+                stat_set(rc, image, "error", err, "failures", buf, "backoffUntil", buf2);
+                log_err(LOG_KV({ "IMAGE", image }), "pool: cannot make a member (retry in %lld ms): %s",
+                        (long long)back, err);
+                return r;
+        }
+        if (r == 0) {
+                ps->failures[i] = 0;
+                ps->backoff_until[i] = 0;
+                snprintf(buf, sizeof(buf), "%lld", (long long)timeutil_now_ms());
+                snprintf(buf2, sizeof(buf2), "%lld", (long long)(timeutil_mono_ms() - t0));
+                stat_set(rc, image, "lastRefillAt", buf, "refillMs", buf2, "error", "");
+                stat_set(rc, image, "failures", "0", "backoffUntil", "0", "error", "");
+                log_debug(LOG_KV({ "SANDBOX_ID", sid }, { "IMAGE", image }), "pool: member ready");
+        }
+        return 0;
+}
+
+int pool_step(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+              struct pool_state *ps)
+{
+        int64_t now = timeutil_mono_ms();
+        int did = 0, r;
+
+        if (!pv)
+                return 0;
+        if (!ps->owner[0] && (r = timeutil_random_id(ps->owner, sizeof(ps->owner))) < 0)
+                return r;
+        {
+                char ttl[16];
+                redisReply *rep = NULL;
+                snprintf(ttl, sizeof(ttl), "%d", POOL_OWNER_TTL_MS);
+                const char *av[] = { "alive", ps->owner, ttl };
+                r = wpool(rc, 3, av, &rep);
+                if (r < 0)
+                        return r;
+                reply_drop(rep);
+        }
+        if (now >= ps->next_scan) {
+                ps->next_scan = now + POOL_SCAN_MS;
+                r = scan(rc, pv, cfg);
+                if (r < 0)
+                        return r;
+                did += r;
+        }
+        for (int i = 0; i < cfg->n_pools; i++) {
+                long long all, ready;
+                if (cfg->pools[i].size == 0 || timeutil_now_ms() < ps->backoff_until[i])
+                        continue;
+                r = count(rc, cfg->pools[i].image, &all, &ready);
+                if (r < 0)
+                        return r;
+                if (all >= cfg->pools[i].size || !capacity_allows(rc, cfg))
+                        continue;
+                make_member(rc, pv, cfg, ps, i);
+                return 1;
+        }
+        return did > 0;
+}
+
+static long long hget_ll(const redisReply *h, const char *field)
+{
+        for (size_t i = 0; h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2)
+                if (h->element[i]->str && !strcmp(h->element[i]->str, field) && h->element[i + 1]->str)
+                        return atoll(h->element[i + 1]->str);
+        return 0;
+}
+
+static const char *hget_str(const redisReply *h, const char *field)
+{
+        for (size_t i = 0; h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2)
+                if (h->element[i]->str && !strcmp(h->element[i]->str, field) && h->element[i + 1]->str)
+                        return h->element[i + 1]->str;
+        return "";
+}
+
+int pool_status(struct redis_conn *rc, const struct broker_config *cfg, const char *image,
+                struct json_object *obj)
+{
+        char key[320];
+        long long all = 0, ready = 0;
+        redisReply *h = NULL;
+        int r = count(rc, image, &all, &ready);
+
+        if (r < 0)
+                return r;
+        snprintf(key, sizeof(key), "%swpoolstat:%s", cfg->key_prefix, image);
+        const char *argv[] = { "HGETALL", key };
+        r = redis_conn_command(rc, 2, argv, &h);
+        if (r < 0)
+                return r;
+        long long backoff = hget_ll(h, "backoffUntil");
+        json_object_object_add(obj, "image", json_object_new_string(image));
+        json_object_object_add(obj, "size", json_object_new_int(config_pool_size(cfg, image)));
+        json_object_object_add(obj, "members", json_object_new_int64(all));
+        json_object_object_add(obj, "ready", json_object_new_int64(ready));
+        json_object_object_add(obj, "claimsWarm", json_object_new_int64(hget_ll(h, "warm")));
+        json_object_object_add(obj, "claimsCold", json_object_new_int64(hget_ll(h, "cold")));
+        json_object_object_add(obj, "lastRefillAt", json_object_new_int64(hget_ll(h, "lastRefillAt")));
+        json_object_object_add(obj, "refillMs", json_object_new_int64(hget_ll(h, "refillMs")));
+        json_object_object_add(obj, "failures", json_object_new_int64(hget_ll(h, "failures")));
+        json_object_object_add(obj, "backoffUntil", json_object_new_int64(backoff));
+        json_object_object_add(obj, "error", json_object_new_string(hget_str(h, "error")));
+        json_object_object_add(obj, "healthy", json_object_new_boolean(hget_ll(h, "failures") == 0));
+        freeReplyObject(h);
+        return 0;
+}

@@ -1,0 +1,40 @@
+/* pool: the warm pool of ready sandboxes (POOL=image:size,...; docs/CONFIGURATION.md,
+ * "Warm pool"). Members are created, started (agent up) and unassigned;
+ * they carry the usual managed labels with their own sandbox id and are
+ * recorded in Redis (lib/store/lua/wpool.lua), so the reconciler keeps
+ * them. A lease claim takes the oldest ready member in its sandbox_claim
+ * script (the member's id and container become the sandbox's); an empty
+ * pool is a cold create. pool_step() is the supervisor's side: one bounded
+ * step of upkeep (drop stale members, make at most one new member). */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "provider.h"
+#include "redis_conn.h"
+
+struct pool_state {
+        int failures[CONFIG_POOLS_MAX];       /* consecutive failed refills per image */
+        int64_t backoff_until[CONFIG_POOLS_MAX]; /* epoch ms */
+        int64_t next_scan;                    /* monotonic ms */
+        char owner[33];                       /* this refiller's id (its members' owner) */
+};
+
+/* Drop members that are too old (POOL_MAX_AGE_MS), of an image no longer
+ * pooled, or left 'creating' by a crash; then make one member for the
+ * first pool below its size that is not backing off. Returns 1 if a member
+ * was made or dropped (call again soon), 0 if nothing was to do, or a
+ * negative errno. */
+int pool_step(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+              struct pool_state *ps);
+
+/* The limits a pool member is made with (the defaults of the config), as
+ * the record's poolLimits string ("nanoCpus,memoryBytes,pids"). */
+void pool_limits_string(const struct broker_config *cfg, char *buf, size_t size);
+
+/* Pool state of image as JSON fields into *obj (size, members, ready, warm,
+ * cold, lastRefillAt, refillMs, error, failures, backoffUntil). */
+struct json_object;
+int pool_status(struct redis_conn *rc, const struct broker_config *cfg, const char *image,
+                struct json_object *obj);

@@ -1,0 +1,85 @@
+/* pool: a thread keeping the warm pools filled (lib/sandbox/pool.h), with
+ * its own provider and Redis connection, so that making members (a create
+ * and a start each) never holds up grants, provisioning or reaping. Every
+ * supervisor runs one: members are reserved in Redis before they are made,
+ * so two supervisors overshoot a pool by at most one member each. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "pool.h"
+#include "provider_factory.h"
+#include "supervisor.h"
+
+#define POOL_IDLE_MS 200
+
+struct sup_pool {
+        struct broker_config cfg;
+        struct provider *provider;
+        struct redis_conn *redis;
+        struct pool_state st;
+        pthread_t thread;
+        atomic_bool stop;
+};
+
+static void *pool_main(void *ud)
+{
+        struct sup_pool *p = ud;
+
+        while (!atomic_load(&p->stop)) {
+                int r = pool_step(p->redis, p->provider, &p->cfg, &p->st);
+                if (r > 0)
+                        continue;
+                if (r < 0)
+                        log_debug(NULL, "pool: step failed (%d); retrying", r);
+                usleep(POOL_IDLE_MS * 1000);
+        }
+        return NULL;
+}
+
+int sup_pool_start(struct sup *s)
+{
+        char err[PROVIDER_ERR_MAX];
+        struct sup_pool *p;
+
+        if (!s->provider || s->cfg.n_pools == 0) {
+                if (s->cfg.pool[0])
+                        log_warn(NULL, "pool: POOL=%s ignored without a sandbox provider", s->cfg.pool);
+                return 0;
+        }
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->cfg = s->cfg;
+        if (provider_new_from_config(&p->cfg, &p->provider, err) < 0 || !p->provider ||
+            redis_conn_new(&p->cfg, &p->redis) < 0 ||
+            pthread_create(&p->thread, NULL, pool_main, p) != 0) {
+                log_err(NULL, "pool: cannot start the refill thread");
+                redis_conn_free(p->redis);
+                provider_free(p->provider);
+                free(p);
+                return -EIO;
+        }
+        for (int i = 0; i < s->cfg.n_pools; i++)
+                log_info(LOG_KV({ "IMAGE", s->cfg.pools[i].image }), "pool: keeping %d ready (max age %d ms)",
+                         s->cfg.pools[i].size, s->cfg.pool_max_age_ms);
+        s->pool = p;
+        return 0;
+}
+
+void sup_pool_stop(struct sup *s)
+{
+        struct sup_pool *p = s->pool;
+
+        if (!p)
+                return;
+        atomic_store(&p->stop, true);
+        pthread_join(p->thread, NULL); /* at most one member's create + start */
+        redis_conn_free(p->redis);
+        provider_free(p->provider);
+        free(p);
+        s->pool = NULL;
+}

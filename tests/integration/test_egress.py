@@ -1,0 +1,427 @@
+"""Sandbox egress end to end (docs/EGRESS.md): a process in a real Docker
+sandbox (network none) -> the agent on 127.0.0.1:3128 -> the egress socket
+-> sandbox-egress-relay (PROXY v1 line with the sandbox id) -> real Squid ->
+sandbox-egress-acl (policy in Redis) -> upstreams of the test on 127.0.0.1.
+
+Names are resolved by Squid through the test's hosts file: allowed.test,
+denied.test, api.wild.test and loop.test all point at 127.0.0.1. Squid runs
+with EGRESS_ALLOW_LOOPBACK=1 (else nothing here could be reached), except in
+the case that checks the loopback refusal, which starts its own Squid.
+The base image has python3 and git but no curl: clients are python's urllib.
+"""
+
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import threading
+import time
+
+import pytest
+
+from brokerlib import free_port, wait_until
+from sandboxlib import docker_broker, require_docker  # noqa: F401
+
+require_docker()
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("BROKER_BUILD_DIR") or os.path.join(ROOT, "build")
+NAMES = ["allowed.test", "denied.test", "api.wild.test", "loop.test", "other.test"]
+
+if not shutil.which("squid") and not os.path.exists("/usr/sbin/squid"):
+    pytest.skip("Debian squid is not installed", allow_module_level=True)
+
+
+REPO = {}  # "dir": a dumb-HTTP git repository served under /repo.git/
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path.startswith("/repo.git/") and REPO.get("dir"):
+            rel = os.path.normpath(self.path.split("?")[0][len("/repo.git/"):])
+            f = os.path.join(REPO["dir"], rel)
+            if rel.startswith("..") or not os.path.isfile(f):
+                self.send_error(404)
+                return
+            data = open(f, "rb").read()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        body = ("hello %s %s" % (self.headers.get("Host"), self.path)).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+def serve(port, ctx=None):
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    if ctx:
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def make_ca(d):
+    """A test CA and a server certificate for every name, with openssl."""
+    def run(*a):
+        subprocess.run(a, check=True, capture_output=True, cwd=d)
+    run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        "-subj", "/CN=egress test CA", "-keyout", "ca.key", "-out", "ca.pem")
+    run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=allowed.test",
+        "-keyout", "srv.key", "-out", "srv.csr")
+    with open(os.path.join(d, "ext.cnf"), "w") as f:
+        f.write("subjectAltName=" + ",".join("DNS:" + n for n in NAMES) + "\n")
+    run("openssl", "x509", "-req", "-in", "srv.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "srv.pem")
+
+
+class Squid:
+    """Squid (with the project's config) + sandbox-egress-relay, stopped by PID."""
+
+    def __init__(self, d, redis_port, prefix, upstream_ports, allow_loopback=True):
+        self.d = d
+        self.state = os.path.join(d, "squid")
+        os.makedirs(self.state, exist_ok=True)
+        shutil.chown(self.state, "proxy", "proxy")
+        os.chmod(d, 0o755)
+        self.port = free_port()
+        self.egress_dir = os.path.join(d, "egress")
+        os.makedirs(self.egress_dir, exist_ok=True)
+        with open(os.path.join(d, "hosts"), "w") as f:
+            f.write("127.0.0.1 %s\n" % " ".join(NAMES))
+        os.chmod(os.path.join(d, "hosts"), 0o644)
+        self.env = dict(os.environ)
+        self.env.update({
+            "EGRESS_SQUID_PORT": str(self.port),
+            "EGRESS_STATE_DIR": self.state,
+            "EGRESS_ACL_HELPER": os.path.join(BUILD, "sandbox-egress-acl"),
+            "EGRESS_PORTS": ",".join(["80", "443"] + [str(p) for p in upstream_ports]),
+            "EGRESS_ALLOW_LOOPBACK": "1" if allow_loopback else "0",
+            "EGRESS_HOSTS_FILE": os.path.join(d, "hosts"),
+            "EGRESS_DNS": "127.0.0.1",
+            "REDIS_HOST": "127.0.0.1",
+            "REDIS_PORT": str(redis_port),
+            "REDIS_KEY_PREFIX": prefix,
+            "LOG_LEVEL": "info",
+        })
+        self.conf = os.path.join(d, "squid.conf")
+        with open(self.conf, "w") as f:
+            subprocess.run([os.path.join(ROOT, "egress", "squid-config")], env=self.env,
+                           stdout=f, check=True)
+        self.squid = None
+        self.relay = None
+
+    def start_squid(self):
+        self.squid_log = open(os.path.join(self.state, "stderr.log"), "ab")
+        self.squid = subprocess.Popen(["squid", "-N", "-f", self.conf], env=self.env,
+                                      stdout=self.squid_log, stderr=self.squid_log)
+
+        def listening():
+            assert self.squid.poll() is None, open(os.path.join(self.state, "cache.log")).read()
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", self.port)) == 0
+        wait_until(listening, 30, desc="squid listening")
+
+    def stop_squid(self):
+        if self.squid and self.squid.poll() is None:
+            self.squid.send_signal(signal.SIGTERM)
+            try:
+                self.squid.wait(15)
+            except subprocess.TimeoutExpired:
+                self.squid.kill()
+                self.squid.wait()
+
+    def start(self):
+        self.start_squid()
+        self.relay_log = open(os.path.join(self.d, "relay.log"), "ab")
+        self.relay = subprocess.Popen(
+            [os.path.join(BUILD, "sandbox-egress-relay"), "--dir", self.egress_dir,
+             "--squid-port", str(self.port)], stdout=self.relay_log, stderr=self.relay_log)
+        return self
+
+    def stop(self):
+        if self.relay and self.relay.poll() is None:
+            self.relay.terminate()
+            self.relay.wait(10)
+        self.stop_squid()
+
+    def access_log(self):
+        try:
+            return open(os.path.join(self.state, "access.log")).read()
+        except OSError:
+            return ""
+
+
+@pytest.fixture(scope="module")
+def upstreams(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("egress-up"))
+    make_ca(d)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(os.path.join(d, "srv.pem"), os.path.join(d, "srv.key"))
+    run = lambda *a, cwd=d: subprocess.run(a, check=True, capture_output=True, cwd=cwd)  # noqa: E731
+    work = os.path.join(d, "work")
+    os.makedirs(work)
+    run("git", "init", "-q", cwd=work)
+    with open(os.path.join(work, "README"), "w") as f:
+        f.write("egress clone works\n")
+    run("git", "add", "README", cwd=work)
+    run("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one", cwd=work)
+    run("git", "clone", "-q", "--bare", work, os.path.join(d, "repo.git"))
+    run("git", "update-server-info", cwd=os.path.join(d, "repo.git"))
+    REPO["dir"] = os.path.join(d, "repo.git")
+    hp, sp = free_port(), free_port()
+    a, b = serve(hp), serve(sp, ctx)
+    with open(os.path.join(d, "ca.pem")) as f:
+        ca = f.read()
+    yield {"http": hp, "https": sp, "ca": ca}
+    a.shutdown()
+    b.shutdown()
+
+
+@pytest.fixture
+def egress(request, docker_broker, upstreams):
+    """Factory: egress(allow_loopback=True, **broker_env) -> (sb, squid).
+    Its directory is outside pytest's (0700) tmp tree: Squid and the helper
+    run as the proxy user."""
+    made = []
+
+    def factory(allow_loopback=True, **env):
+        d = tempfile.mkdtemp(prefix="sbegress-", dir="/tmp")
+        os.chmod(d, 0o755)
+        # the broker first: its prefix names the keys the helper reads
+        sb = docker_broker(EGRESS_DIR=os.path.join(d, "egress"), **env)
+        sq = Squid(d, sb.b.services.redis_port, sb.b.prefix,
+                   [upstreams["http"], upstreams["https"]], allow_loopback)
+        made.append(sq)
+        sq.start()
+        return sb, sq
+    yield factory
+    for sq in made:
+        sq.stop()
+        rep = getattr(request.node, "rep_call", None)
+        if rep is not None and rep.failed:
+            print("\negress state kept: %s" % sq.d)
+        else:
+            shutil.rmtree(sq.d, ignore_errors=True)
+
+
+def set_policy(sb, sid, default="deny", allow=(), deny=()):
+    rules = [{"action": "allow", "target": t} for t in allow] + \
+            [{"action": "deny", "target": t} for t in deny]
+    pol = json.dumps({"defaultAction": default, "egress": rules})
+    sb.b.redis.hset(sb.b.key("sandbox:%s" % sid), "egress_policy", pol)
+
+
+FETCH = r"""
+import sys, urllib.request, ssl
+ctx = ssl.create_default_context(cafile="/tmp/ca.pem")
+for url in sys.argv[1:]:
+    try:
+        with urllib.request.urlopen(url, timeout=10, context=ctx) as r:
+            print("OK", r.status, r.read().decode()[:80])
+    except Exception as e:
+        print("FAIL", type(e).__name__, str(e)[:120].replace("\n", " "))
+"""
+
+
+def fetch(sb, lease, *urls):
+    """Fetch urls from inside the sandbox through its environment's proxy;
+    one 'OK ...' or 'FAIL ...' line per url."""
+    r = sb.run(lease, "python3 /tmp/fetch.py " + " ".join(urls))
+    assert r["exitCode"] == 0, r
+    lines = r["stdout"].splitlines()
+    assert len(lines) == len(urls), r
+    return lines
+
+
+def setup_sandbox(sb, upstreams, user="u1", session="s1"):
+    lease = sb.acquire(user, session)
+    assert sb.write(lease, "/tmp/fetch.py", FETCH.encode()).status == 200
+    assert sb.write(lease, "/tmp/ca.pem", upstreams["ca"].encode()).status == 200
+    return lease, lease["sandboxId"]
+
+
+def urls(up, name):
+    return ("http://%s:%d/x" % (name, up["http"]), "https://%s:%d/y" % (name, up["https"]))
+
+
+def test_allowed_denied_wildcard_and_runtime_change(egress, upstreams):
+    sb, sq = egress()
+    lease, sid = setup_sandbox(sb, upstreams)
+    # the environment and the mount
+    r = sb.run(lease, "env | grep -i _proxy | sort; touch /.sandbox-broker/egress/x; echo rc=$?")
+    for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+        assert "%s=http://127.0.0.1:3128" % k in r["stdout"], r
+    assert "NO_PROXY=localhost,127.0.0.1" in r["stdout"], r
+    assert "rc=0" not in r["stdout"], "the egress directory must be read-only: %r" % r
+
+    # no policy at all: deny
+    assert all(x.startswith("FAIL") for x in fetch(sb, lease, *urls(upstreams, "allowed.test"))), \
+        sq.access_log()
+
+    set_policy(sb, sid, allow=["allowed.test", "*.wild.test"])
+    time.sleep(2.2)  # Squid's negative answer (ttl 1 s) + the helper's cache (1 s)
+    got = fetch(sb, lease, *urls(upstreams, "allowed.test"), *urls(upstreams, "denied.test"),
+                *urls(upstreams, "api.wild.test"), "http://wild.test:%d/" % upstreams["http"])
+    assert got[0].startswith("OK 200 hello allowed.test"), (got, sq.access_log())
+    assert got[1].startswith("OK 200 hello allowed.test"), got  # CONNECT + TLS end to end
+    assert got[2].startswith("FAIL") and got[3].startswith("FAIL"), got
+    assert got[4].startswith("OK 200") and got[5].startswith("OK 200"), got
+    assert got[6].startswith("FAIL"), "*.wild.test does not cover wild.test: %r" % got
+
+    # changed at run time: effective within 2 s
+    set_policy(sb, sid, allow=["denied.test"])
+    t0 = time.time()
+
+    def flipped():
+        g = fetch(sb, lease, urls(upstreams, "allowed.test")[0], urls(upstreams, "denied.test")[0])
+        return g[0].startswith("FAIL") and g[1].startswith("OK")
+    wait_until(flipped, 10, interval=0.2, desc="policy change")
+    assert time.time() - t0 < 2.5 + 1.5, "took %.1f s" % (time.time() - t0)  # + one fetch
+
+    # metrics
+    def counted():
+        m = sb.b.redis.hgetall(sb.b.key("metrics"))
+        return int(m.get("broker_egress_allowed_total", 0)) > 0 and \
+            int(m.get("broker_egress_denied_total", 0)) > 0
+    wait_until(counted, 5, desc="egress counters in the metrics hash")
+
+
+def test_survives_squid_restart(egress, upstreams):
+    sb, sq = egress()
+    lease, sid = setup_sandbox(sb, upstreams)
+    set_policy(sb, sid, allow=["allowed.test"])
+    assert fetch(sb, lease, urls(upstreams, "allowed.test")[1])[0].startswith("OK 200")
+    sq.stop_squid()
+    assert fetch(sb, lease, urls(upstreams, "allowed.test")[0])[0].startswith("FAIL")
+    sq.start_squid()
+    got = fetch(sb, lease, *urls(upstreams, "allowed.test"), urls(upstreams, "denied.test")[0])
+    assert got[0].startswith("OK 200") and got[1].startswith("OK 200"), got
+    assert got[2].startswith("FAIL"), got
+
+
+BYPASS = r"""
+import socket, sys
+def talk(data, host="127.0.0.1", port=3128):
+    s = socket.create_connection((host, port), timeout=10)
+    s.sendall(data)
+    out = b""
+    try:
+        while len(out) < 4096:
+            b = s.recv(4096)
+            if not b: break
+            out += b
+            if b"\r\n\r\n" in out: break
+    except Exception as e:
+        out += b" EXC " + type(e).__name__.encode()
+    s.close()
+    return out.split(b"\r\n")[0].decode(errors="replace")
+hp, sp, sid = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+# an IP literal
+print("ip", talk(b"GET http://127.0.0.1:%d/ HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (hp, hp)))
+# CONNECT to the allowed name on a port that is not allowed
+print("port", talk(b"CONNECT allowed.test:22 HTTP/1.1\r\nHost: allowed.test:22\r\n\r\n"))
+# Host header disagreeing with the request URI / the CONNECT target
+print("hosturi", talk(b"GET http://denied.test:%d/ HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n" % (hp, hp)))
+print("hostconnect", talk(b"CONNECT denied.test:%d HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n" % (sp, sp)))
+# a forged PROXY line naming another sandbox
+fake = ":".join(sid[i:i + 4] for i in range(0, 32, 4))
+print("proxy", talk(b"PROXY TCP6 %s ::1 1 3128\r\nGET http://allowed.test:%d/ HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n" % (fake.encode(), hp, hp)))
+# DNS from inside
+try:
+    print("dns", socket.getaddrinfo("allowed.test", 80))
+except Exception as e:
+    print("dns FAIL", type(e).__name__)
+# raw connections to the host: nothing but lo exists
+for host in ("172.17.0.1", "10.0.0.1", "192.168.0.1"):
+    try:
+        socket.create_connection((host, hp), timeout=3)
+        print("raw", host, "CONNECTED")
+    except Exception as e:
+        print("raw", host, "FAIL", type(e).__name__)
+# a listener of ours on 127.0.0.1:<upstream port> is the sandbox's own lo, not the host's
+try:
+    socket.create_connection(("127.0.0.1", hp), timeout=3)
+    print("lo CONNECTED")
+except Exception as e:
+    print("lo FAIL", type(e).__name__)
+"""
+
+
+def test_bypass_attempts_fail(egress, upstreams):
+    sb, sq = egress()
+    victim_sb_lease, victim = setup_sandbox(sb, upstreams, "u2", "s2")
+    lease, sid = setup_sandbox(sb, upstreams)
+    set_policy(sb, sid, allow=["allowed.test"])
+    # the victim may reach denied.test: a forged identity would get it
+    set_policy(sb, victim, allow=["allowed.test", "denied.test"])
+    assert sb.write(lease, "/tmp/bypass.py", BYPASS.encode()).status == 200
+    r = sb.run(lease, "python3 /tmp/bypass.py %d %d %s" % (upstreams["http"], upstreams["https"],
+                                                             victim))
+    out = dict(line.split(" ", 1) for line in r["stdout"].splitlines() if " " in line)
+    assert out["ip"].startswith("HTTP/1.1 403"), r
+    assert out["port"].startswith("HTTP/1.1 403"), r
+    assert not out["hosturi"].startswith("HTTP/1.1 200"), r
+    assert not out["hostconnect"].startswith("HTTP/1.1 200"), r
+    assert not out["proxy"].startswith("HTTP/1.1 200"), r
+    assert out["dns"].startswith("FAIL"), r
+    assert r["stdout"].count("raw ") == 3 and "CONNECTED" not in r["stdout"], r
+    # the allowed path still works from the same sandbox afterwards
+    assert fetch(sb, lease, urls(upstreams, "allowed.test")[0])[0].startswith("OK 200")
+
+
+def test_two_sandboxes_with_different_policies(egress, upstreams):
+    sb, sq = egress()
+    la, a = setup_sandbox(sb, upstreams, "u1", "s1")
+    lb, b = setup_sandbox(sb, upstreams, "u2", "s2")
+    set_policy(sb, a, allow=["allowed.test"])
+    set_policy(sb, b, allow=["denied.test"])
+    ga = fetch(sb, la, urls(upstreams, "allowed.test")[1], urls(upstreams, "denied.test")[1])
+    gb = fetch(sb, lb, urls(upstreams, "allowed.test")[1], urls(upstreams, "denied.test")[1])
+    assert ga[0].startswith("OK") and ga[1].startswith("FAIL"), ga
+    assert gb[0].startswith("FAIL") and gb[1].startswith("OK"), gb
+
+
+def test_loopback_refused_unless_allowed(egress, upstreams):
+    sb, sq = egress(allow_loopback=False)
+    lease, sid = setup_sandbox(sb, upstreams)
+    set_policy(sb, sid, default="allow")
+    got = fetch(sb, lease, *urls(upstreams, "allowed.test"), *urls(upstreams, "loop.test"))
+    assert all(g.startswith("FAIL") for g in got), got
+
+
+def test_git_clone_over_https(egress, upstreams, tmp_path):
+    """git (in the base image) clones through the proxy (CONNECT + TLS with
+    the test's CA) from a dumb-HTTP repository served by the test's HTTPS
+    upstream; the same repository under a denied name fails."""
+    sb, sq = egress()
+    lease, sid = setup_sandbox(sb, upstreams)
+    set_policy(sb, sid, allow=["allowed.test"])
+    r = sb.run(lease, "GIT_SSL_CAINFO=/tmp/ca.pem git clone -q https://allowed.test:%d/repo.git "
+               "/tmp/r 2>&1; echo rc=$?; cat /tmp/r/README" % upstreams["https"])
+    assert "rc=0" in r["stdout"] and "egress clone works" in r["stdout"], r
+    r = sb.run(lease, "GIT_SSL_CAINFO=/tmp/ca.pem git clone -q https://denied.test:%d/repo.git "
+               "/tmp/r2 2>&1; echo rc=$?" % upstreams["https"])
+    assert "rc=0" not in r["stdout"], r
+
+
+def test_sandbox_removal_removes_its_egress_directory(egress, upstreams):
+    sb, sq = egress()
+    lease, sid = setup_sandbox(sb, upstreams)
+    d = os.path.join(sq.egress_dir, sid)
+    wait_until(lambda: os.path.exists(os.path.join(d, "egress.sock")), 5, desc="relay socket")
+    st = os.stat(d)
+    assert oct(st.st_mode & 0o777) == "0o755", oct(st.st_mode)
+    sb.release("u1", "s1", reason="deleted")
+    wait_until(lambda: not os.path.exists(d), 30, desc="egress directory removed")

@@ -1,0 +1,187 @@
+"""Warm pool (issue 13, docs/CONFIGURATION.md "Warm pool"): the supervisor keeps
+POOL=image:size members created, started and unassigned; an exclusive or
+user_shared acquire takes the oldest one in its claim script (never twice),
+gets its limits by a container update, and an empty pool is a cold create.
+"""
+
+import concurrent.futures
+import os
+import signal
+import time
+
+from brokerlib import http_request, wait_until
+from sandboxlib import DOCKER, TINY_IMAGE, check_sandbox_lease, docker_broker, require_docker  # noqa: F401
+
+require_docker()
+
+SIZE = 2
+NANO = 500 * 1000000  # SANDBOX_MILLICPUS default 500
+
+
+def pool_env(**kw):
+    env = dict(SANDBOX_IMAGE=TINY_IMAGE, POOL="%s:%d" % (TINY_IMAGE, SIZE),
+               BROKER_CAPACITY=8, RECONCILE_MS=1000, IDLE_POLICY="delete")
+    env.update(kw)
+    return env
+
+
+def ready_ids(sb, image=TINY_IMAGE):
+    return sb.b.redis.zrange(sb.b.key("wpool:" + image), 0, -1)
+
+
+def status(sb):
+    r = sb.b.get("/v1/status")
+    assert r.status == 200, r
+    return r.json
+
+
+def pool_status(sb):
+    pools = status(sb).get("pools")
+    assert pools and pools[0]["image"] == TINY_IMAGE, pools
+    return pools[0]
+
+
+def wait_full(sb, n=SIZE, timeout=30):
+    return wait_until(lambda: len(ready_ids(sb)) >= n and ready_ids(sb),
+                      timeout, 0.1, "pool filled to %d" % n)
+
+
+def pool_containers(sb):
+    """Containers of this broker that are (still) pool members."""
+    out = []
+    for c in sb.containers():
+        sid = c["Labels"]["io.sandbox-broker.sandbox-id"]
+        if sb.b.redis.exists(sb.b.key("wpoolm:" + sid)):
+            out.append(c)
+    return out
+
+
+def test_pool_fills_claims_warm_and_refills(docker_broker):
+    sb = docker_broker(**pool_env())
+    members = set(wait_full(sb))
+    for sid in members:
+        assert DOCKER.state("sb-" + sid) == "running"
+    st = pool_status(sb)
+    assert st["size"] == SIZE and st["ready"] == SIZE and st["lastRefillAt"] > 0, st
+
+    t0 = time.monotonic()
+    lz = check_sandbox_lease(sb.acquire("wu", "s1"))
+    assert sb.run(lz, "true")["exitCode"] == 0
+    print("warm: acquire -> first command %.1f ms" % ((time.monotonic() - t0) * 1000))
+    sid = lz["sandboxId"]
+    assert sid in members, "the lease's sandbox %s was not a pool member %r" % (sid, members)
+    rec = sb.record(sid)
+    assert rec["state"] == "Running" and rec.get("poolLimits"), rec
+    assert int(rec["createdAt"]) >= 0
+    assert sb.run(lz, "true")["exitCode"] == 0
+    # no longer a member; the pool makes a new one
+    assert not sb.b.redis.exists(sb.b.key("wpoolm:" + sid))
+    wait_until(lambda: len(ready_ids(sb)) == SIZE and sid not in ready_ids(sb), 30, 0.1,
+               "pool refilled")
+    st = pool_status(sb)
+    assert st["claimsWarm"] == 1 and st["claimsCold"] == 0, st
+    m = http_request(sb.b.port, "GET", "/metrics",
+                     headers=sb.b.auth_headers(sb.b.config["METRICS_TOKEN"]))
+    assert m.status == 200, m
+    text = m.raw.decode()
+    assert 'broker_pool_claims_total{image="%s",kind="warm"} 1' % TINY_IMAGE in text, text[-2000:]
+    assert 'broker_pool_ready{image="%s"} %d' % (TINY_IMAGE, SIZE) in text
+    # releasing (IDLE_POLICY=delete) removes the claimed container, not members
+    sb.release("wu", "s1")
+    wait_until(lambda: DOCKER.state("sb-" + sid) is None, 20, 0.2, "claimed sandbox removed")
+    for m_sid in ready_ids(sb):
+        assert DOCKER.state("sb-" + m_sid) == "running"
+
+
+def test_claim_applies_limits_by_container_update(docker_broker):
+    sb = docker_broker(**pool_env(POOL="%s:1" % TINY_IMAGE))
+    (sid,) = wait_full(sb, 1)
+    # make the member differ from what a claim asks for
+    st, body = DOCKER.call("POST", "/containers/sb-%s/update" % sid,
+                           {"NanoCpus": 250000000, "PidsLimit": 64})
+    assert st == 200, (st, body)
+    sb.b.redis.hset(sb.b.key("wpoolm:" + sid), "limits", "250000000,536870912,64")
+    lz = check_sandbox_lease(sb.acquire("lu", "s1"))
+    assert lz["sandboxId"] == sid
+    hc = DOCKER.inspect("sb-" + sid)["HostConfig"]
+    assert hc["NanoCpus"] == NANO and hc["PidsLimit"] == 256, hc
+    assert hc["Memory"] == 512 * 1024 * 1024, hc
+    assert sb.run(lz, "true")["exitCode"] == 0
+
+
+def test_empty_pool_falls_back_cold(docker_broker):
+    # the pool's image cannot start: it backs off, claims go cold
+    sb = docker_broker(**pool_env(POOL="sandbox-broker/no-such-image:1,%s:0" % TINY_IMAGE))
+    wait_until(lambda: sb.b.redis.hget(sb.b.key("wpoolstat:sandbox-broker/no-such-image"),
+                                       "failures"),
+               30, 0.2, "pool failure recorded")
+    h = sb.b.get("/health")
+    assert h.status == 200 and h.json["status"] == "degraded", h
+    assert "no-such-image" in h.json["checks"]["pool"], h.json
+    t0 = time.monotonic()
+    lz = check_sandbox_lease(sb.acquire("cu", "s1"))
+    assert sb.run(lz, "true")["exitCode"] == 0
+    print("cold: acquire -> first command %.1f ms" % ((time.monotonic() - t0) * 1000))
+    pools = status(sb)["pools"]
+    bad = [p for p in pools if "no-such-image" in p["image"]][0]
+    assert bad["failures"] >= 1 and bad["error"] and not bad["healthy"], bad
+    tiny = [p for p in pools if p["image"] == TINY_IMAGE][0]
+    assert tiny["claimsCold"] == 1 and tiny["claimsWarm"] == 0, tiny
+
+
+def test_storm_never_double_claims(docker_broker):
+    n = 8
+    sb = docker_broker(**pool_env(POOL="%s:4" % TINY_IMAGE, BROKER_CAPACITY=n))
+    members = set(wait_full(sb, 4))
+    with concurrent.futures.ThreadPoolExecutor(n) as ex:
+        leases = list(ex.map(lambda i: check_sandbox_lease(sb.acquire("st%d" % i, "s")),
+                             range(n)))
+    sids = [lz["sandboxId"] for lz in leases]
+    assert len(set(sids)) == n, sids
+    refs = [sb.record(s)["ref"] for s in sids]
+    assert len(set(refs)) == n, refs
+    warm = [s for s in sids if s in members]
+    assert len(warm) == 4, (warm, members)  # every ready member went, each once
+    st = pool_status(sb)  # (a member the refill made during the storm may be warm too)
+    assert st["claimsWarm"] >= 4 and st["claimsWarm"] + st["claimsCold"] == n, st
+    for lz in leases:
+        assert sb.run(lz, "true")["exitCode"] == 0
+
+
+def test_supervisor_killed_mid_refill_no_leak(docker_broker):
+    sb = docker_broker(**pool_env(POOL="%s:3" % TINY_IMAGE))
+    # kill as soon as the first member is reserved (refill under way)
+    wait_until(lambda: sb.b.redis.zcard(sb.b.key("wpool:all")) >= 1, 30, 0.01, "refill started")
+    os.kill(sb.b.pid("supervisor"), signal.SIGKILL)
+    time.sleep(0.5)
+    sb.b.start("supervisor")
+    wait_full(sb, 3, 60)
+
+    def converged():
+        cs = sb.containers()
+        members = set(ready_ids(sb))
+        # every container is a ready member; no stray one left
+        return len(cs) == 3 and {c["Labels"]["io.sandbox-broker.sandbox-id"] for c in cs} == members
+    wait_until(converged, 60, 0.5, "pool converged, nothing leaked")
+
+
+def test_max_age_replaces_members(docker_broker):
+    sb = docker_broker(**pool_env(POOL="%s:1" % TINY_IMAGE, POOL_MAX_AGE_MS=3000))
+    (first,) = wait_full(sb, 1)
+    wait_until(lambda: ready_ids(sb) and ready_ids(sb)[0] != first, 20, 0.2, "member replaced")
+    wait_until(lambda: DOCKER.state("sb-" + first) is None, 10, 0.2, "old member removed")
+    assert "older than POOL_MAX_AGE_MS" in sb.b.logs("supervisor")
+
+
+def test_reconciler_removes_stale_members(docker_broker):
+    sb = docker_broker(**pool_env(POOL="%s:1" % TINY_IMAGE))
+    (sid,) = wait_full(sb, 1)
+    # the member's Redis entry is gone (e.g. Redis lost it): its container is an orphan
+    for k in ("wpoolm:" + sid,):
+        sb.b.redis.delete(sb.b.key(k))
+    sb.b.redis.zrem(sb.b.key("wpool:" + TINY_IMAGE), sid)
+    sb.b.redis.zrem(sb.b.key("wpoolall:" + TINY_IMAGE), sid)
+    sb.b.redis.zrem(sb.b.key("wpool:all"), sid)
+    wait_until(lambda: DOCKER.state("sb-" + sid) is None, 20, 0.2, "stale member removed")
+    wait_full(sb, 1)
+    assert len(pool_containers(sb)) == 1
