@@ -61,53 +61,6 @@ static void reply_store_error(struct request *req, const struct execd *x, int r,
         }
 }
 
-/* Read the body (application/json, at most EGRESS_JSON_MAX bytes) into
- * req->body. Returns 0, or -1 after replying. */
-static int read_body(struct request *req)
-{
-        const char *cl = FCGX_GetParam("CONTENT_LENGTH", req->fcgx->envp);
-        const char *ct = FCGX_GetParam("CONTENT_TYPE", req->fcgx->envp);
-        unsigned long long len;
-        size_t got = 0;
-        char *end;
-
-        while (ct && *ct == ' ')
-                ct++;
-        if (!ct || strncasecmp(ct, "application/json", 16) != 0 ||
-            (ct[16] && ct[16] != ';' && ct[16] != ' ')) {
-                reply_error(req, API_UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json");
-                return -1;
-        }
-        errno = 0;
-        len = strtoull(cl ? cl : "", &end, 10);
-        if (!cl || !*cl || *end || errno) {
-                reply_error(req, API_INVALID_JSON, "a JSON body with a Content-Length is required");
-                return -1;
-        }
-        if (len > EGRESS_JSON_MAX || len > req->w->max_body) {
-                reply_error(req, API_PAYLOAD_TOO_LARGE, "request body exceeds %d bytes",
-                            EGRESS_JSON_MAX);
-                return -1;
-        }
-        req->body = malloc(len + 1);
-        if (!req->body) {
-                reply_error(req, API_INTERNAL, "out of memory");
-                return -1;
-        }
-        while (got < len) {
-                int n = FCGX_GetStr(req->body + got, (int)(len - got), req->fcgx->in);
-                if (n <= 0)
-                        break;
-                got += (size_t)n;
-        }
-        req->body[got] = '\0';
-        req->body_len = got;
-        if (got != len) {
-                reply_error(req, API_INVALID_JSON, "request body is shorter than its Content-Length");
-                return -1;
-        }
-        return 0;
-}
 
 void h_egress_policy_get(struct request *req)
 {
@@ -139,10 +92,10 @@ void h_egress_policy_change(struct request *req)
         char(*targets)[EGRESS_TARGET_MAX + 1] = NULL;
         char err[320] = "";
         struct execd x;
-        size_t n = 0;
+        size_t n = 0, max = EGRESS_JSON_MAX < req->w->max_body ? EGRESS_JSON_MAX : req->w->max_body;
         int r;
 
-        if (execd_open(req, &x, false) < 0 || read_body(req) < 0)
+        if (execd_open(req, &x, false) < 0 || request_read_json_body(req, max) < 0)
                 goto out;
         p = malloc(sizeof(*p));
         if (patch)

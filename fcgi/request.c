@@ -65,14 +65,13 @@ static int content_type_is_json(const char *ct)
                (n > 17 && strncasecmp(ct + n - 5, "+json", 5) == 0);
 }
 
-int request_json_body(struct request *req, struct json_object **ret)
+int request_read_json_body(struct request *req, size_t max)
 {
         const char *cl = param(req, "CONTENT_LENGTH");
-        size_t max = req->w->max_body, got = 0;
-        char err[256], *end;
+        size_t got = 0;
+        char *end;
         unsigned long long len;
 
-        *ret = NULL;
         if (!content_type_is_json(param(req, "CONTENT_TYPE"))) {
                 reply_error(req, API_UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json");
                 return -1;
@@ -104,7 +103,17 @@ int request_json_body(struct request *req, struct json_object **ret)
                 reply_error(req, API_INVALID_JSON, "request body is shorter than its Content-Length");
                 return -1;
         }
-        if (json_input_parse_object(req->body, got, JSON_INPUT_MAX_DEPTH, ret, err, sizeof(err)) < 0) {
+        return 0;
+}
+
+int request_json_body(struct request *req, struct json_object **ret)
+{
+        char err[256];
+
+        *ret = NULL;
+        if (request_read_json_body(req, req->w->max_body) < 0)
+                return -1;
+        if (json_input_parse_object(req->body, req->body_len, JSON_INPUT_MAX_DEPTH, ret, err, sizeof(err)) < 0) {
                 reply_error(req, API_INVALID_JSON, "%s", err);
                 return -1;
         }

@@ -54,6 +54,9 @@ void request_done(struct request *req);
 
 /* Read the body as a JSON object (Content-Type, size and depth checked).
  * Returns 0 with *ret owned by the caller, or -1 after replying 4xx. */
+/* The body (Content-Type application/json or +json, at most max bytes) read
+ * into req->body / req->body_len, unparsed. 0, or -1 after replying. */
+int request_read_json_body(struct request *req, size_t max);
 int request_json_body(struct request *req, struct json_object **ret);
 
 /* Copy the value of query parameter `name` into buf (no percent-decoding:
