@@ -136,6 +136,10 @@ static const char *decide(struct acl *acl, char *line)
         unescape(src);
         unescape(host);
         unescape(port);
+        /* a name from the sandbox: no control bytes reach the logs */
+        for (const char *t = host; *t; t++)
+                if ((unsigned char)*t < 0x21 || (unsigned char)*t == 0x7f)
+                        return "ERR message=bad%20host";
         if (sid_from_addr(src, sid)) {
                 c = policy_get(acl, sid, &r);
                 allow = c && c->found && egress_policy_allows(&c->policy, host);
