@@ -93,14 +93,15 @@ static int run(struct redis_conn *rc, enum lua_script_id id, int argc, const cha
         return 0;
 }
 
-int egress_store_init(struct redis_conn *rc, const struct broker_config *cfg, const char *sid)
+int egress_config_policies(const struct broker_config *cfg, char *pol[4])
 {
         static const char *const modes[] = { NULL, "exclusive", "user_shared", "multi_user_shared" };
-        char *pol[4] = { NULL, NULL, NULL, NULL }, word[16];
         int r = 0;
 
+        for (int i = 0; i < 4; i++)
+                pol[i] = NULL;
         for (int i = 0; i < 4 && r == 0; i++) {
-                /* Unset mode settings pass '' and the script falls back on the default. */
+                /* Unset mode settings are '': the claim script falls back on the default. */
                 const char *set = i == 1   ? cfg->egress_policy_exclusive
                                   : i == 2 ? cfg->egress_policy_user_shared
                                   : i == 3 ? cfg->egress_policy_multi_user_shared
@@ -110,14 +111,11 @@ int egress_store_init(struct redis_conn *rc, const struct broker_config *cfg, co
                 else if (!(pol[i] = strdup("")))
                         r = -ENOMEM;
         }
-        if (r == 0) {
-                const char *argv[] = { sid, pol[0], pol[1], pol[2], pol[3] };
-                r = run(rc, LUA_EGRESS_INIT, 5, argv, word, sizeof(word));
-                if (r == 0 && !strcmp(word, "notfound"))
-                        r = -ENOENT;
-        }
-        for (int i = 0; i < 4; i++)
-                free(pol[i]);
+        if (r < 0)
+                for (int i = 0; i < 4; i++) {
+                        free(pol[i]);
+                        pol[i] = NULL;
+                }
         return r;
 }
 

@@ -32,10 +32,11 @@ int egress_config_json(const struct broker_config *cfg, const char *mode, char *
 int egress_policy_for_create(const struct broker_config *cfg, struct json_object *body, char **ret,
                              char *err, size_t errlen);
 
-/* Give sid the configured policy of its mode if its record has none (lease
- * sandboxes; an OpenSandbox record keeps the one of its create).
- * -ENOENT (no record). */
-int egress_store_init(struct redis_conn *rc, const struct broker_config *cfg, const char *sid);
+/* The configured policies of lease sandboxes, normalized JSON (malloc'd):
+ * pol[0] EGRESS_DEFAULT, pol[1..3] the modes exclusive, user_shared,
+ * multi_user_shared ('' = the default). sandbox_claim.lua gives a record
+ * without a policy the one of its mode. */
+int egress_config_policies(const struct broker_config *cfg, char *pol[4]);
 
 /* Read sid's policy into *ret. -ENOENT (no record). */
 int egress_store_get(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,

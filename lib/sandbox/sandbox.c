@@ -120,7 +120,7 @@ int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code)
 static int claim(struct redis_conn *rc, const struct broker_config *cfg, const char *lease_id,
                  struct sandbox_claim *c)
 {
-        char sid[33], cpus[24], mem[24], pids[16];
+        char sid[33], cpus[24], mem[24], pids[16], *pol[4];
         redisReply *rep = NULL;
         int r;
 
@@ -131,10 +131,18 @@ static int claim(struct redis_conn *rc, const struct broker_config *cfg, const c
         snprintf(cpus, sizeof(cpus), "%lld", (long long)cfg->sandbox_millicpus * 1000000LL);
         snprintf(mem, sizeof(mem), "%lld", (long long)cfg->sandbox_memory_mb * 1024 * 1024);
         snprintf(pids, sizeof(pids), "%d", cfg->sandbox_pids);
+        /* a record without an egress policy gets its mode's (failing
+         * that, none: it reads as deny-all) */
+        if (egress_config_policies(cfg, pol) < 0)
+                pol[0] = pol[1] = pol[2] = pol[3] = NULL;
         const char *argv[] = { lease_id, sid, cfg->sandbox_image, cfg->sandbox_multiuser_image,
                                cpus, mem, pids, cfg->provider,
-                               config_pool_find(cfg, cfg->sandbox_image) >= 0 ? "1" : "0" };
-        r = redis_conn_script(rc, LUA_SANDBOX_CLAIM, 9, argv, &rep);
+                               config_pool_find(cfg, cfg->sandbox_image) >= 0 ? "1" : "0",
+                               pol[0] ? pol[0] : "", pol[1] ? pol[1] : "", pol[2] ? pol[2] : "",
+                               pol[3] ? pol[3] : "" };
+        r = redis_conn_script(rc, LUA_SANDBOX_CLAIM, 13, argv, &rep);
+        for (int i = 0; i < 4; i++)
+                free(pol[i]);
         if (r < 0)
                 return r;
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !str_reply(rep->element[0])) {
@@ -236,7 +244,6 @@ static void spec_from_record(const struct record *rec, const char *sid, char *en
         envp[e] = NULL;
 }
 
-/* Create the container of sid (or find the one a crashed attempt made). */
 /* A pull's progress, shown in the record's status message while Pending. */
 struct pull_progress {
         struct redis_conn *rc;
@@ -250,6 +257,7 @@ static void on_pull_progress(void *ud, const char *msg)
         (void)sandbox_transition(pp->rc, pp->sid, "Pending", "Pending", "PULLING_IMAGE", msg, "");
 }
 
+/* Create the container of sid (or find the one a crashed attempt made). */
 static int create_container(struct redis_conn *rc, struct provider *pv,
                             const struct broker_config *cfg, const char *sid,
                             const struct record *rec, const struct image_auth *auth, char *ref,
@@ -470,9 +478,6 @@ int sandbox_lease_ready_auth(struct redis_conn *rc, struct provider *pv,
         }
         if (r < 0)
                 return r;
-        /* Its egress policy (EGRESS_DEFAULT / EGRESS_POLICY_<MODE>) unless it has
-         * one; on failure the record has none, which reads as deny-all. */
-        (void)egress_store_init(rc, cfg, c.sandbox_id);
         if (strcmp(c.state, "Running") != 0) {
                 r = provision(rc, pv, cfg, c.sandbox_id, auth, err);
                 if (r < 0)

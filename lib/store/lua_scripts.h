@@ -6,7 +6,6 @@ enum lua_script_id {
         LUA_ACQUIRE,
         LUA_CANCEL,
         LUA_EGRESS_CAS,
-        LUA_EGRESS_INIT,
         LUA_GRANT,
         LUA_HEARTBEAT,
         LUA_KEY_CREATE,

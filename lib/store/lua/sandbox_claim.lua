@@ -1,10 +1,15 @@
 -- sandbox_claim: give a lease its sandbox. ARGV = prefix, leaseId, newSandboxId,
---   image, multiUserImage, nanoCpus, memoryBytes, pids, provider, pooled
+--   image, multiUserImage, nanoCpus, memoryBytes, pids, provider, pooled,
+--   then the egress policies: default, exclusive, user_shared, multi_user_shared
+--   (normalized JSON; '' = the default)
 -- The slot's sandbox if it has one; else a parked (Stopped) sandbox of the same
 -- slot; else a new Pending record: with pooled = '1' (the image has a warm
 -- pool, wpool.lua) the oldest ready member is taken (its id and container
 -- become the sandbox's, record field poolLimits = the limits it was made
--- with), else a cold create. Also sets the lease's workdir and Linux user.
+-- with), else a cold create. Also sets the lease's workdir and Linux user, and
+-- gives a sandbox without an egress policy (a new record, a pool member, a
+-- record older than egress policies) the one of its mode; an OpenSandbox
+-- record got its own at create time and keeps it.
 -- Returns {'notfound'} (no lease) | {'gone'} (its OpenSandbox record was deleted)
 --       | {'ok', sandboxId, state, ref, workdir, linuxUser, needs}
 -- where needs is 'create', 'start' or 'none'.
@@ -67,6 +72,13 @@ elseif mode == 'multi_user_shared' then
   workdir = '/home/' .. linux_user
 end
 redis.call('HSET', lease_key(lease_id), 'sandboxId', sid, 'workdir', workdir, 'linuxUser', linux_user)
+local e = redis.call('HMGET', sandbox_key(sid), 'egress_policy', 'mode')
+if not e[1] or e[1] == '' then
+  local by_mode = { exclusive = ARGV[12], user_shared = ARGV[13], multi_user_shared = ARGV[14] }
+  local pol = by_mode[e[2] or '']
+  if not pol or pol == '' then pol = ARGV[11] end
+  if pol ~= '' then redis.call('HSET', sandbox_key(sid), 'egress_policy', pol) end
+end
 local s = redis.call('HMGET', sandbox_key(sid), 'state', 'ref', 'reason')
 local needs = 'none'
 if s[1] == 'Pending' then needs = (s[2] == nil or s[2] == '') and 'create' or 'start' end
