@@ -38,10 +38,34 @@ if not shutil.which("squid") and not os.path.exists("/usr/sbin/squid"):
 
 
 REPO = {}  # "dir": a dumb-HTTP git repository served under /repo.git/
+INDEX = {}  # "wheel": (file name, bytes) of the package served by the index under /simple/
+PIP_WHEEL = "/usr/share/python-wheels"  # Debian's python3-pip-whl (python3-venv needs it)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        if self.path.startswith("/simple/") and INDEX.get("wheel"):
+            name, data = INDEX["wheel"]
+            if self.path.rstrip("/") != "/simple/egresstestpkg":
+                self.send_error(404)
+                return
+            body = ('<html><body><a href="/files/%s">%s</a></body></html>' % (name, name)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        if self.path.startswith("/files/") and INDEX.get("wheel"):
+            name, data = INDEX["wheel"]
+            if self.path != "/files/" + name:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         if self.path.startswith("/repo.git/") and REPO.get("dir"):
             rel = os.path.normpath(self.path.split("?")[0][len("/repo.git/"):])
             f = os.path.join(REPO["dir"], rel)
@@ -163,6 +187,33 @@ class Squid:
             return ""
 
 
+def make_wheel():
+    """A minimal pure-Python wheel (PEP 427), the package pip fetches from the test's index."""
+    import base64
+    import hashlib
+    import io
+    import zipfile
+
+    files = {
+        "egresstestpkg/__init__.py": b"VALUE = 'egress pip works'\n",
+        "egresstestpkg-1.0.dist-info/METADATA":
+            b"Metadata-Version: 2.1\nName: egresstestpkg\nVersion: 1.0\n",
+        "egresstestpkg-1.0.dist-info/WHEEL":
+            b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = ""
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record += "%s,sha256=%s,%d\n" % (name, digest, len(data))
+    record += "egresstestpkg-1.0.dist-info/RECORD,,\n"
+    files["egresstestpkg-1.0.dist-info/RECORD"] = record.encode()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
 @pytest.fixture(scope="module")
 def upstreams(tmp_path_factory):
     d = str(tmp_path_factory.mktemp("egress-up"))
@@ -180,6 +231,7 @@ def upstreams(tmp_path_factory):
     run("git", "clone", "-q", "--bare", work, os.path.join(d, "repo.git"))
     run("git", "update-server-info", cwd=os.path.join(d, "repo.git"))
     REPO["dir"] = os.path.join(d, "repo.git")
+    INDEX["wheel"] = ("egresstestpkg-1.0-py3-none-any.whl", make_wheel())
     hp, sp = free_port(), free_port()
     a, b = serve(hp), serve(sp, ctx)
     with open(os.path.join(d, "ca.pem")) as f:
@@ -425,3 +477,42 @@ def test_sandbox_removal_removes_its_egress_directory(egress, upstreams):
     assert oct(st.st_mode & 0o777) == "0o755", oct(st.st_mode)
     sb.release("u1", "s1", reason="deleted")
     wait_until(lambda: not os.path.exists(d), 30, desc="egress directory removed")
+
+
+def test_pip_download_from_a_local_index(egress, upstreams):
+    """pip (Debian's pip wheel, run from the wheel: the base image has no pip)
+    downloads a package from the test's index through the proxy under an
+    allowed name; the same index under a denied name fails."""
+    wheels = [f for f in os.listdir(PIP_WHEEL) if f.startswith("pip-")] if os.path.isdir(PIP_WHEEL) else []
+    if not wheels:
+        pytest.skip("Debian's python3-pip-whl is not installed")
+    sb, sq = egress()
+    lease, sid = setup_sandbox(sb, upstreams)
+    with open(os.path.join(PIP_WHEEL, wheels[0]), "rb") as f:
+        assert sb.write(lease, "/tmp/pip.whl", f.read()).status == 200
+    set_policy(sb, sid, allow=["allowed.test"])
+    pip = ("python3 /tmp/pip.whl/pip download --no-cache-dir --disable-pip-version-check "
+           "--retries 0 --timeout 10 --no-deps -d /tmp/dl%s --trusted-host %s --index-url http://%s:%d/simple/ "
+           "egresstestpkg")
+    r = sb.run(lease, pip % ("1", "allowed.test", "allowed.test", upstreams["http"]) + " 2>&1; echo rc=$?; "
+               "cd /tmp/dl1 && python3 -c 'import sys; sys.path.insert(0, \"egresstestpkg-1.0-py3-none-any.whl\"); "
+               "import egresstestpkg; print(egresstestpkg.VALUE)'")
+    assert "rc=0" in r["stdout"] and "egress pip works" in r["stdout"], r
+    r = sb.run(lease, pip % ("2", "denied.test", "denied.test", upstreams["http"]) + " 2>&1; echo rc=$?; ls /tmp/dl2")
+    assert "rc=0" not in r["stdout"] and ".whl" not in r["stdout"], r
+
+
+def test_policy_survives_stop_and_start(egress, upstreams):
+    """The policy lives in the sandbox record: a stopped and started sandbox
+    (a new agent, a new relay socket) keeps reaching what it was allowed."""
+    sb, sq = egress()
+    lease, sid = setup_sandbox(sb, upstreams)
+    set_policy(sb, sid, allow=["allowed.test"])
+    assert fetch(sb, lease, urls(upstreams, "allowed.test")[1])[0].startswith("OK 200")
+    assert sb.stop(lease).status in (200, 202, 204)
+    sb.wait_record_state(sid, "Stopped")
+    assert sb.start(lease).status in (200, 202, 204)
+    sb.wait_record_state(sid, "Running")
+    got = fetch(sb, lease, *urls(upstreams, "allowed.test"), urls(upstreams, "denied.test")[0])
+    assert got[0].startswith("OK 200") and got[1].startswith("OK 200"), (got, sq.access_log())
+    assert got[2].startswith("FAIL"), got
