@@ -90,3 +90,31 @@ def test_supervisor_killed_mid_provisioning_loses_nothing(docker_broker):
     # everything released: the slots are free and no container is left
     wait_until(lambda: b.active() == 0, 30, desc="slots free")
     wait_until(lambda: sb.containers() == [], 90, desc="no container left over")
+    # the index of provisioning leases (lease_stale reads it) kept no entry
+    assert b.redis.zcard(b.key("provisioning")) == 0, b.redis.zrange(b.key("provisioning"), 0, -1)
+
+
+def test_stale_scan_indexes_leases_made_before_the_index(docker_broker):
+    """A lease left 'provisioning' by a broker version without the index
+    (no entry in P..provisioning, no P..provisioning:indexed marker) is
+    still found and finished: the first scan indexes every such lease."""
+    sb = docker_broker(BROKER_CAPACITY=2, IDLE_POLICY="delete", SANDBOX_IMAGE="sandbox-broker/tiny:latest")
+    b = sb.b
+    b.stop("supervisor", kill=True)
+    r = b.acquire("old", "s", timeout=60)
+    assert r.status == 200, r
+    lid = r.json["lease"]["leaseId"]
+    sid = r.json["lease"]["sandboxId"]
+    # as an older version left it when killed before the lease was made active:
+    # provisioning, no index entry, no marker
+    b.redis.hset(b.key("lease:%s" % lid), mapping={"state": "provisioning", "createdAt": "1"})
+    b.redis.delete(b.key("provisioning"), b.key("provisioning:indexed"))
+    b.start("supervisor")
+
+    def finished():
+        return b.redis.hget(b.key("lease:%s" % lid), "state") == "active"
+    wait_until(finished, 30, desc="the old lease finished by the next supervisor")
+    assert b.redis.get(b.key("provisioning:indexed")) == "1"
+    assert b.redis.zcard(b.key("provisioning")) == 0
+    assert b.redis.hget(b.key("lease:%s" % lid), "sandboxId") == sid
+    assert sb.run(r.json["lease"], "echo ok")["stdout"] == "ok\n"

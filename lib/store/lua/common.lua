@@ -11,6 +11,8 @@
 --   P..pool:<pool>       SET   slots of a pool
 --   P..lease:<id>        HASH  the lease
 --   P..leases            ZSET  leaseId -> expiresAt (ms)
+--   P..provisioning      ZSET  leaseId -> createdAt of leases in state 'provisioning'
+--                              (lease_stale reads it instead of every lease)
 --   P..session:<u>:<s>   STR   leaseId of a (user, session)
 --   P..tactive:<tenant>  SET   slot names a tenant holds (its share of P..active)
 --   P..tqueue:<tenant>   ZSET  a tenant's queued ticketId -> seq (FIFO within the tenant)
@@ -45,6 +47,7 @@ local K_TPOLL, K_MODES, K_WAKE = P .. 'ticketpoll', P .. 'modes', P .. 'wake'
 local K_SANDBOXES, K_TEARDOWN, K_PARKED = P .. 'sandboxes', P .. 'teardown', P .. 'parked'
 local K_TQUEUES, K_TURN = P .. 'tqueues', P .. 'turn'
 local K_GONE = P .. 'gone' -- ZSET sandboxId -> when its finished record expires
+local K_PROV = P .. 'provisioning' -- ZSET leaseId -> createdAt while 'provisioning'
 local TICKET_KEEP_S = 3600 -- how long a finished ticket still answers polls
 local SANDBOX_KEEP_S = 3600 -- how long a Terminated sandbox record stays readable
 local NEVER_MS = 253402300799000 -- 9999-12-31: "no expiry" (manual cleanup)
@@ -202,6 +205,7 @@ local function grant_lease(p, user, session, mode, pool, lease_id, provider, ttl
     'state', provider == 'none' and 'active' or 'provisioning',
     'createdAt', now, 'expiresAt', exp)
   redis.call('ZADD', K_LEASES, exp, lease_id)
+  if provider ~= 'none' then redis.call('ZADD', K_PROV, now, lease_id) end
   redis.call('SET', session_key(user, session), lease_id)
   redis.call('HINCRBY', K_MODES, mode .. ':leases', 1)
   return lease_id
@@ -213,6 +217,7 @@ end
 local function release_lease(id, action, reason)
   local l = redis.call('HMGET', lease_key(id), 'userId', 'sessionId', 'mode', 'slot', 'seat', 'poolId')
   redis.call('ZREM', K_LEASES, id)
+  redis.call('ZREM', K_PROV, id)
   if not l[1] then return false end
   local user, session, mode, slot, seat, pool = l[1], l[2], l[3], l[4], l[5], l[6]
   redis.call('DEL', lease_key(id))

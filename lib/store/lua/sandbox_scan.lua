@@ -13,11 +13,10 @@ for _, sid in ipairs(redis.call('ZRANGE', K_SANDBOXES, 0, limit - 1)) do
   end
 end
 local stale = {}
-for _, id in ipairs(redis.call('ZRANGE', K_LEASES, 0, -1)) do
-  local l = redis.call('HMGET', lease_key(id), 'state', 'createdAt')
-  if l[1] == 'provisioning' and tonumber(l[2]) + older < now then
+-- from the index of provisioning leases (common.lua), oldest first
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_PROV, '-inf', now - older, 'LIMIT', 0, limit)) do
+  if redis.call('HGET', lease_key(id), 'state') == 'provisioning' then
     table.insert(stale, id)
-    if #stale >= limit then break end
   end
 end
 return { boxes, stale }
