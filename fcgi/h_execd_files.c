@@ -212,7 +212,7 @@ static int up_file(struct upload *u)
         int64_t uid, gid;
         int r = 0;
 
-        if (provider_has_files(u->req->w->provider) && owner_ids(u->owner, &uid, &gid) &&
+        if (!u->x->identity && provider_has_files(u->req->w->provider) && owner_ids(u->owner, &uid, &gid) &&
             up_file_fast(u, uid, gid) == 0) {
                 u->have_meta = false;
                 return u->replied ? -ECANCELED : 0;
