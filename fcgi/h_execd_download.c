@@ -88,7 +88,8 @@ static int range_parse(const char *h, int64_t size, int64_t *ret_start, int64_t 
         return 0;
 }
 
-/* stat one path: 0 with *ret_size, or -1 after replying */
+/* stat one path (and, as an identity, check it opens for reading): 0 with
+ * *ret_size, or -1 after replying */
 static int dl_stat(struct request *req, const struct execd *x, const char *path, int64_t *ret_size)
 {
         const char *argv[] = { "sh", "-c", EXECD_SH_INFO, "sh", path, NULL };
