@@ -72,8 +72,11 @@ static char *var_make(const char *key, size_t klen, const char *v, size_t vlen, 
                 if (dq && c == '\\' && i + 1 < vlen) {
                         char n = v[i + 1];
 
-                        c = n == 'n' ? '\n' : n == 'r' ? '\r' : n == 't' ? '\t' :
-                            n == '\\' || n == '"' ? n : 0;
+                        c = n == 'n'                ? '\n'
+                            : n == 'r'              ? '\r'
+                            : n == 't'              ? '\t'
+                            : n == '\\' || n == '"' ? n
+                                                    : 0;
                         if (c) {
                                 i++;
                         } else {
@@ -178,7 +181,8 @@ int envfile_parse(const char *buf, size_t len, struct envfile *ret)
                         sp = g;
                         cap = cap ? cap * 2 : 64;
                 }
-                sp[n++] = (struct span){ (uint32_t)start, (uint32_t)klen, (uint32_t)v, (uint32_t)vlen, dq };
+                sp[n++] = (struct span){ (uint32_t)start, (uint32_t)klen, (uint32_t)v,
+                                         (uint32_t)vlen, dq };
         }
         /* ... then backward: the last entry of a key wins, and when there
          * are more keys than ENVFILE_MAX_VARS the newest are kept */
