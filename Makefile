@@ -84,9 +84,16 @@ $(BUILD)/%.o: %.c
 -include $(wildcard $(BUILD)/lib/*/*.d $(BUILD)/lib/*/*/*.d $(BUILD)/fcgi/*.d $(BUILD)/supervisor/*.d $(BUILD)/admin/*.d $(BUILD)/egress/*.d)
 
 # Unit tests: one binary per core module, library seams wrapped at link time.
+# A test or fuzz target NAME of a pure agent/ file (the agent links nothing
+# of lib/) compiles that file in: AGENT_SRC_NAME.
+AGENT_SRC_agent_envfile := agent/envfile.c
+agent_src = $(if $(AGENT_SRC_$(1)),-Iagent $(AGENT_SRC_$(1)))
+$(BUILD)/tests/test_agent_envfile $(BUILD)/fuzz-replay-agent_envfile $(BUILD)/fuzzer-agent_envfile: \
+	agent/envfile.c agent/envfile.h
+
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libbroker.a $(LDLIBS) -lcmocka $(shell sed -n 's,^/\* WRAP: \(.*\) \*/,\1,p' $<)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call agent_src,$*) $(BUILD)/libbroker.a $(LDLIBS) -lcmocka $(shell sed -n 's,^/\* WRAP: \(.*\) \*/,\1,p' $<)
 
 # Fuzzing: one libFuzzer target per parser of untrusted input,
 # tests/fuzz/fuzz_NAME.c, with its seed corpus in tests/fuzz/corpus/NAME/.
@@ -117,7 +124,7 @@ unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 $(BUILD)/fuzz-replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libbroker.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Itests/fuzz -DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/$*"' -o $@ \
-		tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(BUILD)/libbroker.a $(LDLIBS)
+		tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(call agent_src,$*) $(BUILD)/libbroker.a $(LDLIBS)
 
 $(BUILD)/fuzz-obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -134,7 +141,7 @@ $(FUZZ_LIB): $(FUZZ_OBJ)
 $(BUILD)/fuzzer-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ tests/fuzz/fuzz_$*.c \
-		$(FUZZ_LIB) $(LDLIBS)
+		$(call agent_src,$*) $(FUZZ_LIB) $(LDLIBS)
 
 -include $(wildcard $(BUILD)/fuzz-obj/lib/*/*.d $(BUILD)/fuzz-obj/lib/*/*/*.d)
 

@@ -58,6 +58,7 @@ int exec_spec_parse(struct http_request *req, struct exec_spec *spec)
 {
         size_t n_env = 0, n_env_params = 0, n;
         const char *user = NULL;
+        bool envfile = false;
 
         *spec = (struct exec_spec){ .cwd = "/" };
         for (size_t i = 0; i < req->n_params; i++) {
@@ -87,6 +88,10 @@ int exec_spec_parse(struct http_request *req, struct exec_spec *spec)
                         if (strcmp(p->value, "0") != 0 && strcmp(p->value, "1") != 0)
                                 return http_reply_error(req, 400, "shell must be 0 or 1"), -1;
                         spec->shell = p->value[0] == '1';
+                } else if (strcmp(p->name, "envfile") == 0) {
+                        if (strcmp(p->value, "0") != 0 && strcmp(p->value, "1") != 0)
+                                return http_reply_error(req, 400, "envfile must be 0 or 1"), -1;
+                        envfile = p->value[0] == '1';
                 } else if (strcmp(p->name, "detach") == 0) {
                         if (strcmp(p->value, "0") != 0 && strcmp(p->value, "1") != 0)
                                 return http_reply_error(req, 400, "detach must be 0 or 1"), -1;
@@ -115,11 +120,18 @@ int exec_spec_parse(struct http_request *req, struct exec_spec *spec)
                 spec->has_user = true;
         }
 
+        if (envfile) {
+                /* the agent's own EXECD_ENVS: a request cannot point it elsewhere */
+                const char *path = getenv("EXECD_ENVS");
+
+                if (path && path[0] == '/' && envfile_load(path, &spec->envfile) < 0)
+                        return http_reply_error(req, 500, "out of memory"), -1;
+        }
         spec->argv = calloc(spec->argc + 1, sizeof(char *));
         while (environ && environ[n_env])
                 n_env++;
         /* +1 for HOME, +1 for the NULL. */
-        spec->envp = calloc(n_env + n_env_params + 2, sizeof(char *));
+        spec->envp = calloc(n_env + spec->envfile.n + n_env_params + 2, sizeof(char *));
         if (!spec->argv || !spec->envp)
                 return http_reply_error(req, 500, "out of memory"), -1;
         memcpy(spec->envp, environ, n_env * sizeof(char *));
@@ -135,6 +147,8 @@ int exec_spec_parse(struct http_request *req, struct exec_spec *spec)
                 }
                 env_set(spec->envp, &n_env, spec->owned_env);
         }
+        for (size_t i = 0; i < spec->envfile.n; i++)
+                env_set(spec->envp, &n_env, spec->envfile.vars[i]);
         for (size_t i = 0; i < req->n_params; i++)
                 if (strcmp(req->params[i].name, "env") == 0)
                         env_set(spec->envp, &n_env, (char *)req->params[i].value);
@@ -149,6 +163,7 @@ void exec_spec_free(struct exec_spec *spec)
         free(spec->envp);
         free(spec->owned_env);
         users_spec_free(&spec->user);
+        envfile_free(&spec->envfile);
         spec->argv = spec->envp = NULL;
         spec->owned_env = NULL;
 }

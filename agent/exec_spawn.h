@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "envfile.h"
 #include "http.h"
 #include "users.h"
 
@@ -24,6 +25,10 @@ struct exec_spec {
          * (sh -c without bash). */
         const char *record;
         bool shell;
+        /* envfile=1: the entries of the file EXECD_ENVS (of the agent's own
+         * environment) names, after the agent's environment and HOME,
+         * before the env parameters (envfile.h); owned */
+        struct envfile envfile;
 };
 
 /* Fill *spec from the query. On a bad request answers 4xx itself and

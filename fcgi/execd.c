@@ -25,6 +25,24 @@ static bool id_valid(const char *s)
         return true;
 }
 
+/* A uid or gid of an identity route: decimal, no sign, no leading zero,
+ * at most EXECD_ID_MAX. */
+static int identity_id(const char *s, long long *ret)
+{
+        long long v = 0;
+        size_t i;
+
+        for (i = 0; s[i]; i++) {
+                if (s[i] < '0' || s[i] > '9' || i >= 10 || (i == 1 && s[0] == '0'))
+                        return -EINVAL;
+                v = v * 10 + (s[i] - '0');
+        }
+        if (i == 0 || v > EXECD_ID_MAX)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
 int execd_open(struct request *req, struct execd *x, bool need_running)
 {
         const char *tok = FCGX_GetParam("HTTP_X_EXECD_ACCESS_TOKEN", req->fcgx->envp);
@@ -63,6 +81,18 @@ int execd_open(struct request *req, struct execd *x, bool need_running)
         snprintf(x->state, sizeof(x->state), "%s", rec.state);
         snprintf(x->ref, sizeof(x->ref), "%s", rec.ref);
         snprintf(x->mode, sizeof(x->mode), "%s", rec.mode);
+        snprintf(x->user, sizeof(x->user), "root");
+        if (req->route && strncmp(req->route, EXECD_IDENTITY_PREFIX, strlen(EXECD_IDENTITY_PREFIX)) == 0) {
+                long long uid, gid;
+
+                if (identity_id(req->path_arg2, &uid) < 0 || identity_id(req->path_arg3, &gid) < 0) {
+                        reply_error(req, API_INVALID_REQUEST,
+                                    "uid and gid must be integers between 0 and %lld", EXECD_ID_MAX);
+                        return -1;
+                }
+                snprintf(x->user, sizeof(x->user), "%lld:%lld", uid, gid);
+                x->identity = true;
+        }
         if (need_running && (strcmp(x->state, "Running") != 0 || !x->ref[0])) {
                 reply_error(req, API_SANDBOX_NOT_RUNNING, "sandbox %s is %s", x->sandbox_id, x->state);
                 return -1;
@@ -95,7 +125,7 @@ int execd_run(struct request *req, const struct execd *x, const char *const *arg
               struct exec_result *res)
 {
         char err[PROVIDER_ERR_MAX] = "";
-        struct exec_spec spec = { .argv = argv, .user = "root", .cwd = "/",
+        struct exec_spec spec = { .argv = argv, .user = x->user, .cwd = "/",
                                   .timeout_ms = req->w->cfg->exec_timeout_ms,
                                   .max_output = max_output, .stdin_data = stdin_data,
                                   .stdin_len = stdin_len };

@@ -20,6 +20,13 @@
 #include "provider.h"
 #include "request.h"
 
+/* The file routes again, done as a uid/gid (the SDK's files.with_identity;
+ * in no spec: OpenSandbox's execd serves them): the helper programs run as
+ * "uid:gid", so the kernel checks every access and what is made is theirs.
+ * Both 0..4294967294 (decimal, no sign or leading zero), uid 0 included. */
+#define EXECD_IDENTITY_PREFIX "/v1/sandboxes/{}/proxy/44772/v1/filesystem/{}/{}"
+#define EXECD_ID_MAX 4294967294LL
+
 #define EXECD_DEFAULT_CWD "/workspace"
 #define EXECD_PATH_MAX 4096
 #define EXECD_QUERY_BUF (64 * 1024) /* decoded query values of one request */
@@ -29,11 +36,17 @@ struct execd {
         char state[24];
         char ref[PROVIDER_REF_MAX];
         char mode[24];
+        /* whom the helper programs run as: "root", or "uid:gid" on an
+         * identity route (identity true; the providers' fast file paths,
+         * which run as root, are then not used) */
+        char user[24];
+        bool identity;
 };
 
 /* Resolve the path's sandbox (req->path_arg) and check the token. With
- * need_running, a sandbox that is not Running is 409. Replies and returns
- * -1 on any failure. */
+ * need_running, a sandbox that is not Running is 409. On an identity route
+ * (EXECD_IDENTITY_PREFIX) the uid and gid (path_arg2, path_arg3) set
+ * x->user, a bad one is 400. Replies and returns -1 on any failure. */
 int execd_open(struct request *req, struct execd *x, bool need_running);
 
 /* Log fields of a request on x (thread-local storage, valid until the next call). */
@@ -43,7 +56,7 @@ const struct log_kv *execd_kv(const struct request *req, const struct execd *x);
 void execd_reply_provider(struct request *req, const struct execd *x, int r, const char *what,
                           const char *err);
 
-/* Run a helper command as root in the sandbox, buffered (max_output bytes
+/* Run a helper command as x->user in the sandbox, buffered (max_output bytes
  * per stream), bounded by EXEC_TIMEOUT_MS; stdin may be NULL. Returns 0 with
  * *res filled (exec_result_free), or -1 after replying. */
 int execd_run(struct request *req, const struct execd *x, const char *const *argv,

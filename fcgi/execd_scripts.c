@@ -102,6 +102,8 @@ const char EXECD_SH_MKDIR[] =
         "[ -z \"$2\" ] || chmod \"$2\" -- \"$1\" || exit 1\n"
         "[ -z \"$3\" ] || chown \"$3\" -- \"$1\" || exit 1\n";
 
+const char EXECD_SH_CAN_READ[] = "exec <\"$1\"\n";
+
 const char EXECD_SH_READ[] =
         "if [ \"$3\" = -1 ]; then exec cat -- \"$1\"; fi\n"
         "tail -c +\"$(($2 + 1))\" -- \"$1\" | head -c \"$3\"\n";

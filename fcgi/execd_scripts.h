@@ -82,6 +82,10 @@ extern const char EXECD_SH_MKDIR[];
  * to the end). */
 extern const char EXECD_SH_READ[];
 
+/* Can PATH be opened for reading (by the user it runs as)? Exit 0, or the
+ * shell's non-zero code with the reason on stderr. */
+extern const char EXECD_SH_CAN_READ[];
+
 /* Lines of a file to stdout: args PATH OFFSET LIMIT (OFFSET 1-based;
  * LIMIT 0: to the end), joined by "\n" with none after the last (the
  * file's line ends are "\n"; a "\r" before one is kept). Exit 0, or the

@@ -277,7 +277,8 @@ static void cmd_background(struct request *req, const struct execd *x, const str
         }
         spec = (struct exec_spec){ .argv = runner_argv(c, id, c->timeout_ms, true, to, start, argv),
                                    .env = (const char *const *)c->env, .user = c->user, .cwd = "/",
-                                   .timeout_ms = req->w->cfg->exec_timeout_ms, .detach = true };
+                                   .timeout_ms = req->w->cfg->exec_timeout_ms, .detach = true,
+                                   .env_file = true };
         exec_result_free(&res);
         r = provider_exec(req->w->provider, x->ref, &spec, &res, err);
         if (r < 0) {
@@ -377,6 +378,7 @@ static void cmd_foreground(struct request *req, const struct execd *x, const str
                 .timeout_ms = (int)(to_ms + EXECD_WRAPPER_SLACK_MS),
                 .max_output = (size_t)req->w->cfg->exec_max_output,
                 .record = &rec,
+                .env_file = true,
         };
 
         snprintf(path, sizeof(path), "%s/%s", EXECD_CMD_DIR, id);

@@ -88,7 +88,8 @@ static int range_parse(const char *h, int64_t size, int64_t *ret_start, int64_t 
         return 0;
 }
 
-/* stat one path: 0 with *ret_size, or -1 after replying */
+/* stat one path (and, as an identity, check it opens for reading): 0 with
+ * *ret_size, or -1 after replying */
 static int dl_stat(struct request *req, const struct execd *x, const char *path, int64_t *ret_size)
 {
         const char *argv[] = { "sh", "-c", EXECD_SH_INFO, "sh", path, NULL };
@@ -110,6 +111,19 @@ static int dl_stat(struct request *req, const struct execd *x, const char *path,
         if ((mode & 0170000) == 0040000) {
                 reply_error(req, API_INVALID_REQUEST, "%s: is a directory", path);
                 goto out;
+        }
+        /* as an identity, the kernel may refuse the read: ask before the
+         * headers go (a streamed answer cannot turn into a 403 later) */
+        if (x->identity) {
+                const char *can[] = { "sh", "-c", EXECD_SH_CAN_READ, "sh", path, NULL };
+
+                exec_result_free(&res);
+                if (execd_run(req, x, can, NULL, 0, 4096, &res) < 0)
+                        return -1;
+                if (res.exit_code != 0) {
+                        execd_reply_fs_error(req, path, &res);
+                        goto out;
+                }
         }
         *ret_size = size;
         r = 0;
@@ -335,7 +349,7 @@ static void dl_script(struct request *req, const struct execd *x, const char *pa
 {
         char start_s[32], len_s[32], err[PROVIDER_ERR_MAX] = "";
         const char *argv[] = { "sh", "-c", EXECD_SH_READ, "sh", path, start_s, len_s, NULL };
-        struct exec_spec spec = { .argv = argv, .user = "root", .cwd = "/",
+        struct exec_spec spec = { .argv = argv, .user = x->user, .cwd = "/",
                                   .timeout_ms = req->w->cfg->exec_max_timeout_ms,
                                   .max_output = (size_t)req->w->cfg->file_max_bytes };
         struct exec_result res = { 0 };
@@ -409,7 +423,7 @@ void h_execd_download(struct request *req)
         base = strrchr(path, '/');
         base = base && base[1] ? base + 1 : "file";
         /* bytes, not lines: the provider reads the file itself if it can */
-        if (!lines && provider_has_files(req->w->provider) && dl_fast(req, &x, path, range, base) == 0)
+        if (!lines && !x.identity && provider_has_files(req->w->provider) && dl_fast(req, &x, path, range, base) == 0)
                 goto out;
         if (dl_stat(req, &x, path, &size) < 0)
                 goto out;

@@ -4,7 +4,8 @@
  * (GET /files/download: h_execd_download.c).
  *
  * Every operation is a command in the sandbox as root (the caller owns the
- * whole sandbox; see execd.h); paths are passed as arguments ("$1"), never
+ * whole sandbox; see execd.h), or on an identity route as its uid/gid
+ * (then never the agent's root fast path); paths are passed as arguments ("$1"), never
  * parsed by a shell. Uploads are parsed as they are read (lib/codec/multipart.h):
  * each file is held only until it is written (at most FILE_MAX_BYTES), the
  * whole body is capped at EXECD_UPLOAD_MAX. */
@@ -212,7 +213,7 @@ static int up_file(struct upload *u)
         int64_t uid, gid;
         int r = 0;
 
-        if (provider_has_files(u->req->w->provider) && owner_ids(u->owner, &uid, &gid) &&
+        if (!u->x->identity && provider_has_files(u->req->w->provider) && owner_ids(u->owner, &uid, &gid) &&
             up_file_fast(u, uid, gid) == 0) {
                 u->have_meta = false;
                 return u->replied ? -ECANCELED : 0;

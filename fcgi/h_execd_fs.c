@@ -5,7 +5,7 @@
  * h_execd_files.c and h_execd_download.c.
  *
  * Each is a program of execd_scripts.h run as root in the sandbox (the
- * caller owns it, execd.h), paths passed as arguments and normalised with
+ * caller owns it, execd.h), or as the uid/gid of an identity route, paths passed as arguments and normalised with
  * execd_path_normalize first. Multi-item bodies are checked whole before
  * anything runs, then applied in order in one exec; a failure stops there
  * (what came before it stays done, as with execd) and names its path.

@@ -216,7 +216,8 @@ static void run_stream(struct request *req, const struct execd *x, const char *s
                                dir, rr->cwd, rr->command, NULL };
         struct exec_spec spec = { .argv = argv, .user = "root", .cwd = "/",
                                   .timeout_ms = (int)(to_ms + SESSION_WRAPPER_SLACK_MS),
-                                  .max_output = (size_t)req->w->cfg->exec_max_output };
+                                  .max_output = (size_t)req->w->cfg->exec_max_output,
+                                  .env_file = true };
 
         execd_stream_command(req, x, id, &spec, to_ms, what);
 }

@@ -30,6 +30,7 @@ struct request {
         char path[512];
         char path_arg[64];  /* the first {} segment of the route pattern */
         char path_arg2[64]; /* the second, if the pattern has one */
+        char path_arg3[64]; /* the third, if the pattern has one */
         const char *query;
         const char *request_id; /* points into rid: valid after FCGX_Finish_r too */
         char rid[72];

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "authn.h"
+#include "execd.h"
 
 struct route {
         const char *group;
@@ -70,6 +71,19 @@ static const struct route routes[] = {
         { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/files/search", h_execd_files_search, ROUTE_TOKEN },
         { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/files/replace", h_execd_files_replace, ROUTE_TOKEN },
         { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/directories/list", h_execd_dirs_list, ROUTE_TOKEN },
+        /* the same file routes as a uid/gid (the SDK's files.with_identity;
+         * docs/EXECD.md, "Identity"): /v1/filesystem/{uid}/{gid}/... */
+        { "execd", "POST", EXECD_IDENTITY_PREFIX "/files/upload", h_execd_upload, ROUTE_TOKEN },
+        { "execd", "GET", EXECD_IDENTITY_PREFIX "/files/download", h_execd_download, ROUTE_TOKEN },
+        { "execd", "GET", EXECD_IDENTITY_PREFIX "/files/info", h_execd_files_info, ROUTE_TOKEN },
+        { "execd", "DELETE", EXECD_IDENTITY_PREFIX "/files", h_execd_files_delete, ROUTE_TOKEN },
+        { "execd", "POST", EXECD_IDENTITY_PREFIX "/directories", h_execd_dirs_create, ROUTE_TOKEN },
+        { "execd", "DELETE", EXECD_IDENTITY_PREFIX "/directories", h_execd_dirs_delete, ROUTE_TOKEN },
+        { "execd", "POST", EXECD_IDENTITY_PREFIX "/files/permissions", h_execd_files_chmod, ROUTE_TOKEN },
+        { "execd", "POST", EXECD_IDENTITY_PREFIX "/files/mv", h_execd_files_mv, ROUTE_TOKEN },
+        { "execd", "GET", EXECD_IDENTITY_PREFIX "/files/search", h_execd_files_search, ROUTE_TOKEN },
+        { "execd", "POST", EXECD_IDENTITY_PREFIX "/files/replace", h_execd_files_replace, ROUTE_TOKEN },
+        { "execd", "GET", EXECD_IDENTITY_PREFIX "/directories/list", h_execd_dirs_list, ROUTE_TOKEN },
         /* execd-api.yaml routes not served (docs/EXECD.md): 501 with a message */
         { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/code/contexts", h_execd_not_implemented, ROUTE_TOKEN },
         { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/code/contexts", h_execd_not_implemented, ROUTE_TOKEN },
@@ -104,7 +118,8 @@ int routes_group_known(const char *group)
 }
 
 /* Match path against pattern, where each "{}" stands for one non-empty
- * segment of at most 63 bytes; the first two are copied into args[0..1]. */
+ * segment of at most 63 bytes, copied into args[0..max_args-1]; a pattern
+ * with more holes never matches. */
 static int path_match(const char *pattern, const char *path, char args[][64], int max_args)
 {
         int n = 0;
@@ -136,11 +151,12 @@ void routes_dispatch(const char *group, struct request *req)
 
         for (size_t i = 0; i < N_ROUTES; i++) {
                 const struct route *r = &routes[i];
-                char args[2][64] = { "", "" };
-                if (strcmp(r->group, group) || !path_match(r->path, req->path, args, 2))
+                char args[3][64] = { "", "", "" };
+                if (strcmp(r->group, group) || !path_match(r->path, req->path, args, 3))
                         continue;
                 memcpy(req->path_arg, args[0], sizeof(args[0]));
                 memcpy(req->path_arg2, args[1], sizeof(args[1]));
+                memcpy(req->path_arg3, args[2], sizeof(args[2]));
                 if (strcmp(r->method, req->method) == 0 ||
                     (strcmp(req->method, "HEAD") == 0 && strcmp(r->method, "GET") == 0)) {
                         req->route = r->path;

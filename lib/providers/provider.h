@@ -90,6 +90,11 @@ struct exec_spec {
          * timeout_ms: it then keeps the command's state files too
          * (struct exec_record). Other backends ignore it and run argv. */
         const struct exec_record *record;
+        /* A user's command (not a helper of the broker's): a backend that
+         * runs commands itself (sandbox-agent) loads the sandbox's env file
+         * (EXECD_ENVS, the SDK's set_env) into its environment, under env.
+         * Other backends ignore it (docs/EXECD.md, "set_env"). */
+        bool env_file;
 };
 
 /* A command whose state the backend keeps in files of the sandbox,

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "docker_agent.h"
 #include "docker_json.h"
 
 static struct json_object *get(struct json_object *o, const char *path)
@@ -136,6 +137,32 @@ static void test_create_body_agent(void **state)
         assert_int_equal(docker_json_create_body(&s, &m, &body), 0);
         o = json_tokener_parse(body);
         assert_array(get(o, "Cmd"), s.entrypoint);
+        assert_array(get(o, "Env"), s.env); /* commands not through the agent: no env file */
+        json_object_put(o);
+        free(body);
+}
+
+/* Commands through the agent: the sandbox names the env file of the SDK's
+ * set_env (EXECD_ENVS), unless its own env already does. */
+static void test_create_body_agent_env_file(void **state)
+{
+        struct docker_agent_mount m = { .bin = "/b", .source = "/s", .env_file = true };
+        struct sandbox_spec s = base_spec;
+        char *body = NULL;
+        struct json_object *o;
+
+        (void)state;
+        assert_int_equal(docker_json_create_body(&s, &m, &body), 0);
+        o = json_tokener_parse(body);
+        assert_array(get(o, "Env"), (const char *const[]){ "A=1", "B=two words",
+                                                           "EXECD_ENVS=" DOCKER_AGENT_ENV_FILE, NULL });
+        json_object_put(o);
+        free(body);
+
+        s.env = (const char *const[]){ "EXECD_ENVS=/mine", NULL };
+        assert_int_equal(docker_json_create_body(&s, &m, &body), 0);
+        o = json_tokener_parse(body);
+        assert_array(get(o, "Env"), s.env);
         json_object_put(o);
         free(body);
 }
@@ -396,7 +423,8 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_create_body_full),   cmocka_unit_test(test_create_body_minimal),
-                cmocka_unit_test(test_create_body_agent),  cmocka_unit_test(test_parse_event),
+                cmocka_unit_test(test_create_body_agent),
+                cmocka_unit_test(test_create_body_agent_env_file),  cmocka_unit_test(test_parse_event),
                 cmocka_unit_test(test_create_body_escaping), cmocka_unit_test(test_create_body_invalid),
                 cmocka_unit_test(test_exec_body),          cmocka_unit_test(test_parse_id),
                 cmocka_unit_test(test_states),             cmocka_unit_test(test_parse_inspect),

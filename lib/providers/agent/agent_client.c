@@ -461,6 +461,8 @@ static int exec_request(struct req *q, const struct exec_spec *spec, bool detach
                 r = req_param(q, "user", spec->user);
         if (r == 0 && timeout_ms > 0)
                 r = req_param_i64(q, "timeout_ms", timeout_ms);
+        if (r == 0 && spec->env_file)
+                r = req_param(q, "envfile", "1");
         if (r == 0 && detach)
                 r = req_param(q, "detach", "1");
         if (r == 0)

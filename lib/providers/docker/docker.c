@@ -154,6 +154,7 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
                         goto out;
                 }
                 m.egress[0] = '\0';
+                m.env_file = d->agent.exec;
                 if (d->agent.egress_dir[0] &&
                     (r = docker_agent_egress_prepare(&d->agent, spec->sandbox_id, m.egress,
                                                      sizeof(m.egress), ret_err)) < 0)

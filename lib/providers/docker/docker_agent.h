@@ -20,6 +20,9 @@
 #define DOCKER_AGENT_BIN_IN "/.sandbox-broker/agent"
 #define DOCKER_AGENT_RUN_IN "/.sandbox-broker/run"
 #define DOCKER_AGENT_SOCK_IN DOCKER_AGENT_RUN_IN "/agent.sock"
+/* The env file of the SDK's set_env (EXECD_ENVS; docs/EXECD.md): in the
+ * sandbox's own /tmp, writable by any user of it, never on the host. */
+#define DOCKER_AGENT_ENV_FILE "/tmp/.sb-env"
 /* Egress (docs/EGRESS.md): EGRESS_DIR/<sandbox id>/ mounted read-only here;
  * the host relay makes egress.sock in it, the agent listens on 127.0.0.1:3128. */
 #define DOCKER_EGRESS_DIR_IN "/.sandbox-broker/egress"

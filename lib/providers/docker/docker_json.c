@@ -100,12 +100,38 @@ out:
         return r;
 }
 
+/* Add kv ("K=V") to the array env unless it sets K already: the sandbox's
+ * own setting wins. */
+static int env_default(struct json_object *env, const char *kv)
+{
+        size_t k = strcspn(kv, "=") + 1;
+        struct json_object *v;
+
+        for (size_t j = 0; j < json_object_array_length(env); j++) {
+                const char *e = json_object_get_string(json_object_array_get_idx(env, j));
+                if (e && !strncmp(e, kv, k))
+                        return 0;
+        }
+        v = json_object_new_string(kv);
+        if (!v || json_object_array_add(env, v) < 0) {
+                json_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 /* The agent as PID 1: its binary and run directory mounted, the sandbox's
  * own command (or none: the agent alone keeps it alive) after "--". */
 static int agent_config(struct json_object *o, struct json_object *h, const struct docker_agent_mount *a)
 {
         const char *entry[] = { DOCKER_AGENT_BIN_IN, "--socket", DOCKER_AGENT_SOCK_IN, "--", NULL };
+        static const char *const proxy_env[] = {
+                "HTTP_PROXY=" DOCKER_EGRESS_PROXY, "HTTPS_PROXY=" DOCKER_EGRESS_PROXY,
+                "http_proxy=" DOCKER_EGRESS_PROXY, "https_proxy=" DOCKER_EGRESS_PROXY,
+                "NO_PROXY=localhost,127.0.0.1",    "no_proxy=localhost,127.0.0.1",
+        };
         char bin[sizeof(a->bin) + 64], run[sizeof(a->source) + 64];
+        struct json_object *env = NULL;
         int r;
 
         char egress[sizeof(a->egress) + 64];
@@ -119,30 +145,15 @@ static int agent_config(struct json_object *o, struct json_object *h, const stru
                                                                        a->egress[0] ? egress : NULL,
                                                                        NULL }))) < 0)
                 return r;
-        if (a->egress[0]) {
-                static const char *const proxy_env[] = {
-                        "HTTP_PROXY=" DOCKER_EGRESS_PROXY, "HTTPS_PROXY=" DOCKER_EGRESS_PROXY,
-                        "http_proxy=" DOCKER_EGRESS_PROXY, "https_proxy=" DOCKER_EGRESS_PROXY,
-                        "NO_PROXY=localhost,127.0.0.1",    "no_proxy=localhost,127.0.0.1",
-                };
-                struct json_object *env = NULL;
-
-                if (!json_object_object_get_ex(o, "Env", &env) || !json_object_is_type(env, json_type_array))
-                        return -EINVAL;
-                for (size_t i = 0; i < sizeof(proxy_env) / sizeof(proxy_env[0]); i++) {
-                        size_t k = strcspn(proxy_env[i], "=") + 1;
-                        bool set = false;
-                        /* the sandbox's own setting wins */
-                        for (size_t j = 0; j < json_object_array_length(env); j++)
-                                set |= !strncmp(json_object_get_string(json_object_array_get_idx(env, j)),
-                                                proxy_env[i], k);
-                        struct json_object *v = set ? NULL : json_object_new_string(proxy_env[i]);
-                        if (!set && (!v || json_object_array_add(env, v) < 0)) {
-                                json_put(v);
-                                return -ENOMEM;
-                        }
-                }
-        }
+        if (!json_object_object_get_ex(o, "Env", &env) || !json_object_is_type(env, json_type_array))
+                return -EINVAL;
+        for (size_t i = 0; a->egress[0] && i < sizeof(proxy_env) / sizeof(proxy_env[0]); i++)
+                if ((r = env_default(env, proxy_env[i])) < 0)
+                        return r;
+        /* the SDK's set_env appends to the file EXECD_ENVS names; the agent
+         * loads it for every user command (docs/EXECD.md) */
+        if (a->env_file && (r = env_default(env, "EXECD_ENVS=" DOCKER_AGENT_ENV_FILE)) < 0)
+                return r;
         return 0;
 }
 

@@ -17,6 +17,7 @@ struct docker_agent_mount {
         char bin[256];
         char source[256];
         char egress[256]; /* host egress directory of the sandbox; "" = no egress (docs/EGRESS.md) */
+        bool env_file; /* commands go through the agent: EXECD_ENVS=DOCKER_AGENT_ENV_FILE */
 };
 
 /* Body of POST /containers/create for spec; with agent (may be NULL) the
