@@ -228,13 +228,15 @@ install: all
 		$(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(LIBEXECDIR)
 	install -m 0755 $(BUILD)/sandbox-runc $(BUILD)/sandbox-agent $(BUILD)/sandbox-egress-relay \
-		$(BUILD)/sandbox-egress-acl $(DESTDIR)$(LIBEXECDIR)/
+		$(BUILD)/sandbox-egress-acl egress/squid-config $(DESTDIR)$(LIBEXECDIR)/
+	install -m 0644 egress/squid.conf.in $(DESTDIR)$(LIBEXECDIR)/
 	for u in $(UNITS); do \
 		$(INSTALL_SED) deploy/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
 	install -m 0644 deploy/sysusers.d/sandbox-broker.conf $(DESTDIR)$(SYSUSERSDIR)/sandbox-broker.conf
 	install -m 0644 deploy/nginx/sandbox-broker.conf $(DESTDIR)$(NGINXDIR)/sandbox-broker
-	install -m 0644 docs/OPERATIONS.md docs/CONFIGURATION.md docs/API.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 docs/OPERATIONS.md docs/CONFIGURATION.md docs/API.md docs/EGRESS.md \
+		$(DESTDIR)$(DOCDIR)/
 	install -m 0644 deploy/sandbox-broker.env $(DESTDIR)$(SYSCONFDIR)/sandbox-broker/sandbox-broker.env.default
 	@if [ ! -e $(DESTDIR)$(SYSCONFDIR)/sandbox-broker/sandbox-broker.env ]; then \
 		install -m 0640 deploy/sandbox-broker.env $(DESTDIR)$(SYSCONFDIR)/sandbox-broker/sandbox-broker.env; \
