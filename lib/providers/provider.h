@@ -86,6 +86,9 @@ struct snapshot_spec {
         const char *tenant;
         const char *key_prefix;
         int timeout_ms;          /* the whole commit */
+        long long max_bytes;     /* > 0: a backend that can tell the size before
+                                  * saving refuses a larger one (-EFBIG, the size
+                                  * in *ret_size) without saving it */
 };
 
 struct exec_spec {
@@ -234,7 +237,8 @@ struct provider_ops {
                              char *ret_err);
         /* Optional (NULL if the backend cannot): save the filesystem of
          * sandbox ref as image spec->image (paused meanwhile), labelled
-         * from spec; *ret_size gets the image's size in bytes. Mounts
+         * from spec; *ret_size gets the image's size in bytes (-EFBIG
+         * and the size: over spec->max_bytes, nothing saved). Mounts
          * (the agent's binary and run directory, egress) are not part of
          * it. A sandbox made from the image gets its own agent. */
         int (*snapshot_create)(struct provider *p, const char *ref, const struct snapshot_spec *spec,

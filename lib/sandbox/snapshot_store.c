@@ -118,13 +118,16 @@ int snapshot_store_commit(struct redis_conn *rc, struct provider *pv, const stru
         }
         struct snapshot_spec spec = { .image = image, .snapshot_id = id, .sandbox_id = sid,
                                       .tenant = tenant, .key_prefix = cfg->key_prefix,
-                                      .timeout_ms = cfg->snapshot_timeout_ms };
+                                      .timeout_ms = cfg->snapshot_timeout_ms,
+                                      .max_bytes = cfg->snapshot_max_bytes };
         r = provider_snapshot_create(pv, ref, &spec, &size, perr);
-        if (r == 0 && size > cfg->snapshot_max_bytes) {
-                /* too large: nothing of it stays on the host */
-                (void)provider_snapshot_delete(pv, image, ignored);
-                snprintf(msg, sizeof(msg), "the snapshot is %lld bytes, over the limit of %lld "
-                         "(SNAPSHOT_MAX_BYTES); its image was removed", (long long)size,
+        if ((r == 0 && size > cfg->snapshot_max_bytes) || r == -EFBIG) {
+                /* too large: nothing of it stays on the host (the backend
+                 * may have refused before saving: -EFBIG) */
+                if (r == 0)
+                        (void)provider_snapshot_delete(pv, image, ignored);
+                snprintf(msg, sizeof(msg), "the snapshot would be %lld bytes, over the limit of %lld "
+                         "(SNAPSHOT_MAX_BYTES); nothing of it was kept", (long long)size,
                          cfg->snapshot_max_bytes);
                 r = -EFBIG;
                 (void)set_state(rc, id, "", "Creating", "Failed", "snapshot_too_large", msg, "");

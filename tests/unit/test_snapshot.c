@@ -238,14 +238,17 @@ static void test_commit_body_and_size(void **state)
         assert_int_equal(docker_commit_body(&spec, &body), -EINVAL);
         assert_null(body);
 
-        assert_int_equal(docker_image_size_parse("{\"Id\":\"sha256:x\",\"Size\":123456789012}", &size), 0);
+        assert_int_equal(docker_size_parse("{\"Id\":\"sha256:x\",\"Size\":123456789012}", "Size", &size), 0);
         assert_true(size == 123456789012LL);
-        assert_int_equal(docker_image_size_parse("{\"Size\":-1}", &size), -EPROTO);
-        assert_int_equal(docker_image_size_parse("{\"Size\":\"1\"}", &size), -EPROTO);
-        assert_int_equal(docker_image_size_parse("{}", &size), -EPROTO);
-        assert_int_equal(docker_image_size_parse("[1]", &size), -EPROTO);
-        assert_int_equal(docker_image_size_parse("not json", &size), -EPROTO);
-        assert_int_equal(docker_image_size_parse(NULL, &size), -EPROTO);
+        assert_int_equal(docker_size_parse("{\"Size\":-1}", "Size", &size), -EPROTO);
+        assert_int_equal(docker_size_parse("{\"Size\":\"1\"}", "Size", &size), -EPROTO);
+        assert_int_equal(docker_size_parse("{}", "Size", &size), -EPROTO);
+        assert_int_equal(docker_size_parse("[1]", "Size", &size), -EPROTO);
+        assert_int_equal(docker_size_parse("not json", "Size", &size), -EPROTO);
+        assert_int_equal(docker_size_parse(NULL, "Size", &size), -EPROTO);
+        assert_int_equal(docker_size_parse("{\"SizeRootFs\":77,\"SizeRw\":5}", "SizeRootFs", &size), 0);
+        assert_true(size == 77);
+        assert_int_equal(docker_size_parse("{\"SizeRw\":5}", "SizeRootFs", &size), -EPROTO);
 }
 
 int main(void)

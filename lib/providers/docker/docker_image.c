@@ -366,12 +366,12 @@ out:
         return r;
 }
 
-int docker_image_size_parse(const char *body, int64_t *ret_size)
+int docker_size_parse(const char *body, const char *field, int64_t *ret_size)
 {
         struct json_object *o = body ? json_tokener_parse(body) : NULL, *v;
         int r = -EPROTO;
 
-        if (o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, "Size", &v) &&
+        if (o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, field, &v) &&
             json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0) {
                 *ret_size = json_object_get_int64(v);
                 r = 0;
@@ -420,7 +420,31 @@ int docker_image_commit(struct docker_api *api, const char *ref, const struct sn
         ec = http_escape(ref);
         en = http_escape(name);
         et = http_escape(tag);
-        if (!ec || !en || !et || asprintf(&path, "/commit?container=%s&repo=%s&tag=%s&pause=1", ec, en, et) < 0) {
+        if (!ec || !en || !et) {
+                r = -ENOMEM;
+                goto nomem;
+        }
+        if (spec->max_bytes > 0) {
+                /* a sandbox over the cap is not written to disk as an image first */
+                if (asprintf(&path, "/containers/%s/json?size=1", ec) < 0) {
+                        path = NULL;
+                        r = -ENOMEM;
+                        goto nomem;
+                }
+                r = image_call(api, "GET", path, NULL, spec->timeout_ms, &resp, "snapshot size", ret_err);
+                if (r < 0)
+                        goto out;
+                if (docker_size_parse(resp.data, "SizeRootFs", ret_size) == 0 && *ret_size > spec->max_bytes) {
+                        provider_errf(ret_err, "snapshot: the sandbox holds %lld bytes",
+                                      (long long)*ret_size);
+                        r = -EFBIG;
+                        goto out;
+                }
+                http_buf_release(&resp);
+                resp = (struct http_buf){ 0 };
+                free(path);
+        }
+        if (asprintf(&path, "/commit?container=%s&repo=%s&tag=%s&pause=1", ec, en, et) < 0) {
                 path = NULL;
                 r = -ENOMEM;
                 goto nomem;
@@ -435,7 +459,7 @@ int docker_image_commit(struct docker_api *api, const char *ref, const struct sn
                 goto nomem;
         }
         r = image_call(api, "GET", path, NULL, spec->timeout_ms, &resp, "snapshot size", ret_err);
-        if (r == 0 && docker_image_size_parse(resp.data, ret_size) < 0) {
+        if (r == 0 && docker_size_parse(resp.data, "Size", ret_size) < 0) {
                 provider_errf(ret_err, "snapshot: image inspect without a Size");
                 r = -EIO;
         }

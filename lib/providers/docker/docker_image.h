@@ -57,10 +57,10 @@ int docker_pull_errno(long status, const char *message);
  * (free). -EINVAL (a field missing), -ENOMEM. */
 int docker_commit_body(const struct snapshot_spec *spec, char **ret);
 
-/* The Size of an image inspect answer (GET /images/{name}/json) into
- * *ret_size. -EPROTO when the body is not an object with an integer Size
- * >= 0. */
-int docker_image_size_parse(const char *body, int64_t *ret_size);
+/* The integer member `field` of a JSON object (an image inspect's "Size",
+ * a container inspect's "SizeRootFs" with ?size=1) into *ret_size.
+ * -EPROTO when the body is not an object with that member an integer >= 0. */
+int docker_size_parse(const char *body, const char *field, int64_t *ret_size);
 
 /* ---- Engine API calls ---- */
 
@@ -76,8 +76,11 @@ int docker_image_pull(struct docker_api *api, const char *image, const struct im
 
 /* Commit container ref to spec->image (POST /commit, paused meanwhile:
  * Docker's default), then read its size (GET /images/{name}/json) into
- * *ret_size. -ENOENT no such container, -EBUSY, -ETIMEDOUT, -EIO, -EINVAL
- * (a bad image name); a reason in ret_err. */
+ * *ret_size. With spec->max_bytes, the container's size is read first
+ * (GET /containers/{ref}/json?size=1, SizeRootFs): over it, nothing is
+ * committed and -EFBIG is returned with that size in *ret_size. -ENOENT no
+ * such container, -EBUSY, -ETIMEDOUT, -EIO, -EINVAL (a bad image name); a
+ * reason in ret_err. */
 int docker_image_commit(struct docker_api *api, const char *ref, const struct snapshot_spec *spec,
                         int64_t *ret_size, char *ret_err);
 
