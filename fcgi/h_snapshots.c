@@ -29,8 +29,8 @@ static int snap_provider(struct request *req)
                 return -1;
         }
         if (!provider_can_snapshot(req->w->provider)) {
-                reply_error(req, API_NOT_IMPLEMENTED, "snapshots are not supported by the %s provider",
-                            req->w->cfg->provider);
+                reply_error(req, API_NOT_IMPLEMENTED,
+                            "snapshots are not supported by the %s provider", req->w->cfg->provider);
                 return -1;
         }
         return 0;
@@ -52,7 +52,8 @@ static void reply_snapshot(struct request *req, int status, const char *hdr, con
 static void commit_after(struct request *req)
 {
         char err[SNAPSHOT_ERR_MAX] = "";
-        int r = snapshot_store_commit(req->w->redis, req->w->provider, req->w->cfg, req->after_arg, err);
+        int r = snapshot_store_commit(req->w->redis, req->w->provider, req->w->cfg, req->after_arg,
+                                      err);
 
         if (r < 0)
                 log_warn(LOG_KV({ "SNAPSHOT_ID", req->after_arg }, { "REQUEST_ID", req->request_id }),
@@ -85,8 +86,8 @@ void h_snap_create(struct request *req)
                 reply_errno(req, -EIO, "snapshot");
                 goto out;
         }
-        r = snapshot_store_begin(req->w->redis, req->w->cfg, id, req->auth.tenant, req->path_arg, name,
-                                 state, &n);
+        r = snapshot_store_begin(req->w->redis, req->w->cfg, id, req->auth.tenant, req->path_arg,
+                                 name, state, &n);
         if (r == -ENOENT) {
                 reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", req->path_arg);
                 goto out;
@@ -97,9 +98,10 @@ void h_snap_create(struct request *req)
                 goto out;
         }
         if (r == -EDQUOT) {
-                reply_error(req, API_CONFLICT, "tenant %s already has %lld snapshots, the limit "
-                            "(SNAPSHOT_MAX_PER_TENANT=%d): delete one first", req->auth.tenant, n,
-                            req->w->cfg->snapshot_max_per_tenant);
+                reply_error(req, API_CONFLICT,
+                            "tenant %s already has %lld snapshots, the limit "
+                            "(SNAPSHOT_MAX_PER_TENANT=%d): delete one first",
+                            req->auth.tenant, n, req->w->cfg->snapshot_max_per_tenant);
                 goto out;
         }
         if (r < 0) {
@@ -127,9 +129,10 @@ void h_snap_get(struct request *req)
 
         if (snap_provider(req) < 0)
                 return;
-        r = snapshot_id_valid(req->path_arg) ? snapshot_store_get(req->w->redis, req->w->cfg, req->path_arg,
-                                                                  req->auth.tenant, &rec)
-                                             : -ENOENT;
+        r = snapshot_id_valid(req->path_arg)
+                    ? snapshot_store_get(req->w->redis, req->w->cfg, req->path_arg,
+                                         req->auth.tenant, &rec)
+                    : -ENOENT;
         if (r == -ENOENT)
                 reply_error(req, API_NOT_FOUND, "no snapshot %s", req->path_arg);
         else if (r < 0)
@@ -155,8 +158,10 @@ void h_snap_list(struct request *req)
                 if (strcmp(qname, "state") == 0) {
                         const char *st = snapshot_state_canonical(value);
                         if (!st) {
-                                reply_error(req, API_INVALID_REQUEST, "unknown state '%.32s' (Creating, "
-                                            "Deleting, Ready, Failed)", value);
+                                reply_error(req, API_INVALID_REQUEST,
+                                            "unknown state '%.32s' (Creating, "
+                                            "Deleting, Ready, Failed)",
+                                            value);
                                 return;
                         }
                         if (n_states == 8) {
@@ -172,8 +177,8 @@ void h_snap_list(struct request *req)
                         strcpy(sid, value);
                 } else if (strcmp(qname, "name") == 0) {
                         if (strlen(value) >= sizeof(name)) {
-                                reply_error(req, API_INVALID_REQUEST, "name is longer than %d bytes",
-                                            SNAPSHOT_NAME_MAX);
+                                reply_error(req, API_INVALID_REQUEST,
+                                            "name is longer than %d bytes", SNAPSHOT_NAME_MAX);
                                 return;
                         }
                         strcpy(name, value);
@@ -181,8 +186,9 @@ void h_snap_list(struct request *req)
                         long v = strtol(value, &end, 10);
                         bool is_size = qname[4] != '\0';
                         if (*end || end == value || v < 1 || v > (is_size ? PAGE_SIZE_MAX : 1000000)) {
-                                reply_error(req, API_INVALID_REQUEST, "%s must be an integer from 1 to %d",
-                                            qname, is_size ? PAGE_SIZE_MAX : 1000000);
+                                reply_error(req, API_INVALID_REQUEST,
+                                            "%s must be an integer from 1 to %d", qname,
+                                            is_size ? PAGE_SIZE_MAX : 1000000);
                                 return;
                         }
                         *(is_size ? &size : &page) = v;
@@ -192,8 +198,8 @@ void h_snap_list(struct request *req)
                 reply_error(req, API_INVALID_REQUEST, "malformed query string");
                 return;
         }
-        r = snapshot_store_list(req->w->redis, req->auth.tenant, page, size, sid, name, states, n_states,
-                                &rep);
+        r = snapshot_store_list(req->w->redis, req->auth.tenant, page, size, sid, name, states,
+                                n_states, &rep);
         if (r < 0) {
                 reply_errno(req, r, "snapshots");
                 return;
@@ -227,13 +233,14 @@ void h_snap_delete(struct request *req)
         if (snap_provider(req) < 0)
                 return;
         r = snapshot_id_valid(req->path_arg)
-                    ? snapshot_store_delete(req->w->redis, req->w->provider, req->w->cfg, req->path_arg,
-                                            req->auth.tenant, state, err)
+                    ? snapshot_store_delete(req->w->redis, req->w->provider, req->w->cfg,
+                                            req->path_arg, req->auth.tenant, state, err)
                     : -ENOENT;
         if (r == -ENOENT) {
                 reply_error(req, API_NOT_FOUND, "no snapshot %s", req->path_arg);
         } else if (r == -EBUSY) {
-                reply_error(req, API_CONFLICT, "snapshot %s is %s; it can be deleted once Ready or Failed",
+                reply_error(req, API_CONFLICT,
+                            "snapshot %s is %s; it can be deleted once Ready or Failed",
                             req->path_arg, state);
         } else if (r == -EIO || r == -EPROTO || r == -ENOMEM) {
                 reply_errno(req, r, "snapshot delete");

@@ -41,7 +41,8 @@ int snapshot_create_parse(struct json_object *body, char *ret_name, char *err)
         json_object_object_foreach(body, k, val) {
                 (void)val;
                 if (strcmp(k, "name") != 0) {
-                        snprintf(err, SNAPSHOT_ERR_MAX, "unknown field '%.64s' (a snapshot takes only name)", k);
+                        snprintf(err, SNAPSHOT_ERR_MAX,
+                                 "unknown field '%.64s' (a snapshot takes only name)", k);
                         return -EINVAL;
                 }
         }
@@ -50,7 +51,8 @@ int snapshot_create_parse(struct json_object *body, char *ret_name, char *err)
         len = json_object_is_type(v, json_type_string) ? json_object_get_string_len(v) : -1;
         s = len > 0 ? json_object_get_string(v) : NULL;
         if (!s || len > SNAPSHOT_NAME_MAX || strlen(s) != (size_t)len) {
-                snprintf(err, SNAPSHOT_ERR_MAX, "name must be a string of 1 to %d bytes", SNAPSHOT_NAME_MAX);
+                snprintf(err, SNAPSHOT_ERR_MAX, "name must be a string of 1 to %d bytes",
+                         SNAPSHOT_NAME_MAX);
                 return -EINVAL;
         }
         for (const char *p = s; *p; p++)
@@ -75,7 +77,8 @@ const char *snapshot_state_canonical(const char *s)
 static const char *field(const redisReply *h, const char *name)
 {
         for (size_t i = 0; i + 1 < h->elements; i += 2)
-                if (h->element[i]->type == REDIS_REPLY_STRING && strcmp(h->element[i]->str, name) == 0 &&
+                if (h->element[i]->type == REDIS_REPLY_STRING &&
+                    strcmp(h->element[i]->str, name) == 0 &&
                     h->element[i + 1]->type == REDIS_REPLY_STRING)
                         return h->element[i + 1]->str;
         return NULL;
@@ -111,7 +114,8 @@ int snapshot_json(const redisReply *h, struct json_object **ret)
         if (!o || !st)
                 goto out;
         json_object_object_add(o, "id", json_object_new_string(id));
-        json_object_object_add(o, "sandboxId", json_object_new_string((v = field(h, "sandboxId")) ? v : ""));
+        json_object_object_add(o, "sandboxId",
+                               json_object_new_string((v = field(h, "sandboxId")) ? v : ""));
         if ((v = field(h, "name")) && *v)
                 json_object_object_add(o, "name", json_object_new_string(v));
         json_object_object_add(st, "state", json_object_new_string(state));

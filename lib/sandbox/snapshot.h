@@ -8,8 +8,8 @@
 #include <hiredis/hiredis.h>
 #include <json-c/json.h>
 
-#define SNAPSHOT_ID_LEN 32       /* lowercase hex, like sandbox ids */
-#define SNAPSHOT_NAME_MAX 128    /* bytes of a name, NUL excluded */
+#define SNAPSHOT_ID_LEN 32    /* lowercase hex, like sandbox ids */
+#define SNAPSHOT_NAME_MAX 128 /* bytes of a name, NUL excluded */
 #define SNAPSHOT_ERR_MAX 256
 /* Images of snapshots: this repository, the snapshot id as the tag. The
  * name is the broker's, never a client's. */

@@ -21,7 +21,8 @@ static int tagged(struct redis_conn *c, enum lua_script_id id, int argc, const c
 
         if (r < 0)
                 return r;
-        if ((*ret)->type != REDIS_REPLY_ARRAY || (*ret)->elements < 1 || !is_str((*ret)->element[0], NULL)) {
+        if ((*ret)->type != REDIS_REPLY_ARRAY || (*ret)->elements < 1 ||
+            !is_str((*ret)->element[0], NULL)) {
                 reply_free(*ret);
                 *ret = NULL;
                 return -EPROTO;
@@ -33,7 +34,8 @@ static void copy_state(const redisReply *rep, char *ret_state)
 {
         if (ret_state)
                 snprintf(ret_state, SNAPSHOT_STATE_MAX, "%s",
-                         rep->elements == 2 && is_str(rep->element[1], NULL) ? rep->element[1]->str : "");
+                         rep->elements == 2 && is_str(rep->element[1], NULL) ? rep->element[1]->str
+                                                                             : "");
 }
 
 static const char *field(const redisReply *h, const char *name)
@@ -87,13 +89,15 @@ static int set_state(struct redis_conn *rc, const char *id, const char *tenant, 
 
         if (r < 0)
                 return r;
-        r = is_str(rep->element[0], "ok") ? 0 : is_str(rep->element[0], "notfound") ? -ENOENT : -EBUSY;
+        r = is_str(rep->element[0], "ok")         ? 0
+            : is_str(rep->element[0], "notfound") ? -ENOENT
+                                                  : -EBUSY;
         reply_free(rep);
         return r;
 }
 
-int snapshot_store_commit(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-                          const char *id, char *err)
+int snapshot_store_commit(struct redis_conn *rc, struct provider *pv,
+                          const struct broker_config *cfg, const char *id, char *err)
 {
         char key[160], perr[PROVIDER_ERR_MAX] = "", ignored[PROVIDER_ERR_MAX], msg[SNAPSHOT_ERR_MAX];
         char size_s[24];
@@ -116,8 +120,11 @@ int snapshot_store_commit(struct redis_conn *rc, struct provider *pv, const stru
                 r = -ENOENT;
                 goto out;
         }
-        struct snapshot_spec spec = { .image = image, .snapshot_id = id, .sandbox_id = sid,
-                                      .tenant = tenant, .key_prefix = cfg->key_prefix,
+        struct snapshot_spec spec = { .image = image,
+                                      .snapshot_id = id,
+                                      .sandbox_id = sid,
+                                      .tenant = tenant,
+                                      .key_prefix = cfg->key_prefix,
                                       .timeout_ms = cfg->snapshot_timeout_ms,
                                       .max_bytes = cfg->snapshot_max_bytes };
         r = provider_snapshot_create(pv, ref, &spec, &size, perr);
@@ -126,15 +133,17 @@ int snapshot_store_commit(struct redis_conn *rc, struct provider *pv, const stru
                  * may have refused before saving: -EFBIG) */
                 if (r == 0)
                         (void)provider_snapshot_delete(pv, image, ignored);
-                snprintf(msg, sizeof(msg), "the snapshot would be %lld bytes, over the limit of %lld "
-                         "(SNAPSHOT_MAX_BYTES); nothing of it was kept", (long long)size,
-                         cfg->snapshot_max_bytes);
+                snprintf(msg, sizeof(msg),
+                         "the snapshot would be %lld bytes, over the limit of %lld "
+                         "(SNAPSHOT_MAX_BYTES); nothing of it was kept",
+                         (long long)size, cfg->snapshot_max_bytes);
                 r = -EFBIG;
                 (void)set_state(rc, id, "", "Creating", "Failed", "snapshot_too_large", msg, "");
         } else if (r < 0) {
                 if (r == -ETIMEDOUT)
                         (void)provider_snapshot_delete(pv, image, ignored); /* it may still land */
-                snprintf(msg, sizeof(msg), "%s", perr[0] ? perr : "the provider could not save the sandbox");
+                snprintf(msg, sizeof(msg), "%s",
+                         perr[0] ? perr : "the provider could not save the sandbox");
                 (void)set_state(rc, id, "", "Creating", "Failed", "snapshot_capture_failed", msg, "");
         } else {
                 snprintf(size_s, sizeof(size_s), "%lld", (long long)size);
@@ -258,7 +267,8 @@ int snapshot_store_delete(struct redis_conn *rc, struct provider *pv, const stru
                 r = -EBUSY;
                 goto out;
         }
-        r = set_state(rc, id, tenant, "Ready", "Deleting", "snapshot_deleting", "removing the image", "");
+        r = set_state(rc, id, tenant, "Ready", "Deleting", "snapshot_deleting",
+                      "removing the image", "");
         if (r < 0)
                 goto out;
         r = provider_snapshot_delete(pv, im, perr);

@@ -37,8 +37,8 @@ int snapshot_store_begin(struct redis_conn *rc, const struct broker_config *cfg,
  * in err, SNAPSHOT_ERR_MAX) when the commit failed or the image is larger
  * than SNAPSHOT_MAX_BYTES (then removed). Takes up to SNAPSHOT_TIMEOUT_MS.
  * Returns 0 (Ready), -EFBIG (too large), or the provider's error. */
-int snapshot_store_commit(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-                          const char *id, char *err);
+int snapshot_store_commit(struct redis_conn *rc, struct provider *pv,
+                          const struct broker_config *cfg, const char *id, char *err);
 
 /* The record of tenant's snapshot id into *ret (flat HGETALL array; caller
  * frees with reply_free). A record Creating for longer than

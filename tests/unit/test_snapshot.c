@@ -118,10 +118,28 @@ static void record_free(redisReply *r)
 static void test_json(void **state)
 {
         (void)state;
-        const char *kv[] = { "id", ID, "tenant", "alpha", "sandboxId", "s1", "name", "n1",
-                             "image", "sandbox-broker/snapshot:" ID, "ref", "cafe",
-                             "state", "Ready", "reason", "snapshot_ready", "message", "",
-                             "createdAt", "1764770000000", "lastTransitionAt", "1764770001000" };
+        const char *kv[] = { "id",
+                             ID,
+                             "tenant",
+                             "alpha",
+                             "sandboxId",
+                             "s1",
+                             "name",
+                             "n1",
+                             "image",
+                             "sandbox-broker/snapshot:" ID,
+                             "ref",
+                             "cafe",
+                             "state",
+                             "Ready",
+                             "reason",
+                             "snapshot_ready",
+                             "message",
+                             "",
+                             "createdAt",
+                             "1764770000000",
+                             "lastTransitionAt",
+                             "1764770001000" };
         redisReply *r = record(kv, sizeof(kv) / sizeof(kv[0]));
         struct json_object *o = NULL, *v, *st;
 
@@ -184,20 +202,27 @@ static void test_create_from_snapshot(void **state)
         /* the spec's default entrypoint of a restore */
         assert_string_equal(c.entrypoint, "[\"tail\",\"-f\",\"/dev/null\"]");
         assert_int_equal(c.timeout_s, 3600);
-        assert_int_equal(osb_parse("{\"snapshotId\":\"" ID "\",\"entrypoint\":[\"python\",\"/w/a.py\"]}",
-                                   &c, err), 0);
+        assert_int_equal(osb_parse("{\"snapshotId\":\"" ID
+                                   "\",\"entrypoint\":[\"python\",\"/w/a.py\"]}",
+                                   &c, err),
+                         0);
         assert_string_equal(c.entrypoint, "[\"python\",\"/w/a.py\"]");
-        assert_int_equal(osb_parse("{\"snapshotId\":\"" ID "\",\"entrypoint\":[]}", &c, err), -EINVAL);
+        assert_int_equal(osb_parse("{\"snapshotId\":\"" ID "\",\"entrypoint\":[]}", &c, err),
+                         -EINVAL);
         assert_int_equal(osb_parse("{\"snapshotId\":\"snap_123\"}", &c, err), -EINVAL);
         assert_non_null(strstr(err, "snapshotId"));
         assert_int_equal(osb_parse("{\"snapshotId\":42}", &c, err), -EINVAL);
         assert_int_equal(osb_parse("{\"snapshotId\":\"" ID "\",\"image\":{\"uri\":\"x\"},"
-                                   "\"entrypoint\":[\"sh\"]}", &c, err), -EINVAL);
+                                   "\"entrypoint\":[\"sh\"]}",
+                                   &c, err),
+                         -EINVAL);
         assert_non_null(strstr(err, "not both"));
         /* resource limits and timeout are still checked */
         assert_int_equal(osb_parse("{\"snapshotId\":\"" ID "\",\"timeout\":5}", &c, err), -EINVAL);
-        assert_int_equal(osb_parse("{\"snapshotId\":null,\"image\":{\"uri\":\"x\"},\"entrypoint\":[\"sh\"]}",
-                                   &c, err), 0);
+        assert_int_equal(
+                osb_parse("{\"snapshotId\":null,\"image\":{\"uri\":\"x\"},\"entrypoint\":[\"sh\"]}",
+                          &c, err),
+                0);
         assert_string_equal(c.snapshot_id, "");
         assert_string_equal(c.image, "x");
 }
@@ -205,8 +230,11 @@ static void test_create_from_snapshot(void **state)
 static void test_commit_body_and_size(void **state)
 {
         (void)state;
-        struct snapshot_spec spec = { .image = "sandbox-broker/snapshot:" ID, .snapshot_id = ID,
-                                      .sandbox_id = "s1", .tenant = "alpha", .key_prefix = "sb:" };
+        struct snapshot_spec spec = { .image = "sandbox-broker/snapshot:" ID,
+                                      .snapshot_id = ID,
+                                      .sandbox_id = "s1",
+                                      .tenant = "alpha",
+                                      .key_prefix = "sb:" };
         struct json_object *o, *v, *labels;
         char *body = NULL;
         int64_t size = -1;
@@ -238,7 +266,8 @@ static void test_commit_body_and_size(void **state)
         assert_int_equal(docker_commit_body(&spec, &body), -EINVAL);
         assert_null(body);
 
-        assert_int_equal(docker_size_parse("{\"Id\":\"sha256:x\",\"Size\":123456789012}", "Size", &size), 0);
+        assert_int_equal(
+                docker_size_parse("{\"Id\":\"sha256:x\",\"Size\":123456789012}", "Size", &size), 0);
         assert_true(size == 123456789012LL);
         assert_int_equal(docker_size_parse("{\"Size\":-1}", "Size", &size), -EPROTO);
         assert_int_equal(docker_size_parse("{\"Size\":\"1\"}", "Size", &size), -EPROTO);
@@ -246,7 +275,8 @@ static void test_commit_body_and_size(void **state)
         assert_int_equal(docker_size_parse("[1]", "Size", &size), -EPROTO);
         assert_int_equal(docker_size_parse("not json", "Size", &size), -EPROTO);
         assert_int_equal(docker_size_parse(NULL, "Size", &size), -EPROTO);
-        assert_int_equal(docker_size_parse("{\"SizeRootFs\":77,\"SizeRw\":5}", "SizeRootFs", &size), 0);
+        assert_int_equal(docker_size_parse("{\"SizeRootFs\":77,\"SizeRw\":5}", "SizeRootFs", &size),
+                         0);
         assert_true(size == 77);
         assert_int_equal(docker_size_parse("{\"SizeRw\":5}", "SizeRootFs", &size), -EPROTO);
 }
