@@ -97,6 +97,11 @@ void h_snap_create(struct request *req)
                             req->path_arg, state);
                 goto out;
         }
+        if (r == -EDQUOT && req->w->cfg->snapshot_max_per_tenant == 0) {
+                reply_error(req, API_CONFLICT,
+                            "snapshots are turned off on this broker (SNAPSHOT_MAX_PER_TENANT=0)");
+                goto out;
+        }
         if (r == -EDQUOT) {
                 reply_error(req, API_CONFLICT,
                             "tenant %s already has %lld snapshots, the limit "

@@ -263,21 +263,29 @@ int snapshot_store_delete(struct redis_conn *rc, struct provider *pv, const stru
                 r = set_state(rc, id, tenant, "Failed", "-", "", "", "");
                 goto out;
         }
-        if (strcmp(st, "Ready") != 0) {
+        /* Deleting: a delete that did not finish (its handler died) is
+         * taken up again; removing the image twice is harmless */
+        if (strcmp(st, "Ready") != 0 && strcmp(st, "Deleting") != 0) {
                 r = -EBUSY;
                 goto out;
         }
-        r = set_state(rc, id, tenant, "Ready", "Deleting", "snapshot_deleting",
-                      "removing the image", "");
-        if (r < 0)
-                goto out;
+        if (strcmp(st, "Ready") == 0) {
+                r = set_state(rc, id, tenant, "Ready", "Deleting", "snapshot_deleting",
+                              "removing the image", "");
+                if (r < 0)
+                        goto out;
+        }
         r = provider_snapshot_delete(pv, im, perr);
         if (r < 0 && r != -ENOENT) {
                 snprintf(err, SNAPSHOT_ERR_MAX, "%s", perr);
                 (void)set_state(rc, id, tenant, "Deleting", "Ready", "snapshot_ready", "", "");
+                if (r == -EBUSY)
+                        r = -EREMOTEIO; /* the backend's conflict, not the snapshot's state */
                 goto out;
         }
         r = set_state(rc, id, tenant, "Deleting", "-", "", "", "");
+        if (r == -ENOENT)
+                r = 0; /* a concurrent delete finished it: gone either way */
 out:
         if (r == -EBUSY && st && strcmp(st, "Ready") == 0)
                 snprintf(ret_state, SNAPSHOT_STATE_MAX, "Deleting"); /* another delete won */

@@ -60,8 +60,9 @@ int snapshot_store_list(struct redis_conn *rc, const char *tenant, long page, lo
                         redisReply **ret);
 
 /* Delete tenant's snapshot id: its image (untagged only while a sandbox
- * still runs from it) and its record. -ENOENT; -EBUSY when it is Creating
- * or Deleting (the state in ret_state); a provider error (message in err,
- * SNAPSHOT_ERR_MAX) leaves it Ready. */
+ * still runs from it) and its record. A snapshot left Deleting (a delete
+ * cut short) is deleted again. -ENOENT; -EBUSY when it is Creating (the
+ * state in ret_state); a provider error (message in err, SNAPSHOT_ERR_MAX;
+ * a backend conflict as -EREMOTEIO) leaves it Ready. */
 int snapshot_store_delete(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
                           const char *id, const char *tenant, char *ret_state, char *err);

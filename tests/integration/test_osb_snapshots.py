@@ -293,8 +293,14 @@ def test_snapshot_count_cap_and_list(sb):
     assert snap_list(osb, "sandboxId=" + "e" * 32).json["items"] == []
     assert [s["id"] for s in snap_list(osb, "name=n0").json["items"]] == [snaps[0]["id"]]
     assert snap_list(osb, "state=ready").json["pagination"]["totalItems"] == MAX_PER_TENANT
+    # a delete cut short (its handler died) leaves Deleting: a second one finishes it
+    sb.redis.hset(sb.prefix + "snapshot:" + snaps[0]["id"], "state", "Deleting")
+    assert snap_get(osb, snaps[0]["id"]).json["status"]["state"] == "Deleting"
+    check_osb_error(osb.create_raw({"snapshotId": snaps[0]["id"]}), 409, "CONFLICT")
     # room again after a delete
     assert snap_delete(osb, snaps[0]["id"]).status == 204
+    assert not DOCKER.image_exists("sandbox-broker/snapshot:%s" % snaps[0]["id"])
+    check_osb_error(snap_get(osb, snaps[0]["id"]), 404, "NOT_FOUND")
     again = take_snapshot(osb, src)
     for s in (snaps[1], again):
         assert snap_delete(osb, s["id"]).status == 204
