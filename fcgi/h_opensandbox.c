@@ -22,6 +22,7 @@
 #include "readiness.h"
 #include "routes.h"
 #include "sandbox.h"
+#include "snapshot_store.h"
 #include "timeutil.h"
 
 #define PAGE_SIZE_MAX 200
@@ -188,8 +189,26 @@ void h_osb_create(struct request *req)
                 reply_errno(req, r, "create");
                 goto out;
         }
-        /* IMAGE_ALLOW: an image neither on the host nor allowed is refused now */
-        if (sandbox_image_admissible(req->w->provider, req->w->cfg, c.image, err) == -EPERM) {
+        /* snapshotId: the snapshot's image (this tenant's, Ready), made by the
+         * broker; else IMAGE_ALLOW: an image neither on the host nor allowed
+         * is refused now */
+        if (c.snapshot_id[0]) {
+                char st[SNAPSHOT_STATE_MAX] = "";
+                r = snapshot_store_image(req->w->redis, req->w->cfg, c.snapshot_id, o.tenant, c.image, st);
+                if (r == -ENOENT) {
+                        reply_error(req, API_NOT_FOUND, "no snapshot %s", c.snapshot_id);
+                        goto out;
+                }
+                if (r == -EBUSY) {
+                        reply_error(req, API_CONFLICT, "snapshot %s is %s; sandboxes are made from Ready "
+                                    "snapshots", c.snapshot_id, st);
+                        goto out;
+                }
+                if (r < 0) {
+                        reply_errno(req, r, "create");
+                        goto out;
+                }
+        } else if (sandbox_image_admissible(req->w->provider, req->w->cfg, c.image, err) == -EPERM) {
                 reply_error(req, API_INVALID_REQUEST, "%s", err);
                 goto out;
         }
@@ -205,8 +224,8 @@ void h_osb_create(struct request *req)
         const char *fields[] = { "image", c.image, "entrypoint", c.entrypoint, "env", c.env,
                                  "metadata", c.metadata, "nanoCpus", cpus, "memoryBytes", mem,
                                  "pids", pids, "token", token, "provider", req->w->cfg->provider,
-                                 "egress_policy", egress };
-        r = osb_store_create(req->w->redis, req->w->cfg, sid, o.tenant, exp, fields, 20, &live);
+                                 "egress_policy", egress, "snapshotId", c.snapshot_id };
+        r = osb_store_create(req->w->redis, req->w->cfg, sid, o.tenant, exp, fields, 22, &live);
         if (r == -EDQUOT) {
                 reply_error(req, API_CONFLICT, "tenant %s already has %lld live sandboxes (the limit)",
                             o.tenant, live);
@@ -593,9 +612,7 @@ void h_osb_metrics_event(struct request *req)
 
 void h_osb_not_implemented(struct request *req)
 {
-        const char *what = strstr(req->route, "diagnostics") ? "diagnostics (logs, events)" : "snapshots";
-
         reply_error(req, API_NOT_IMPLEMENTED,
-                    "%s %s: %s are part of the OpenSandbox specification but not served by this "
-                    "server yet", req->method, req->route, what);
+                    "%s %s: diagnostics (logs, events) are part of the OpenSandbox specification but "
+                    "not served by this server yet", req->method, req->route);
 }

@@ -41,13 +41,12 @@ static const struct route routes[] = {
         { "sandboxes", "GET", "/v1/sandboxes/{}/endpoints/{}", h_osb_endpoint, ROUTE_KEY },
         /* the SDKs' create telemetry (in no spec): accepted and dropped, 204 */
         { "sandboxes", "POST", "/v1/metrics/events", h_osb_metrics_event, ROUTE_KEY },
+        /* snapshots (h_snapshots.c) */
+        { "sandboxes", "POST", "/v1/sandboxes/{}/snapshots", h_snap_create, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/snapshots", h_snap_list, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/snapshots/{}", h_snap_get, ROUTE_KEY },
+        { "sandboxes", "DELETE", "/v1/snapshots/{}", h_snap_delete, ROUTE_KEY },
         /* routes of the OpenSandbox specs this server does not serve (yet): 501 */
-        { "sandboxes", "GET", "/v1/snapshots", h_osb_not_implemented, ROUTE_KEY },
-        { "sandboxes", "POST", "/v1/snapshots", h_osb_not_implemented, ROUTE_KEY },
-        { "sandboxes", "GET", "/v1/snapshots/{}", h_osb_not_implemented, ROUTE_KEY },
-        { "sandboxes", "DELETE", "/v1/snapshots/{}", h_osb_not_implemented, ROUTE_KEY },
-        { "sandboxes", "GET", "/v1/sandboxes/{}/snapshots", h_osb_not_implemented, ROUTE_KEY },
-        { "sandboxes", "POST", "/v1/sandboxes/{}/snapshots", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/logs", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/events", h_osb_not_implemented, ROUTE_KEY },
         /* execd contract (execd-api.yaml) served by the broker, X-EXECD-ACCESS-TOKEN */

@@ -56,6 +56,8 @@ static const struct int_opt int_opts[] = {
         INT_OPT("DAYTONA_AUTO_STOP_MIN", daytona_auto_stop_min, 0, 0, 525600),
         INT_OPT("OPENSANDBOX_MAX_TIMEOUT_S", osb_max_timeout_s, 86400, 60, 31536000),
         INT_OPT("OPENSANDBOX_MAX_PER_TENANT", osb_max_per_tenant, 50, 1, 100000),
+        INT_OPT("SNAPSHOT_MAX_PER_TENANT", snapshot_max_per_tenant, 20, 0, 100000),
+        INT_OPT("SNAPSHOT_TIMEOUT_MS", snapshot_timeout_ms, 300000, 1000, 3600000),
         INT_OPT("TENANT_MAX_SLOTS", tenant_max_slots, 0, 0, 1000000),
         INT_OPT("POOL_MAX_AGE_MS", pool_max_age_ms, 3600000, 1000, 604800000),
         INT_OPT("POOL_COUNTS_AGAINST_CAPACITY", pool_counts_against_capacity, 0, 0, 1),
@@ -171,6 +173,28 @@ static int config_runtime(struct broker_config *cfg, const char *(*lookup)(const
                 return -EINVAL;
         }
         strcpy(cfg->sandbox_runtime, v);
+        return 0;
+}
+
+/* SNAPSHOT_MAX_BYTES: the largest image a snapshot may be (bytes, as
+ * Docker's image Size); beyond an int, so read here. */
+static int config_snapshot(struct broker_config *cfg, const char *(*lookup)(const char *name),
+                           char *err, size_t errsz)
+{
+        const char *v = lookup("SNAPSHOT_MAX_BYTES");
+        char *end;
+        long long n;
+
+        cfg->snapshot_max_bytes = 10LL * 1024 * 1024 * 1024;
+        if (!v || !*v)
+                return 0;
+        errno = 0;
+        n = strtoll(v, &end, 10);
+        if (errno || *end || n < 1 || n > (1LL << 50)) {
+                snprintf(err, errsz, "SNAPSHOT_MAX_BYTES=%s: expected bytes from 1 to 2^50", v);
+                return -EINVAL;
+        }
+        cfg->snapshot_max_bytes = n;
         return 0;
 }
 
@@ -355,6 +379,8 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
         if (config_runtime(cfg, lookup, err, errsz) < 0)
                 return -EINVAL;
         if (config_agent(cfg, lookup, err, errsz) < 0)
+                return -EINVAL;
+        if (config_snapshot(cfg, lookup, err, errsz) < 0)
                 return -EINVAL;
         if (config_pools(cfg, err, errsz) < 0)
                 return -EINVAL;

@@ -70,6 +70,10 @@ struct broker_config {
         int osb_max_timeout_s;
         int osb_max_per_tenant;
         char osb_endpoint_host[256]; /* host[:port] in endpoint answers; "" = the request's Host */
+        /* snapshots (docs/OPENSANDBOX.md, "Snapshots") */
+        int snapshot_max_per_tenant;  /* Creating + Ready snapshots of one tenant; 0 = none */
+        int snapshot_timeout_ms;      /* one commit (and how long Creating may last) */
+        long long snapshot_max_bytes; /* SNAPSHOT_MAX_BYTES: image Size cap */
         /* tenants (docs/OPERATIONS.md, "Tenants and API keys") */
         int tenant_max_slots;     /* default per-tenant slot cap; 0 = only BROKER_CAPACITY */
         char metrics_token[256];  /* bearer token of GET /metrics; "" = admin keys only */

@@ -84,6 +84,30 @@ int provider_image_ensure(struct provider *p, const char *image, const struct im
         return p->ops->image_ensure(p, image, auth, timeout_ms, cb, ret_err);
 }
 
+bool provider_can_snapshot(const struct provider *p)
+{
+        return p->ops->snapshot_create && p->ops->snapshot_delete;
+}
+
+int provider_snapshot_create(struct provider *p, const char *ref, const struct snapshot_spec *spec,
+                             int64_t *ret_size, char *ret_err)
+{
+        if (!provider_can_snapshot(p)) {
+                provider_errf(ret_err, "snapshots are not supported by the %s provider", p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return p->ops->snapshot_create(p, ref, spec, ret_size, ret_err);
+}
+
+int provider_snapshot_delete(struct provider *p, const char *image, char *ret_err)
+{
+        if (!provider_can_snapshot(p)) {
+                provider_errf(ret_err, "snapshots are not supported by the %s provider", p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return p->ops->snapshot_delete(p, image, ret_err);
+}
+
 bool provider_has_files(const struct provider *p)
 {
         return p->ops->read_file && p->ops->write_file;

@@ -35,6 +35,11 @@
 #define PROVIDER_LABEL_SANDBOX "io.sandbox-broker.sandbox-id"
 #define PROVIDER_LABEL_PREFIX "io.sandbox-broker.prefix"
 #define PROVIDER_LABEL_AGENT "io.sandbox-broker.agent" /* "1": sandbox-agent is PID 1 */
+/* Labels of a snapshot's image (docs/OPENSANDBOX.md, "Snapshots"): which
+ * snapshot, of which sandbox, of which tenant; with PROVIDER_LABEL_PREFIX. */
+#define PROVIDER_LABEL_SNAPSHOT "io.sandbox-broker.snapshot-id"
+#define PROVIDER_LABEL_SNAPSHOT_OF "io.sandbox-broker.snapshot-of"
+#define PROVIDER_LABEL_TENANT "io.sandbox-broker.tenant"
 
 struct sandbox_limits {
         int64_t nano_cpus;    /* 1e9 = one CPU */
@@ -70,6 +75,20 @@ struct sandbox_spec {
          * (image_ensure); these may be NULL. */
         const struct image_auth *image_auth;
         const struct image_pull_cb *pull_cb;
+};
+
+/* A snapshot to make of a sandbox: image is the name the broker chose
+ * (never a client's), the rest go into its labels. */
+struct snapshot_spec {
+        const char *image;       /* "repository:tag" */
+        const char *snapshot_id;
+        const char *sandbox_id;  /* the source */
+        const char *tenant;
+        const char *key_prefix;
+        int timeout_ms;          /* the whole commit */
+        long long max_bytes;     /* > 0: a backend that can tell the size before
+                                  * saving refuses a larger one (-EFBIG, the size
+                                  * in *ret_size) without saving it */
 };
 
 struct exec_spec {
@@ -221,6 +240,18 @@ struct provider_ops {
          * (Docker: POST /containers/{id}/update); a field <= 0 is left. */
         int (*update_limits)(struct provider *p, const char *ref, const struct sandbox_limits *l,
                              char *ret_err);
+        /* Optional (NULL if the backend cannot): save the filesystem of
+         * sandbox ref as image spec->image (paused meanwhile), labelled
+         * from spec; *ret_size gets the image's size in bytes (-EFBIG
+         * and the size: over spec->max_bytes, nothing saved). Mounts
+         * (the agent's binary and run directory, egress) are not part of
+         * it. A sandbox made from the image gets its own agent. */
+        int (*snapshot_create)(struct provider *p, const char *ref, const struct snapshot_spec *spec,
+                               int64_t *ret_size, char *ret_err);
+        /* Optional, with snapshot_create: remove image (its name); -ENOENT
+         * when it is gone. An image a sandbox still runs from loses its
+         * name only; its layers go with the last such sandbox. */
+        int (*snapshot_delete)(struct provider *p, const char *image, char *ret_err);
         void (*free)(struct provider *p);
 };
 
@@ -292,6 +323,15 @@ int provider_write_file(struct provider *p, const char *ref, const char *path, c
 /* ops->image_ensure (see there), or -EOPNOTSUPP when the backend has none. */
 int provider_image_ensure(struct provider *p, const char *image, const struct image_auth *auth,
                           int timeout_ms, const struct image_pull_cb *cb, char *ret_err);
+
+/* Can p make snapshots (ops->snapshot_create and ->snapshot_delete)? */
+bool provider_can_snapshot(const struct provider *p);
+
+/* ops->snapshot_create / ->snapshot_delete (see there), or -EOPNOTSUPP
+ * when the backend has none. */
+int provider_snapshot_create(struct provider *p, const char *ref, const struct snapshot_spec *spec,
+                             int64_t *ret_size, char *ret_err);
+int provider_snapshot_delete(struct provider *p, const char *image, char *ret_err);
 
 /* Lifecycle of one sandbox, as the ops of the same names; errors above. */
 int provider_start(struct provider *p, const char *ref, char *ret_err);

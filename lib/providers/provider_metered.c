@@ -144,6 +144,18 @@ static int m_update_limits(struct provider *p, const char *ref, const struct san
         return counted(INNER(p)->ops->update_limits(INNER(p), ref, l, ret_err), "update_limits");
 }
 
+static int m_snapshot_create(struct provider *p, const char *ref, const struct snapshot_spec *spec,
+                             int64_t *ret_size, char *ret_err)
+{
+        return counted(INNER(p)->ops->snapshot_create(INNER(p), ref, spec, ret_size, ret_err),
+                       "snapshot_create");
+}
+
+static int m_snapshot_delete(struct provider *p, const char *image, char *ret_err)
+{
+        return counted(INNER(p)->ops->snapshot_delete(INNER(p), image, ret_err), "snapshot_delete");
+}
+
 static void m_free(struct provider *p)
 {
         provider_free(INNER(p));
@@ -177,6 +189,7 @@ int provider_metered(struct provider **p)
                 .watch_exits = MIRROR(watch_exits), .read_file = MIRROR(read_file),
                 .write_file = MIRROR(write_file), .image_ensure = MIRROR(image_ensure),
                 .update_limits = MIRROR(update_limits),
+                .snapshot_create = MIRROR(snapshot_create), .snapshot_delete = MIRROR(snapshot_delete),
                 .free = m_free,
         };
         m->inner = *p;

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "json_input.h"
+#include "snapshot.h"
 #include "timeutil.h"
 
 int osb_parse_cpu(const char *s, int64_t *ret)
@@ -260,9 +261,25 @@ int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
         struct json_object *image, *uri, *v, *limits;
 
         memset(c, 0, sizeof(*c));
+        /* the spec: exactly one startup source, image or snapshotId */
         if (json_object_object_get_ex(body, "snapshotId", &v) && !json_object_is_type(v, json_type_null)) {
-                snprintf(err, OSB_ERR_MAX, "snapshotId is not supported by this server: create from an image");
-                return -EINVAL;
+                if (json_object_object_get_ex(body, "image", &image) &&
+                    !json_object_is_type(image, json_type_null)) {
+                        snprintf(err, OSB_ERR_MAX, "give either image or snapshotId, not both");
+                        return -EINVAL;
+                }
+                if (!json_object_is_type(v, json_type_string) ||
+                    !snapshot_id_valid(json_object_get_string(v))) {
+                        snprintf(err, OSB_ERR_MAX, "snapshotId must be a snapshot id (32 lowercase hex characters)");
+                        return -EINVAL;
+                }
+                strcpy(c->snapshot_id, json_object_get_string(v));
+                /* without an entrypoint the spec's default for a restore */
+                if (!json_object_object_get_ex(body, "entrypoint", &v) || json_object_is_type(v, json_type_null))
+                        strcpy(c->entrypoint, "[\"tail\",\"-f\",\"/dev/null\"]");
+                else if (parse_entrypoint(v, c, err) < 0)
+                        return -EINVAL;
+                goto rest;
         }
         if (!json_object_object_get_ex(body, "image", &image) ||
             !json_object_is_type(image, json_type_object) ||
@@ -287,7 +304,7 @@ int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
         }
         if (parse_entrypoint(v, c, err) < 0)
                 return -EINVAL;
-
+rest:
         c->timeout_s = -1;
         if (json_object_object_get_ex(body, "timeout", &v) && !json_object_is_type(v, json_type_null)) {
                 int64_t t = json_object_get_int64(v);
@@ -410,7 +427,10 @@ int osb_sandbox_json(const redisReply *h, bool full, struct json_object **ret)
         o = json_object_new_object();
         st = json_object_new_object();
         json_object_object_add(o, "id", json_object_new_string(id));
-        if (full && (v = hash_get(h, "image"))) {
+        /* a restored sandbox names its snapshot instead of an image (the spec's Sandbox) */
+        if (full && (v = hash_get(h, "snapshotId")) && *v) {
+                json_object_object_add(o, "snapshotId", json_object_new_string(v));
+        } else if (full && (v = hash_get(h, "image"))) {
                 struct json_object *img = json_object_new_object();
                 json_object_object_add(img, "uri", json_object_new_string(v));
                 json_object_object_add(o, "image", img);

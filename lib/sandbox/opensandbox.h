@@ -45,7 +45,8 @@ int osb_metadata_patch_check(struct json_object *patch, char *err);
 
 /* A validated create request. Strings are JSON texts ready to store. */
 struct osb_create {
-        char image[256];
+        char image[256];                     /* "" with snapshot_id: the handler resolves it */
+        char snapshot_id[33];                /* "" unless restored from a snapshot */
         char entrypoint[OSB_ENTRYPOINT_MAX]; /* JSON array */
         char env[OSB_ENV_MAX];               /* JSON object */
         char metadata[OSB_METADATA_MAX];     /* JSON object */

@@ -311,9 +311,6 @@ def test_nginx_own_errors_are_json(bad, case):
 
 
 @pytest.mark.parametrize("method,path", [
-    ("GET", "/v1/snapshots"), ("POST", "/v1/snapshots"), ("GET", "/v1/snapshots/s1"),
-    ("DELETE", "/v1/snapshots/s1"), ("GET", "/v1/sandboxes/%s/snapshots" % ("a" * 32)),
-    ("POST", "/v1/sandboxes/%s/snapshots" % ("a" * 32)),
     ("GET", "/v1/sandboxes/%s/diagnostics/logs" % ("a" * 32)),
     ("GET", "/v1/sandboxes/%s/diagnostics/events" % ("a" * 32))])
 def test_spec_routes_not_served_are_501(bad, method, path):

@@ -319,6 +319,21 @@ def test_vanished_sandbox_marks_the_record_failed(dt):
     assert rec.get("reason") == "CONTAINER_MISSING", rec
 
 
+def test_snapshots_are_not_supported(dt):
+    """Snapshots need a provider that can make them (Docker): on Daytona
+    every snapshot route answers 501 with the reason, and nothing is stored."""
+    osb = OSB(dt.b)
+    sid = osb.create(image=SNAP, entrypoint=("sleep", "infinity"))
+    for method, path, body in (("POST", "/sandboxes/%s/snapshots" % sid, {}),
+                               ("GET", "/snapshots", None),
+                               ("GET", "/snapshots/" + "a" * 32, None),
+                               ("DELETE", "/snapshots/" + "a" * 32, None)):
+        r = check_error(osb.call(method, path, body), 501, "NOT_IMPLEMENTED")
+        assert "not supported by the daytona provider" in r["message"], r
+    assert dt.b.redis.keys(dt.b.prefix + "snapshot*") == []
+    assert osb.delete(sid).status == 204
+
+
 # ------------------------------------------------------- execd on Daytona
 
 def test_execd_routes_without_streaming(dt):

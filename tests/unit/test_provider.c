@@ -123,6 +123,30 @@ static const struct provider_ops streaming_ops = {
         .stop = f_stop, .pause = f_pause, .resume = f_resume, .free = f_free,
 };
 
+static int f_snapshot_create(struct provider *p, const char *ref, const struct snapshot_spec *spec,
+                             int64_t *ret_size, char *ret_err)
+{
+        (void)ref;
+        (void)spec;
+        (void)ret_err;
+        fake_of(p)->starts++;
+        *ret_size = 42;
+        return 0;
+}
+
+static int f_snapshot_delete(struct provider *p, const char *image, char *ret_err)
+{
+        (void)image;
+        (void)ret_err;
+        fake_of(p)->stops++;
+        return -ENOENT;
+}
+
+static const struct provider_ops snapshot_ops = {
+        .name = "fake-snapshots", .exec = f_exec, .snapshot_create = f_snapshot_create,
+        .snapshot_delete = f_snapshot_delete, .free = f_free,
+};
+
 static struct provider *fake_new(const struct provider_ops *ops, struct fake *f)
 {
         struct provider *p = calloc(1, sizeof(*p));
@@ -309,12 +333,44 @@ static void test_factory(void **state)
         provider_free(p);
 }
 
+/* Snapshots are optional: a backend without them (Daytona) is refused by
+ * the facade with the reason; the metered wrapper mirrors what it has. */
+static void test_snapshot_facade(void **state)
+{
+        struct fake f = { 0 };
+        struct provider *p = fake_new(&buffered_ops, &f);
+        struct snapshot_spec spec = { .image = "sandbox-broker/snapshot:x" };
+        char err[PROVIDER_ERR_MAX] = "";
+        int64_t size = 0;
+
+        (void)state;
+        assert_false(provider_can_snapshot(p));
+        assert_int_equal(provider_snapshot_create(p, "ref", &spec, &size, err), -EOPNOTSUPP);
+        assert_non_null(strstr(err, "not supported by the fake-buffered provider"));
+        assert_int_equal(provider_snapshot_delete(p, "img", err), -EOPNOTSUPP);
+        assert_int_equal(provider_metered(&p), 0);
+        assert_null(p->ops->snapshot_create);
+        assert_false(provider_can_snapshot(p));
+        provider_free(p);
+
+        p = fake_new(&snapshot_ops, &f);
+        assert_int_equal(provider_metered(&p), 0);
+        assert_true(provider_can_snapshot(p));
+        assert_int_equal(provider_snapshot_create(p, "ref", &spec, &size, err), 0);
+        assert_true(size == 42);
+        assert_int_equal(provider_snapshot_delete(p, "img", err), -ENOENT);
+        assert_int_equal(f.starts, 1);
+        assert_int_equal(f.stops, 1);
+        provider_free(p);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_metered_mirrors_a_backend_without_streaming),
                 cmocka_unit_test(test_metered_mirrors_a_streaming_backend),
                 cmocka_unit_test(test_lifecycle_facade),
+                cmocka_unit_test(test_snapshot_facade),
                 cmocka_unit_test(test_api_error_mapping),
                 cmocka_unit_test(test_factory),
         };

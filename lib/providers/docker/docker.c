@@ -962,6 +962,17 @@ static void docker_free(struct provider *p)
         free(p);
 }
 
+static int docker_snapshot_create(struct provider *p, const char *ref, const struct snapshot_spec *spec,
+                                  int64_t *ret_size, char *ret_err)
+{
+        return docker_image_commit(impl(p)->api, ref, spec, ret_size, ret_err);
+}
+
+static int docker_snapshot_delete(struct provider *p, const char *image, char *ret_err)
+{
+        return docker_image_remove(impl(p)->api, image, impl(p)->timeout_ms, ret_err);
+}
+
 static const struct provider_ops docker_ops = {
         .name = "docker",
         .create = docker_create,
@@ -982,6 +993,8 @@ static const struct provider_ops docker_ops = {
         .write_file = docker_write_file,
         .image_ensure = docker_ensure_image,
         .update_limits = docker_update_limits,
+        .snapshot_create = docker_snapshot_create,
+        .snapshot_delete = docker_snapshot_delete,
         .free = docker_free,
 };
 

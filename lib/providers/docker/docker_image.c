@@ -325,3 +325,170 @@ out:
         free(path);
         return r;
 }
+
+int docker_commit_body(const struct snapshot_spec *spec, char **ret)
+{
+        struct json_object *o = NULL, *labels = NULL;
+        const char *s;
+        int r = -EINVAL;
+
+        *ret = NULL;
+        if (!spec->snapshot_id || !spec->sandbox_id || !spec->tenant || !spec->image)
+                goto out;
+        r = -ENOMEM;
+        o = json_object_new_object();
+        labels = json_object_new_object();
+        if (!o || !labels)
+                goto out;
+        /* Docker merges the container's labels into the image's: those
+         * that tie a container to a sandbox are blanked, so that they never
+         * mark the image or what is made from it */
+        if (json_object_object_add(labels, PROVIDER_LABEL_MANAGED, json_object_new_string("")) ||
+            json_object_object_add(labels, PROVIDER_LABEL_SANDBOX, json_object_new_string("")) ||
+            json_object_object_add(labels, PROVIDER_LABEL_AGENT, json_object_new_string("")) ||
+            json_object_object_add(labels, PROVIDER_LABEL_SNAPSHOT, json_object_new_string(spec->snapshot_id)) ||
+            json_object_object_add(labels, PROVIDER_LABEL_SNAPSHOT_OF, json_object_new_string(spec->sandbox_id)) ||
+            json_object_object_add(labels, PROVIDER_LABEL_TENANT, json_object_new_string(spec->tenant)) ||
+            json_object_object_add(labels, PROVIDER_LABEL_PREFIX,
+                                   json_object_new_string(spec->key_prefix ? spec->key_prefix : "")) ||
+            json_object_object_add(o, "Entrypoint", json_object_new_array()))
+                goto out;
+        if (json_object_object_add(o, "Labels", labels)) {
+                goto out;
+        }
+        labels = NULL;
+        s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        *ret = s ? strdup(s) : NULL;
+        r = *ret ? 0 : -ENOMEM;
+out:
+        json_object_put(labels);
+        json_object_put(o);
+        return r;
+}
+
+int docker_size_parse(const char *body, const char *field, int64_t *ret_size)
+{
+        struct json_object *o = body ? json_tokener_parse(body) : NULL, *v;
+        int r = -EPROTO;
+
+        if (o && json_object_is_type(o, json_type_object) && json_object_object_get_ex(o, field, &v) &&
+            json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0) {
+                *ret_size = json_object_get_int64(v);
+                r = 0;
+        }
+        json_object_put(o);
+        return r;
+}
+
+/* One JSON request whose non-2xx answer becomes -ENOENT/-EBUSY/-EIO with
+ * Docker's message. On success *resp (if not NULL) owns the body. */
+static int image_call(struct docker_api *api, const char *method, const char *path, const char *body,
+                      int timeout_ms, struct http_buf *resp, const char *what, char *ret_err)
+{
+        struct http_buf b = { 0 };
+        long status = 0;
+        int r = docker_api_call(api, method, path, body, timeout_ms, &status, &b, 1024 * 1024, ret_err);
+
+        if (r == 0 && status / 100 != 2) {
+                r = status == 404 ? -ENOENT : status == 409 ? -EBUSY : -EIO;
+                docker_json_error_message(what, status, b.data, ret_err);
+        }
+        if (r == 0 && resp) {
+                *resp = b;
+                b = (struct http_buf){ 0 };
+        }
+        http_buf_release(&b);
+        return r;
+}
+
+int docker_image_commit(struct docker_api *api, const char *ref, const struct snapshot_spec *spec,
+                        int64_t *ret_size, char *ret_err)
+{
+        char name[DOCKER_IMAGE_MAX], tag[DOCKER_IMAGE_MAX];
+        char *body = NULL, *path = NULL, *ec = NULL, *en = NULL, *et = NULL;
+        struct http_buf resp = { 0 };
+        int r;
+
+        r = docker_image_split(spec->image, name, sizeof(name), tag, sizeof(tag));
+        if (r < 0 || !tag[0]) {
+                provider_errf(ret_err, "snapshot: not a valid image name");
+                return -EINVAL;
+        }
+        r = docker_commit_body(spec, &body);
+        if (r < 0)
+                goto nomem;
+        ec = http_escape(ref);
+        en = http_escape(name);
+        et = http_escape(tag);
+        if (!ec || !en || !et) {
+                r = -ENOMEM;
+                goto nomem;
+        }
+        if (spec->max_bytes > 0) {
+                /* a sandbox over the cap is not written to disk as an image first */
+                if (asprintf(&path, "/containers/%s/json?size=1", ec) < 0) {
+                        path = NULL;
+                        r = -ENOMEM;
+                        goto nomem;
+                }
+                r = image_call(api, "GET", path, NULL, spec->timeout_ms, &resp, "snapshot size", ret_err);
+                if (r < 0)
+                        goto out;
+                if (docker_size_parse(resp.data, "SizeRootFs", ret_size) == 0 && *ret_size > spec->max_bytes) {
+                        provider_errf(ret_err, "snapshot: the sandbox holds %lld bytes",
+                                      (long long)*ret_size);
+                        r = -EFBIG;
+                        goto out;
+                }
+                http_buf_release(&resp);
+                resp = (struct http_buf){ 0 };
+                free(path);
+        }
+        if (asprintf(&path, "/commit?container=%s&repo=%s&tag=%s&pause=1", ec, en, et) < 0) {
+                path = NULL;
+                r = -ENOMEM;
+                goto nomem;
+        }
+        r = image_call(api, "POST", path, body, spec->timeout_ms, NULL, "snapshot", ret_err);
+        if (r < 0)
+                goto out;
+        free(path);
+        if (asprintf(&path, "/images/%s:%s/json", en, et) < 0) {
+                path = NULL;
+                r = -ENOMEM;
+                goto nomem;
+        }
+        r = image_call(api, "GET", path, NULL, spec->timeout_ms, &resp, "snapshot size", ret_err);
+        if (r == 0 && docker_size_parse(resp.data, "Size", ret_size) < 0) {
+                provider_errf(ret_err, "snapshot: image inspect without a Size");
+                r = -EIO;
+        }
+        goto out;
+nomem:
+        if (r == -ENOMEM)
+                provider_errf(ret_err, "snapshot: out of memory");
+out:
+        http_buf_release(&resp);
+        free(body);
+        free(path);
+        free(ec);
+        free(en);
+        free(et);
+        return r;
+}
+
+int docker_image_remove(struct docker_api *api, const char *image, int timeout_ms, char *ret_err)
+{
+        char *en = http_escape(image), *path = NULL;
+        int r;
+
+        if (!en || asprintf(&path, "/images/%s?force=1", en) < 0) {
+                free(en);
+                provider_errf(ret_err, "snapshot delete: out of memory");
+                return -ENOMEM;
+        }
+        r = image_call(api, "DELETE", path, NULL, timeout_ms, NULL, "snapshot delete", ret_err);
+        free(en);
+        free(path);
+        return r;
+}

@@ -9,6 +9,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "docker_api.h"
 #include "provider.h"
@@ -48,6 +49,19 @@ int docker_pull_line(struct docker_pull_state *s, const char *line, size_t len);
 /* A pull's failure from Docker's message: -EACCES, -ENOENT or -EIO. */
 int docker_pull_errno(long status, const char *message);
 
+/* The body of POST /commit for spec: {"Entrypoint": [], "Labels": {...}}.
+ * The empty Entrypoint replaces the container's (the agent's, whose
+ * binary is a mount and not in the image); the snapshot's labels are
+ * added, and the container's managed, sandbox-id and agent labels (which
+ * Docker would carry over) are set to "". *ret is owned by the caller
+ * (free). -EINVAL (a field missing), -ENOMEM. */
+int docker_commit_body(const struct snapshot_spec *spec, char **ret);
+
+/* The integer member `field` of a JSON object (an image inspect's "Size",
+ * a container inspect's "SizeRootFs" with ?size=1) into *ret_size.
+ * -EPROTO when the body is not an object with that member an integer >= 0. */
+int docker_size_parse(const char *body, const char *field, int64_t *ret_size);
+
 /* ---- Engine API calls ---- */
 
 /* 1 if image is on the host, 0 if not, or a transport errno (ret_err). */
@@ -59,3 +73,18 @@ int docker_image_present(struct docker_api *api, const char *image, int timeout_
  * with a one-line reason in ret_err that never holds the password. */
 int docker_image_pull(struct docker_api *api, const char *image, const struct image_auth *auth,
                       int timeout_ms, const struct image_pull_cb *cb, char *ret_err);
+
+/* Commit container ref to spec->image (POST /commit, paused meanwhile:
+ * Docker's default), then read its size (GET /images/{name}/json) into
+ * *ret_size. With spec->max_bytes, the container's size is read first
+ * (GET /containers/{ref}/json?size=1, SizeRootFs): over it, nothing is
+ * committed and -EFBIG is returned with that size in *ret_size. -ENOENT no
+ * such container, -EBUSY, -ETIMEDOUT, -EIO, -EINVAL (a bad image name); a
+ * reason in ret_err. */
+int docker_image_commit(struct docker_api *api, const char *ref, const struct snapshot_spec *spec,
+                        int64_t *ret_size, char *ret_err);
+
+/* Remove image by name (DELETE /images/{name}?force=1: an image a
+ * container still uses loses its name and stays until that container is
+ * removed). -ENOENT when there is no such image, -EIO. */
+int docker_image_remove(struct docker_api *api, const char *image, int timeout_ms, char *ret_err);

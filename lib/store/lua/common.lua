@@ -34,6 +34,9 @@
 --   P..parked            ZSET  parked sandboxId -> parkedAt
 --   P..tenant:<t>        ZSET  a tenant's OpenSandbox sandboxIds -> createdAt (its list)
 --   P..gone              ZSET  finished sandboxId -> when its record expires (list cleanup)
+--   P..snapshot:<id>     HASH  a snapshot (snapshot_*.lua): id, tenant, sandboxId, name, image,
+--                              ref, state, reason, message, createdAt, lastTransitionAt, size
+--   P..snapshots:<t>     ZSET  a tenant's snapshotIds -> createdAt
 --   P..wake              channel: published when a slot or seat frees while tickets wait
 -- Slot names: ex:<user>:<session>, us:<user>, mu:<pool>:<n>.
 -- Tenants: every user and pool name the scripts see is scoped, "<tenant>/<name>"

@@ -1,0 +1,294 @@
+/* snapshot_store: see snapshot_store.h. */
+#include "snapshot_store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lua_scripts.h"
+
+static bool is_str(const redisReply *r, const char *s)
+{
+        return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) &&
+               (!s || strcmp(r->str, s) == 0);
+}
+
+/* Run a script whose reply is an array starting with a tag string. */
+static int tagged(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
+                  redisReply **ret)
+{
+        int r = redis_conn_script(c, id, argc, argv, ret);
+
+        if (r < 0)
+                return r;
+        if ((*ret)->type != REDIS_REPLY_ARRAY || (*ret)->elements < 1 ||
+            !is_str((*ret)->element[0], NULL)) {
+                reply_free(*ret);
+                *ret = NULL;
+                return -EPROTO;
+        }
+        return 0;
+}
+
+static void copy_state(const redisReply *rep, char *ret_state)
+{
+        if (ret_state)
+                snprintf(ret_state, SNAPSHOT_STATE_MAX, "%s",
+                         rep->elements == 2 && is_str(rep->element[1], NULL) ? rep->element[1]->str
+                                                                             : "");
+}
+
+static const char *field(const redisReply *h, const char *name)
+{
+        for (size_t i = 0; h && i + 1 < h->elements; i += 2)
+                if (is_str(h->element[i], name) && h->element[i + 1]->type == REDIS_REPLY_STRING)
+                        return h->element[i + 1]->str;
+        return NULL;
+}
+
+int snapshot_store_begin(struct redis_conn *rc, const struct broker_config *cfg, const char *id,
+                         const char *tenant, const char *sid, const char *name, char *ret_state,
+                         long long *ret_n)
+{
+        char image[SNAPSHOT_IMAGE_MAX], max[16];
+        redisReply *rep = NULL;
+        int r;
+
+        if (snapshot_image_name(id, image, sizeof(image)) < 0)
+                return -EINVAL;
+        snprintf(max, sizeof(max), "%d", cfg->snapshot_max_per_tenant);
+        const char *argv[] = { id, tenant, sid, name, image, max };
+        r = tagged(rc, LUA_SNAPSHOT_BEGIN, 6, argv, &rep);
+        if (r < 0)
+                return r;
+        if (is_str(rep->element[0], "ok")) {
+                r = 0;
+        } else if (is_str(rep->element[0], "nosandbox")) {
+                r = -ENOENT;
+        } else if (is_str(rep->element[0], "state")) {
+                copy_state(rep, ret_state);
+                r = -EBUSY;
+        } else if (is_str(rep->element[0], "limit") && rep->elements == 2 &&
+                   rep->element[1]->type == REDIS_REPLY_INTEGER) {
+                *ret_n = rep->element[1]->integer;
+                r = -EDQUOT;
+        } else {
+                r = -EPROTO;
+        }
+        reply_free(rep);
+        return r;
+}
+
+/* from -> to (to "-": drop the record); tenant "" = any. -ENOENT, -EBUSY. */
+static int set_state(struct redis_conn *rc, const char *id, const char *tenant, const char *from,
+                     const char *to, const char *reason, const char *message, const char *size)
+{
+        const char *argv[] = { id, tenant, from, to, reason, message, size };
+        redisReply *rep = NULL;
+        int r = tagged(rc, LUA_SNAPSHOT_STATE, 7, argv, &rep);
+
+        if (r < 0)
+                return r;
+        r = is_str(rep->element[0], "ok")         ? 0
+            : is_str(rep->element[0], "notfound") ? -ENOENT
+                                                  : -EBUSY;
+        reply_free(rep);
+        return r;
+}
+
+int snapshot_store_commit(struct redis_conn *rc, struct provider *pv,
+                          const struct broker_config *cfg, const char *id, char *err)
+{
+        char key[160], perr[PROVIDER_ERR_MAX] = "", ignored[PROVIDER_ERR_MAX], msg[SNAPSHOT_ERR_MAX];
+        char size_s[24];
+        redisReply *rec = NULL;
+        const char *ref, *sid, *tenant, *image;
+        int64_t size = 0;
+        int r;
+
+        snprintf(key, sizeof(key), "%ssnapshot:%s", cfg->key_prefix, id);
+        const char *argv[] = { "HGETALL", key };
+        r = redis_conn_command(rc, 2, argv, &rec);
+        if (r < 0)
+                return r;
+        ref = field(rec, "ref");
+        sid = field(rec, "sandboxId");
+        tenant = field(rec, "tenant");
+        image = field(rec, "image");
+        if (!ref || !sid || !tenant || !image) {
+                snprintf(err, SNAPSHOT_ERR_MAX, "snapshot %s has no record", id);
+                r = -ENOENT;
+                goto out;
+        }
+        struct snapshot_spec spec = { .image = image,
+                                      .snapshot_id = id,
+                                      .sandbox_id = sid,
+                                      .tenant = tenant,
+                                      .key_prefix = cfg->key_prefix,
+                                      .timeout_ms = cfg->snapshot_timeout_ms,
+                                      .max_bytes = cfg->snapshot_max_bytes };
+        r = provider_snapshot_create(pv, ref, &spec, &size, perr);
+        if ((r == 0 && size > cfg->snapshot_max_bytes) || r == -EFBIG) {
+                /* too large: nothing of it stays on the host (the backend
+                 * may have refused before saving: -EFBIG) */
+                if (r == 0)
+                        (void)provider_snapshot_delete(pv, image, ignored);
+                snprintf(msg, sizeof(msg),
+                         "the snapshot would be %lld bytes, over the limit of %lld "
+                         "(SNAPSHOT_MAX_BYTES); nothing of it was kept",
+                         (long long)size, cfg->snapshot_max_bytes);
+                r = -EFBIG;
+                (void)set_state(rc, id, "", "Creating", "Failed", "snapshot_too_large", msg, "");
+        } else if (r < 0) {
+                if (r == -ETIMEDOUT)
+                        (void)provider_snapshot_delete(pv, image, ignored); /* it may still land */
+                snprintf(msg, sizeof(msg), "%s",
+                         perr[0] ? perr : "the provider could not save the sandbox");
+                (void)set_state(rc, id, "", "Creating", "Failed", "snapshot_capture_failed", msg, "");
+        } else {
+                snprintf(size_s, sizeof(size_s), "%lld", (long long)size);
+                r = set_state(rc, id, "", "Creating", "Ready", "snapshot_ready", "", size_s);
+                if (r < 0) {
+                        /* the record moved on (it read as lost): the image is nobody's */
+                        (void)provider_snapshot_delete(pv, image, ignored);
+                        snprintf(msg, sizeof(msg), "the snapshot record changed while it was saved");
+                }
+        }
+        if (r < 0)
+                snprintf(err, SNAPSHOT_ERR_MAX, "%s", msg);
+out:
+        reply_free(rec);
+        return r;
+}
+
+int snapshot_store_get(struct redis_conn *rc, const struct broker_config *cfg, const char *id,
+                       const char *tenant, redisReply **ret)
+{
+        char stale[16];
+        redisReply *rep = NULL;
+        int r;
+
+        *ret = NULL;
+        /* a commit is bounded by the timeout; a little more for its bookkeeping */
+        snprintf(stale, sizeof(stale), "%d", cfg->snapshot_timeout_ms + 30000);
+        const char *argv[] = { id, tenant, stale };
+        r = tagged(rc, LUA_SNAPSHOT_GET, 3, argv, &rep);
+        if (r < 0)
+                return r;
+        if (is_str(rep->element[0], "ok") && rep->elements == 2 &&
+            rep->element[1]->type == REDIS_REPLY_ARRAY) {
+                *ret = rep->element[1];
+                rep->element[1] = NULL; /* handed out */
+                rep->elements = 1;
+        } else {
+                r = is_str(rep->element[0], "notfound") ? -ENOENT : -EPROTO;
+        }
+        reply_free(rep);
+        return r;
+}
+
+int snapshot_store_image(struct redis_conn *rc, const struct broker_config *cfg, const char *id,
+                         const char *tenant, char *image, char *ret_state)
+{
+        redisReply *rec = NULL;
+        const char *st, *im;
+        int r = snapshot_store_get(rc, cfg, id, tenant, &rec);
+
+        if (r < 0)
+                return r;
+        st = field(rec, "state");
+        im = field(rec, "image");
+        snprintf(ret_state, SNAPSHOT_STATE_MAX, "%s", st ? st : "");
+        if (!st || strcmp(st, "Ready") != 0 || !im || strlen(im) >= SNAPSHOT_IMAGE_MAX)
+                r = -EBUSY;
+        else
+                strcpy(image, im);
+        reply_free(rec);
+        return r;
+}
+
+int snapshot_store_list(struct redis_conn *rc, const char *tenant, long page, long size,
+                        const char *sid, const char *name, const char *const *states, int n,
+                        redisReply **ret)
+{
+        const char *argv[6 + 8];
+        char pg[24], sz[24], ns[8];
+        int argc = 0, r;
+
+        *ret = NULL;
+        if (n < 0 || n > 8)
+                return -EINVAL;
+        snprintf(pg, sizeof(pg), "%ld", page);
+        snprintf(sz, sizeof(sz), "%ld", size);
+        snprintf(ns, sizeof(ns), "%d", n);
+        argv[argc++] = tenant;
+        argv[argc++] = pg;
+        argv[argc++] = sz;
+        argv[argc++] = sid;
+        argv[argc++] = name;
+        argv[argc++] = ns;
+        for (int i = 0; i < n; i++)
+                argv[argc++] = states[i];
+        r = redis_conn_script(rc, LUA_SNAPSHOT_LIST, argc, argv, ret);
+        if (r < 0)
+                return r;
+        if ((*ret)->type != REDIS_REPLY_ARRAY || (*ret)->elements < 1 ||
+            (*ret)->element[0]->type != REDIS_REPLY_INTEGER) {
+                reply_free(*ret);
+                *ret = NULL;
+                return -EPROTO;
+        }
+        return 0;
+}
+
+int snapshot_store_delete(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                          const char *id, const char *tenant, char *ret_state, char *err)
+{
+        char perr[PROVIDER_ERR_MAX] = "";
+        redisReply *rec = NULL;
+        const char *st, *im;
+        int r = snapshot_store_get(rc, cfg, id, tenant, &rec);
+
+        if (r < 0)
+                return r;
+        st = field(rec, "state");
+        im = field(rec, "image");
+        snprintf(ret_state, SNAPSHOT_STATE_MAX, "%s", st ? st : "");
+        if (!st || !im) {
+                r = -EPROTO;
+                goto out;
+        }
+        if (strcmp(st, "Failed") == 0) {
+                /* no image was kept */
+                r = set_state(rc, id, tenant, "Failed", "-", "", "", "");
+                goto out;
+        }
+        /* Deleting: a delete that did not finish (its handler died) is
+         * taken up again; removing the image twice is harmless */
+        if (strcmp(st, "Ready") != 0 && strcmp(st, "Deleting") != 0) {
+                r = -EBUSY;
+                goto out;
+        }
+        if (strcmp(st, "Ready") == 0) {
+                r = set_state(rc, id, tenant, "Ready", "Deleting", "snapshot_deleting",
+                              "removing the image", "");
+                if (r < 0)
+                        goto out;
+        }
+        r = provider_snapshot_delete(pv, im, perr);
+        if (r < 0 && r != -ENOENT) {
+                snprintf(err, SNAPSHOT_ERR_MAX, "%s", perr);
+                (void)set_state(rc, id, tenant, "Deleting", "Ready", "snapshot_ready", "", "");
+                if (r == -EBUSY)
+                        r = -EREMOTEIO; /* the backend's conflict, not the snapshot's state */
+                goto out;
+        }
+        r = set_state(rc, id, tenant, "Deleting", "-", "", "", "");
+        if (r == -ENOENT)
+                r = 0; /* a concurrent delete finished it: gone either way */
+out:
+        if (r == -EBUSY && st && strcmp(st, "Ready") == 0)
+                snprintf(ret_state, SNAPSHOT_STATE_MAX, "Deleting"); /* another delete won */
+        reply_free(rec);
+        return r;
+}

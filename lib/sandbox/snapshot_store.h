@@ -1,0 +1,68 @@
+/* snapshot_store: OpenSandbox snapshots of the Docker provider's sandboxes
+ * (docs/OPENSANDBOX.md, "Snapshots"): their records in Redis, each change
+ * one script of lib/store/lua/snapshot_*.lua (atomic), and the provider
+ * calls that make and remove their images, so that the handlers
+ * (fcgi/h_snapshots.c) never speak Redis or a provider themselves.
+ *
+ * A snapshot belongs to the tenant that made it: every function takes the
+ * caller's tenant and answers -ENOENT for another tenant's snapshot exactly
+ * as for an unknown one. States (the spec's SnapshotState): Creating ->
+ * Ready | Failed; Ready -> Deleting -> gone (or back to Ready when the image
+ * could not be removed). A Failed record holds no image and expires after
+ * a day. Errors of every function, besides those listed: -EIO (Redis),
+ * -EPROTO (unexpected reply), -ENOMEM. */
+#pragma once
+#include <stdint.h>
+#include <hiredis/hiredis.h>
+
+#include "config.h"
+#include "provider.h"
+#include "redis_conn.h"
+#include "snapshot.h"
+
+#define SNAPSHOT_STATE_MAX 16
+
+/* Record snapshot id (Creating) of tenant's sandbox sid, named name ("" =
+ * unnamed), its image to be SNAPSHOT_IMAGE_REPO:id. -ENOENT: no such
+ * sandbox of tenant; -EBUSY: the sandbox is not Running (its state in
+ * ret_state, SNAPSHOT_STATE_MAX bytes); -EDQUOT: tenant already has
+ * SNAPSHOT_MAX_PER_TENANT snapshots that are not Failed (their number in
+ * *ret_n). */
+int snapshot_store_begin(struct redis_conn *rc, const struct broker_config *cfg, const char *id,
+                         const char *tenant, const char *sid, const char *name, char *ret_state,
+                         long long *ret_n);
+
+/* Make the image of snapshot id (recorded by snapshot_store_begin) and
+ * settle its state: Ready, or Failed with the reason in its message (also
+ * in err, SNAPSHOT_ERR_MAX) when the commit failed or the image is larger
+ * than SNAPSHOT_MAX_BYTES (then removed). Takes up to SNAPSHOT_TIMEOUT_MS.
+ * Returns 0 (Ready), -EFBIG (too large), or the provider's error. */
+int snapshot_store_commit(struct redis_conn *rc, struct provider *pv,
+                          const struct broker_config *cfg, const char *id, char *err);
+
+/* The record of tenant's snapshot id into *ret (flat HGETALL array; caller
+ * frees with reply_free). A record Creating for longer than
+ * SNAPSHOT_TIMEOUT_MS (its commit was lost) turns Failed. -ENOENT. */
+int snapshot_store_get(struct redis_conn *rc, const struct broker_config *cfg, const char *id,
+                       const char *tenant, redisReply **ret);
+
+/* The image of tenant's snapshot id into image (SNAPSHOT_IMAGE_MAX bytes),
+ * to make a sandbox from. -ENOENT; -EBUSY when it is not Ready (its state
+ * in ret_state, SNAPSHOT_STATE_MAX bytes). */
+int snapshot_store_image(struct redis_conn *rc, const struct broker_config *cfg, const char *id,
+                         const char *tenant, char *image, char *ret_state);
+
+/* One page (1-based) of tenant's snapshots, newest first, filtered by
+ * source sandbox (sid "" = any), exact name ("" = any) and states (n of
+ * them, at most 8, any of; 0 = all): *ret is {totalItems, record...}. */
+int snapshot_store_list(struct redis_conn *rc, const char *tenant, long page, long size,
+                        const char *sid, const char *name, const char *const *states, int n,
+                        redisReply **ret);
+
+/* Delete tenant's snapshot id: its image (untagged only while a sandbox
+ * still runs from it) and its record. A snapshot left Deleting (a delete
+ * cut short) is deleted again. -ENOENT; -EBUSY when it is Creating (the
+ * state in ret_state); a provider error (message in err, SNAPSHOT_ERR_MAX;
+ * a backend conflict as -EREMOTEIO) leaves it Ready. */
+int snapshot_store_delete(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                          const char *id, const char *tenant, char *ret_state, char *err);
