@@ -41,6 +41,9 @@ static const struct route routes[] = {
         /* the SDKs' create telemetry (in no spec): accepted and dropped, 204 */
         { "sandboxes", "POST", "/v1/metrics/events", h_osb_metrics_event, ROUTE_KEY },
         /* routes of the OpenSandbox specs this server does not serve (yet): 501 */
+        /* a tenant's named volumes (no route in the spec: docs/OPENSANDBOX.md, "Volumes") */
+        { "sandboxes", "GET", "/v1/volumes", h_volumes_list, ROUTE_KEY },
+        { "sandboxes", "DELETE", "/v1/volumes/{}", h_volumes_delete, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/snapshots", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "POST", "/v1/snapshots", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/snapshots/{}", h_osb_not_implemented, ROUTE_KEY },

@@ -35,6 +35,10 @@
 #define PROVIDER_LABEL_SANDBOX "io.sandbox-broker.sandbox-id"
 #define PROVIDER_LABEL_PREFIX "io.sandbox-broker.prefix"
 #define PROVIDER_LABEL_AGENT "io.sandbox-broker.agent" /* "1": sandbox-agent is PID 1 */
+/* Labels of a tenant's named volume (volume.h): its tenant and its name as
+ * the tenant knows it; PROVIDER_LABEL_SANDBOX is the sandbox that made it. */
+#define PROVIDER_LABEL_TENANT "io.sandbox-broker.tenant"
+#define PROVIDER_LABEL_VOLUME "io.sandbox-broker.volume"
 
 struct sandbox_limits {
         int64_t nano_cpus;    /* 1e9 = one CPU */
@@ -55,6 +59,30 @@ struct image_pull_cb {
         void *ud;
 };
 
+/* A mount of a sandbox (OpenSandbox volumes, volume.h): a host directory
+ * (bind; source an absolute path the broker resolved and checked) or a
+ * named volume of the backend (source its backend name). */
+enum sandbox_mount_kind { SANDBOX_MOUNT_BIND, SANDBOX_MOUNT_VOLUME };
+
+struct sandbox_mount {
+        enum sandbox_mount_kind kind;
+        const char *source;
+        const char *target;   /* absolute path in the sandbox */
+        bool read_only;
+};
+
+/* A named volume of the backend, as volume_create makes it and
+ * volume_list/volume_inspect read it back (the labels above). */
+struct volume_info {
+        char name[128];       /* the backend's name */
+        char prefix[64];      /* PROVIDER_LABEL_PREFIX */
+        char tenant[130];     /* PROVIDER_LABEL_TENANT */
+        char volume[64];      /* PROVIDER_LABEL_VOLUME */
+        char sandbox_id[64];  /* PROVIDER_LABEL_SANDBOX: the sandbox it was made for */
+        char created_at[40];  /* the backend's timestamp, as it gives it */
+        bool managed;         /* PROVIDER_LABEL_MANAGED */
+};
+
 struct sandbox_spec {
         const char *sandbox_id;          /* our id: labels and the container name */
         const char *key_prefix;          /* REDIS_KEY_PREFIX: which broker owns it */
@@ -70,6 +98,10 @@ struct sandbox_spec {
          * (image_ensure); these may be NULL. */
         const struct image_auth *image_auth;
         const struct image_pull_cb *pull_cb;
+        /* Volumes (n_mounts of them; a backend without volume ops refuses
+         * any with -EINVAL). */
+        const struct sandbox_mount *mounts;
+        size_t n_mounts;
 };
 
 struct exec_spec {
@@ -216,6 +248,18 @@ struct provider_ops {
          * (Docker: POST /containers/{id}/update); a field <= 0 is left. */
         int (*update_limits)(struct provider *p, const char *ref, const struct sandbox_limits *l,
                              char *ret_err);
+        /* Optional (all four NULL if the backend has no named volumes):
+         * make the volume v->name with v's labels (-EBUSY if the name is
+         * taken); read one back (-ENOENT none); call fn for every managed
+         * volume of key prefix `prefix` and tenant; remove one (-EBUSY in
+         * use by a sandbox, -ENOENT none). */
+        int (*volume_create)(struct provider *p, const struct volume_info *v, char *ret_err);
+        int (*volume_inspect)(struct provider *p, const char *name, struct volume_info *ret,
+                              char *ret_err);
+        int (*volume_list)(struct provider *p, const char *prefix, const char *tenant,
+                           void (*fn)(void *ud, const struct volume_info *v), void *ud,
+                           char *ret_err);
+        int (*volume_remove)(struct provider *p, const char *name, char *ret_err);
         void (*free)(struct provider *p);
 };
 
@@ -287,6 +331,18 @@ int provider_write_file(struct provider *p, const char *ref, const char *path, c
 /* ops->image_ensure (see there), or -EOPNOTSUPP when the backend has none. */
 int provider_image_ensure(struct provider *p, const char *image, const struct image_auth *auth,
                           int timeout_ms, const struct image_pull_cb *cb, char *ret_err);
+
+/* Can p mount volumes into its sandboxes (host directories and named
+ * volumes: the volume_* ops)? */
+bool provider_has_volumes(const struct provider *p);
+
+/* The volume_* ops (see there), or -EOPNOTSUPP when the backend has none. */
+int provider_volume_create(struct provider *p, const struct volume_info *v, char *ret_err);
+int provider_volume_inspect(struct provider *p, const char *name, struct volume_info *ret,
+                            char *ret_err);
+int provider_volume_list(struct provider *p, const char *prefix, const char *tenant,
+                         void (*fn)(void *ud, const struct volume_info *v), void *ud, char *ret_err);
+int provider_volume_remove(struct provider *p, const char *name, char *ret_err);
 
 /* Lifecycle of one sandbox, as the ops of the same names; errors above. */
 int provider_start(struct provider *p, const char *ref, char *ret_err);
