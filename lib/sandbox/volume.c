@@ -346,8 +346,21 @@ int volume_mounts_check(struct provider *pv, const struct volume_mounts *m, char
         int r;
 
         for (size_t i = 0; i < m->n; i++) {
-                if (m->m[i].kind != SANDBOX_MOUNT_VOLUME)
+                if (m->m[i].kind == SANDBOX_MOUNT_BIND) {
+                        /* resolved at create time; a component swapped for a
+                         * symlink since (a sandbox with a ":rw" entry can)
+                         * would be followed by the mount: it must still
+                         * resolve to itself */
+                        char now[PATH_MAX];
+                        struct stat st;
+                        if (!realpath(m->m[i].source, now) || strcmp(now, m->m[i].source) ||
+                            stat(now, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                                snprintf(err, PROVIDER_ERR_MAX, "the host directory of the volume at %.64s "
+                                         "changed since the create", m->m[i].target);
+                                return -ENOENT;
+                        }
                         continue;
+                }
                 r = provider_volume_inspect(pv, m->m[i].source, &v, perr);
                 if (r == -ENOENT) {
                         snprintf(err, PROVIDER_ERR_MAX, "a volume of the sandbox (mounted at %.64s) was "

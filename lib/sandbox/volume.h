@@ -70,9 +70,13 @@ struct volume_mounts {
 int volume_mounts_parse(const char *record, struct volume_mounts *ret);
 void volume_mounts_free(struct volume_mounts *m);
 
-/* Are m's named volumes still there? Docker would make a missing one
- * anew, unlabelled, on create: a volume the tenant deleted while its
- * sandbox waited for a slot fails the sandbox instead (-ENOENT; err PROVIDER_ERR_MAX bytes). */
+/* Just before the container is made: are m's named volumes still there
+ * (Docker would make a missing one anew, unlabelled: a volume the tenant
+ * deleted while its sandbox waited for a slot fails the sandbox instead),
+ * and does every host directory still resolve to itself (no component
+ * turned into a symlink since it was checked)? -ENOENT when not; err
+ * PROVIDER_ERR_MAX bytes. The mount itself follows later: a window of one
+ * create call remains (docs/OPENSANDBOX.md, "Volumes"). */
 int volume_mounts_check(struct provider *pv, const struct volume_mounts *m, char *err);
 
 /* GET /v1/volumes: tenant's named volumes as {"items": [{name, createdAt,

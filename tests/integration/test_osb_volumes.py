@@ -365,3 +365,45 @@ def test_python_sdk_volume_models(vb, dirs):
     out = json.loads(cp.stdout.decode().strip().splitlines()[-1])
     assert "from the host" in out["proj"] and "sdk" in out["cache"], out
     assert [v["Labels"][LABEL_VOLUME] for v in docker_volumes(vb.prefix, "hotel")] == ["sdk-cache"]
+
+
+# ------------------------------------------------------------- queued creates
+
+def test_queued_create_rechecks_its_volumes(request, services, it_root, dirs):
+    """A create that waits for a slot is checked again when its container is
+    made: a host directory swapped for a symlink (out of the allowlist) since
+    the create, or a named volume the tenant deleted since, fails the sandbox
+    instead of being mounted (or made anew by Docker, unlabelled)."""
+    made_b = []
+
+    def fin():
+        for b in made_b:
+            for v in docker_volumes(b.prefix):
+                DOCKER.call("DELETE", "/volumes/%s" % urllib.parse.quote(v["Name"], safe=""))
+    request.addfinalizer(fin)
+    b = start_osb_broker(request, services, it_root, BROKER_CAPACITY=1,
+                         VOLUME_HOST_ALLOW="%s:rw" % dirs["rw"])
+    made_b.append(b)
+    request.node._it_brokers = [b]
+    o = OSB(b, "alpha")
+    swap = os.path.join(dirs["rw"], "swap-%s" % uuid.uuid4().hex[:6])
+    os.makedirs(swap)
+    first = o.create()
+    body = {"image": {"uri": BASE_IMAGE}, "entrypoint": ["sleep", "infinity"], "timeout": 600}
+    r = o.create_raw(dict(body, volumes=[{"name": "h", "host": {"path": swap}, "mountPath": "/h"}]))
+    assert r.status == 202 and r.json["status"]["state"] == "Pending", r
+    s_host = r.json["id"]
+    r = o.create_raw(dict(body, volumes=[pvc("queued")]))
+    assert r.status == 202 and r.json["status"]["state"] == "Pending", r
+    s_vol = r.json["id"]
+    # while they wait: the directory becomes a symlink out, the volume goes
+    os.rename(swap, swap + ".real")
+    os.symlink(dirs["out"], swap)
+    assert o.call("DELETE", "/volumes/queued").status == 204
+    assert o.delete(first).status == 204
+    st = o.wait_state(s_host, "Failed")["status"]
+    assert "changed since the create" in st.get("message", ""), st
+    assert container(b, s_host) is None
+    st = o.wait_state(s_vol, "Failed")["status"]
+    assert "deleted before the sandbox was made" in st.get("message", ""), st
+    assert docker_volumes(b.prefix) == [], "Docker made the deleted volume anew"
