@@ -429,6 +429,13 @@ void h_osb_delete(struct request *req)
         } else if (r < 0) {
                 reply_errno(req, r, "delete");
         } else {
+                const char *ref = rec_get(o.rec, "ref"), *vols = rec_get(o.rec, "volumes");
+                /* A sandbox that never had a container ends here, with no
+                 * teardown to release its deleteOnSandboxTermination volumes
+                 * (sandbox_teardown_next); one still being made keeps its
+                 * volume (in use: Docker refuses) for DELETE /v1/volumes. */
+                if ((!ref || !*ref) && vols && *vols && provider_has_volumes(req->w->provider))
+                        (void)volume_release(req->w->provider, vols);
                 request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_DELETED,
                                                          .tenant = o.tenant,
                                                          .sandbox_id = req->path_arg });

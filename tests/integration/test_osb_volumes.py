@@ -373,7 +373,9 @@ def test_queued_create_rechecks_its_volumes(request, services, it_root, dirs):
     """A create that waits for a slot is checked again when its container is
     made: a host directory swapped for a symlink (out of the allowlist) since
     the create, or a named volume the tenant deleted since, fails the sandbox
-    instead of being mounted (or made anew by Docker, unlabelled)."""
+    instead of being mounted (or made anew by Docker, unlabelled). A queued
+    create deleted before it ran removes its deleteOnSandboxTermination
+    volume."""
     made_b = []
 
     def fin():
@@ -396,6 +398,13 @@ def test_queued_create_rechecks_its_volumes(request, services, it_root, dirs):
     r = o.create_raw(dict(body, volumes=[pvc("queued")]))
     assert r.status == 202 and r.json["status"]["state"] == "Pending", r
     s_vol = r.json["id"]
+    # a queued create deleted before it ran: no container, no teardown, and
+    # still its deleteOnSandboxTermination volume goes with it
+    r = o.create_raw(dict(body, volumes=[pvc("short", deleteOnSandboxTermination=True)]))
+    assert r.status == 202 and r.json["status"]["state"] == "Pending", r
+    assert sorted(v["Labels"][LABEL_VOLUME] for v in docker_volumes(b.prefix)) == ["queued", "short"]
+    assert o.delete(r.json["id"]).status == 204
+    assert [v["Labels"][LABEL_VOLUME] for v in docker_volumes(b.prefix)] == ["queued"]
     # while they wait: the directory becomes a symlink out, the volume goes
     os.rename(swap, swap + ".real")
     os.symlink(dirs["out"], swap)
