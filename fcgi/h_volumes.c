@@ -18,7 +18,8 @@ static int volumes_open(struct request *req)
                 return -1;
         }
         if (!provider_has_volumes(req->w->provider)) {
-                reply_error(req, API_INVALID_REQUEST, "volumes are not supported by this provider (%s)",
+                reply_error(req, API_INVALID_REQUEST,
+                            "volumes are not supported by this provider (%s)",
                             req->w->provider->ops->name);
                 return -1;
         }

@@ -41,8 +41,8 @@ int volume_backend_name(const struct broker_config *cfg, const char *tenant, con
 /* Resolve e's host path (joined with its subPath) under the allowlist:
  * the resolved directory into ret_path (PATH_MAX), whether writes are
  * allowed into *ret_rw. The most specific (longest) matching entry wins. */
-static int host_resolve(const struct broker_config *cfg, const struct volume_entry *e, char *ret_path,
-                        bool *ret_rw, char *err)
+static int host_resolve(const struct broker_config *cfg, const struct volume_entry *e,
+                        char *ret_path, bool *ret_rw, char *err)
 {
         struct volume_allow *allow = malloc(sizeof(*allow));
         char *joined = NULL, root[PATH_MAX];
@@ -57,8 +57,9 @@ static int host_resolve(const struct broker_config *cfg, const struct volume_ent
         if (r < 0)
                 goto out;
         if (allow->n == 0) {
-                snprintf(err, VOLUME_ERR_MAX,
-                         "volume '%s': host volumes are not enabled on this server (VOLUME_HOST_ALLOW)", e->name);
+                snprintf(err,
+                         VOLUME_ERR_MAX, "volume '%s': host volumes are not enabled on this server (VOLUME_HOST_ALLOW)",
+                         e->name);
                 r = -EPERM;
                 goto out;
         }
@@ -69,10 +70,12 @@ static int host_resolve(const struct broker_config *cfg, const struct volume_ent
         }
         r = -EPERM;
         /* one answer for "not there" and "not allowed": no oracle of the host */
-        snprintf(err, VOLUME_ERR_MAX, "volume '%s': host path %.64s%s%.64s does not exist or is not "
-                 "under an allowed directory (VOLUME_HOST_ALLOW)", e->name, e->host_path,
-                 e->sub_path[0] ? "/" : "", e->sub_path);
-        if (strlen(joined) >= PATH_MAX || !realpath(joined, ret_path) || strlen(ret_path) > VOLUME_PATH_MAX)
+        snprintf(err, VOLUME_ERR_MAX,
+                 "volume '%s': host path %.64s%s%.64s does not exist or is not "
+                 "under an allowed directory (VOLUME_HOST_ALLOW)",
+                 e->name, e->host_path, e->sub_path[0] ? "/" : "", e->sub_path);
+        if (strlen(joined) >= PATH_MAX || !realpath(joined, ret_path) ||
+            strlen(ret_path) > VOLUME_PATH_MAX)
                 goto out;
         for (size_t i = 0; i < allow->n; i++) {
                 size_t n;
@@ -134,8 +137,10 @@ static int named_ensure(struct provider *pv, const struct broker_config *cfg, co
                 /* the name is derived from the tenant: a volume of that name
                  * that is not labelled as the tenant's is nobody's to mount */
                 if (!v.managed || strcmp(v.prefix, cfg->key_prefix) || strcmp(v.tenant, tenant)) {
-                        snprintf(err, VOLUME_ERR_MAX, "volume '%s': its name is held by a volume "
-                                 "this broker did not make for you", e->name);
+                        snprintf(err, VOLUME_ERR_MAX,
+                                 "volume '%s': its name is held by a volume "
+                                 "this broker did not make for you",
+                                 e->name);
                         return -EEXIST;
                 }
                 return 0;
@@ -145,8 +150,10 @@ static int named_ensure(struct provider *pv, const struct broker_config *cfg, co
                 return r;
         }
         if (!e->create_if_missing) {
-                snprintf(err, VOLUME_ERR_MAX, "volume '%s': there is no volume '%s' and "
-                         "createIfNotExists is false", e->name, e->claim);
+                snprintf(err, VOLUME_ERR_MAX,
+                         "volume '%s': there is no volume '%s' and "
+                         "createIfNotExists is false",
+                         e->name, e->claim);
                 return -ENOENT;
         }
         r = provider_volume_list(pv, cfg->key_prefix, tenant, count_one, &c, perr);
@@ -155,8 +162,10 @@ static int named_ensure(struct provider *pv, const struct broker_config *cfg, co
                 return r;
         }
         if (c.n >= cfg->volume_max_per_tenant) {
-                snprintf(err, VOLUME_ERR_MAX, "volume '%s': you already have %d named volumes "
-                         "(the limit, VOLUME_MAX_PER_TENANT)", e->name, c.n);
+                snprintf(err, VOLUME_ERR_MAX,
+                         "volume '%s': you already have %d named volumes "
+                         "(the limit, VOLUME_MAX_PER_TENANT)",
+                         e->name, c.n);
                 return -EDQUOT;
         }
         memset(&v, 0, sizeof(v));
@@ -206,14 +215,17 @@ static int prepare_one(struct provider *pv, const struct broker_config *cfg, con
                 if (r < 0)
                         return r;
                 /* read-only unless both the operator and the client allow writes */
-                r = record_add(rec, e->name, "bind", path, e->mount_path, e->read_only || !rw, false, false);
+                r = record_add(rec, e->name, "bind", path, e->mount_path, e->read_only || !rw,
+                               false, false);
         } else {
                 if (e->sub_path[0]) {
                         /* the Engine API this broker speaks (1.41) has no
                          * volume subpath, and resolving one in the volume's
                          * host directory would follow the sandboxes' links */
-                        snprintf(err, VOLUME_ERR_MAX, "volume '%s': subPath is not supported for pvc "
-                                 "volumes on this server", e->name);
+                        snprintf(err, VOLUME_ERR_MAX,
+                                 "volume '%s': subPath is not supported for pvc "
+                                 "volumes on this server",
+                                 e->name);
                         return -EINVAL;
                 }
                 r = named_ensure(pv, cfg, tenant, sid, e, name, &made, err);
@@ -259,7 +271,8 @@ int volume_for_create(struct provider *pv, const struct broker_config *cfg, cons
         for (size_t i = 0; r == 0 && i < set->n; i++)
                 r = prepare_one(pv, cfg, tenant, sid, &set->v[i], rec, err);
         if (r == 0) {
-                s = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+                s = json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN |
+                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
                 *ret_record = s && strlen(s) < VOLUME_RECORD_MAX ? strdup(s) : NULL;
                 if (!*ret_record) {
                         snprintf(err, VOLUME_ERR_MAX, "volumes: out of memory");
@@ -281,8 +294,8 @@ static int remove_flagged(struct provider *pv, const char *record, const char *k
         char ignored[PROVIDER_ERR_MAX];
         int n = 0;
 
-        for (size_t i = 0; a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a);
-             i++) {
+        for (size_t i = 0;
+             a && json_object_is_type(a, json_type_array) && i < json_object_array_length(a); i++) {
                 struct json_object *o = json_object_array_get_idx(a, i), *made = NULL;
                 const char *kind = json_get_str(o, "kind"), *src = json_get_str(o, "source");
                 if (!kind || strcmp(kind, "volume") || !src ||
@@ -315,7 +328,8 @@ int volume_mounts_parse(const char *record, struct volume_mounts *ret)
         if (!record || !record[0])
                 return 0;
         a = json_parse_or_null(record);
-        if (!a || !json_object_is_type(a, json_type_array) || (n = json_object_array_length(a)) > VOLUME_MAX) {
+        if (!a || !json_object_is_type(a, json_type_array) ||
+            (n = json_object_array_length(a)) > VOLUME_MAX) {
                 json_put(a);
                 return -EPROTO;
         }
@@ -331,7 +345,9 @@ int volume_mounts_parse(const char *record, struct volume_mounts *ret)
                 }
                 ret->m[i] = (struct sandbox_mount){
                         .kind = strcmp(kind, "bind") == 0 ? SANDBOX_MOUNT_BIND : SANDBOX_MOUNT_VOLUME,
-                        .source = src, .target = dst, .read_only = json_object_get_boolean(ro),
+                        .source = src,
+                        .target = dst,
+                        .read_only = json_object_get_boolean(ro),
                 };
         }
         ret->n = n;
@@ -355,16 +371,20 @@ int volume_mounts_check(struct provider *pv, const struct volume_mounts *m, char
                         struct stat st;
                         if (!realpath(m->m[i].source, now) || strcmp(now, m->m[i].source) ||
                             stat(now, &st) < 0 || !S_ISDIR(st.st_mode)) {
-                                snprintf(err, PROVIDER_ERR_MAX, "the host directory of the volume at %.64s "
-                                         "changed since the create", m->m[i].target);
+                                snprintf(err, PROVIDER_ERR_MAX,
+                                         "the host directory of the volume at %.64s "
+                                         "changed since the create",
+                                         m->m[i].target);
                                 return -ENOENT;
                         }
                         continue;
                 }
                 r = provider_volume_inspect(pv, m->m[i].source, &v, perr);
                 if (r == -ENOENT) {
-                        snprintf(err, PROVIDER_ERR_MAX, "a volume of the sandbox (mounted at %.64s) was "
-                                 "deleted before the sandbox was made", m->m[i].target);
+                        snprintf(err, PROVIDER_ERR_MAX,
+                                 "a volume of the sandbox (mounted at %.64s) was "
+                                 "deleted before the sandbox was made",
+                                 m->m[i].target);
                         return -ENOENT;
                 }
                 if (r < 0) {
@@ -393,8 +413,10 @@ static void list_one(void *ud, const struct volume_info *v)
         struct list_ctx *c = ud;
         struct json_object *o = json_object_new_object();
 
-        if (!o || json_add_str(o, "name", v->volume) < 0 || json_add_str(o, "createdAt", v->created_at) < 0 ||
-            json_add_str(o, "createdBySandbox", v->sandbox_id) < 0 || json_object_array_add(c->items, o) < 0) {
+        if (!o || json_add_str(o, "name", v->volume) < 0 ||
+            json_add_str(o, "createdAt", v->created_at) < 0 ||
+            json_add_str(o, "createdBySandbox", v->sandbox_id) < 0 ||
+            json_object_array_add(c->items, o) < 0) {
                 json_put(o);
                 c->failed = -ENOMEM;
         }
@@ -443,9 +465,10 @@ int volume_delete(struct provider *pv, const struct broker_config *cfg, const ch
                 if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
                       (name[i] == '-' && i > 0 && i + 1 < n)))
                         n = 0;
-        if (n == 0 || n > VOLUME_NAME_MAX || volume_backend_name(cfg, tenant, name, backend, sizeof(backend)) < 0) {
-                snprintf(err, PROVIDER_ERR_MAX, "a volume name is a DNS label (a-z, 0-9, '-', at most %d)",
-                         VOLUME_NAME_MAX);
+        if (n == 0 || n > VOLUME_NAME_MAX ||
+            volume_backend_name(cfg, tenant, name, backend, sizeof(backend)) < 0) {
+                snprintf(err, PROVIDER_ERR_MAX,
+                         "a volume name is a DNS label (a-z, 0-9, '-', at most %d)", VOLUME_NAME_MAX);
                 return -EINVAL;
         }
         r = provider_volume_inspect(pv, backend, &v, err);

@@ -146,7 +146,8 @@ static int parse_host(struct json_object *h, struct volume_entry *e, size_t i, c
         }
         for (const char *c = e->host_path; *c; c++)
                 if ((unsigned char)*c < 0x20 || *c == 0x7f) {
-                        snprintf(err, VOLUME_ERR_MAX, "volumes[%zu].host.path must not hold control characters", i);
+                        snprintf(err, VOLUME_ERR_MAX,
+                                 "volumes[%zu].host.path must not hold control characters", i);
                         return -EINVAL;
                 }
         e->kind = VOLUME_HOST;
@@ -155,8 +156,13 @@ static int parse_host(struct json_object *h, struct volume_entry *e, size_t i, c
 
 static int parse_pvc(struct json_object *p, struct volume_entry *e, size_t i, char *err)
 {
-        static const char *const keys[] = { "claimName", "createIfNotExists", "deleteOnSandboxTermination",
-                                            "storageClass", "storage", "accessModes", NULL };
+        static const char *const keys[] = { "claimName",
+                                            "createIfNotExists",
+                                            "deleteOnSandboxTermination",
+                                            "storageClass",
+                                            "storage",
+                                            "accessModes",
+                                            NULL };
         struct json_object *v;
         char storage[40];
         const char *bad = "";
@@ -167,36 +173,40 @@ static int parse_pvc(struct json_object *p, struct volume_entry *e, size_t i, ch
                 return -EINVAL;
         }
         if (get_str(p, "claimName", e->claim, sizeof(e->claim)) != 0 || !dns_label(e->claim)) {
-                snprintf(err, VOLUME_ERR_MAX,
-                         "volumes[%zu].pvc.claimName must be a DNS label (a-z, 0-9, '-', at most %d)",
+                snprintf(err,
+                         VOLUME_ERR_MAX, "volumes[%zu].pvc.claimName must be a DNS label (a-z, 0-9, '-', at most %d)",
                          i, VOLUME_NAME_MAX);
                 return -EINVAL;
         }
         e->create_if_missing = true;
         if (get_bool(p, "createIfNotExists", &e->create_if_missing) < 0 ||
             get_bool(p, "deleteOnSandboxTermination", &e->delete_on_termination) < 0) {
-                snprintf(err, VOLUME_ERR_MAX,
-                         "volumes[%zu].pvc: createIfNotExists and deleteOnSandboxTermination are booleans", i);
+                snprintf(err,
+                         VOLUME_ERR_MAX, "volumes[%zu].pvc: createIfNotExists and deleteOnSandboxTermination are booleans",
+                         i);
                 return -EINVAL;
         }
         r = get_str(p, "storage", storage, sizeof(storage));
         if (r < 0 || (r == 0 && !volume_storage_valid(storage))) {
-                snprintf(err, VOLUME_ERR_MAX,
-                         "volumes[%zu].pvc.storage must be a quantity like \"1Gi\" (it is not enforced on Docker)", i);
+                snprintf(err,
+                         VOLUME_ERR_MAX, "volumes[%zu].pvc.storage must be a quantity like \"1Gi\" (it is not enforced on Docker)",
+                         i);
                 return -EINVAL;
         }
         /* Kubernetes hints: Docker has no use for them, as the spec says */
-        if (json_object_object_get_ex(p, "storageClass", &v) && !json_object_is_type(v, json_type_null) &&
-            !json_object_is_type(v, json_type_string)) {
+        if (json_object_object_get_ex(p, "storageClass", &v) &&
+            !json_object_is_type(v, json_type_null) && !json_object_is_type(v, json_type_string)) {
                 snprintf(err, VOLUME_ERR_MAX, "volumes[%zu].pvc.storageClass must be a string", i);
                 return -EINVAL;
         }
-        if (json_object_object_get_ex(p, "accessModes", &v) && !json_object_is_type(v, json_type_null)) {
+        if (json_object_object_get_ex(p, "accessModes", &v) &&
+            !json_object_is_type(v, json_type_null)) {
                 bool ok = json_object_is_type(v, json_type_array) && json_object_array_length(v) <= 8;
                 for (size_t k = 0; ok && k < json_object_array_length(v); k++)
                         ok = json_object_is_type(json_object_array_get_idx(v, k), json_type_string);
                 if (!ok) {
-                        snprintf(err, VOLUME_ERR_MAX, "volumes[%zu].pvc.accessModes must be an array of strings", i);
+                        snprintf(err, VOLUME_ERR_MAX,
+                                 "volumes[%zu].pvc.accessModes must be an array of strings", i);
                         return -EINVAL;
                 }
         }
@@ -214,8 +224,8 @@ static bool reserved_mount(const char *path)
 
 static int parse_entry(struct json_object *o, struct volume_entry *e, size_t i, char *err)
 {
-        static const char *const keys[] = { "name", "host", "pvc", "ossfs", "mountPath", "readOnly",
-                                            "subPath", NULL };
+        static const char *const keys[] = { "name",      "host",     "pvc",     "ossfs",
+                                            "mountPath", "readOnly", "subPath", NULL };
         struct json_object *h = NULL, *p = NULL, *x = NULL;
         const char *bad = "";
         int backends, r;
@@ -242,12 +252,13 @@ static int parse_entry(struct json_object *o, struct volume_entry *e, size_t i, 
         x = json_object_is_type(x, json_type_null) ? NULL : x;
         backends = !!h + !!p + !!x;
         if (backends != 1) {
-                snprintf(err, VOLUME_ERR_MAX, "volume '%s' must have exactly one backend (host or pvc)", e->name);
+                snprintf(err, VOLUME_ERR_MAX,
+                         "volume '%s' must have exactly one backend (host or pvc)", e->name);
                 return -EINVAL;
         }
         if (x) {
-                snprintf(err, VOLUME_ERR_MAX,
-                         "volume '%s': the ossfs backend is not supported by this server (host and pvc are)",
+                snprintf(err,
+                         VOLUME_ERR_MAX, "volume '%s': the ossfs backend is not supported by this server (host and pvc are)",
                          e->name);
                 return -EINVAL;
         }
@@ -258,19 +269,21 @@ static int parse_entry(struct json_object *o, struct volume_entry *e, size_t i, 
             !volume_path_normal(e->mount_path, false) || strcmp(e->mount_path, "/") == 0) {
                 snprintf(err, VOLUME_ERR_MAX,
                          "volume '%s': mountPath must be an absolute normalised path other than / "
-                         "(no '.', '..', '//' or trailing '/'; at most %d bytes)", e->name, VOLUME_PATH_MAX);
+                         "(no '.', '..', '//' or trailing '/'; at most %d bytes)",
+                         e->name, VOLUME_PATH_MAX);
                 return -EINVAL;
         }
         if (reserved_mount(e->mount_path)) {
-                snprintf(err, VOLUME_ERR_MAX,
-                         "volume '%s': mountPath %.64s is reserved (/.sandbox-broker, /proc, /sys, /dev)",
+                snprintf(err,
+                         VOLUME_ERR_MAX, "volume '%s': mountPath %.64s is reserved (/.sandbox-broker, /proc, /sys, /dev)",
                          e->name, e->mount_path);
                 return -EINVAL;
         }
         r = get_str(o, "subPath", e->sub_path, sizeof(e->sub_path));
         if (r < 0 || (r == 0 && e->sub_path[0] && !volume_path_normal(e->sub_path, true))) {
-                snprintf(err, VOLUME_ERR_MAX,
-                         "volume '%s': subPath must be a relative normalised path (no '..', '.', '//')", e->name);
+                snprintf(err,
+                         VOLUME_ERR_MAX, "volume '%s': subPath must be a relative normalised path (no '..', '.', '//')",
+                         e->name);
                 return -EINVAL;
         }
         if (r == 1)
@@ -291,7 +304,8 @@ int volume_spec_parse(struct json_object *volumes, struct volume_set *set, char 
                 return 0;
         if (!json_object_is_type(volumes, json_type_array) ||
             (n = json_object_array_length(volumes)) > VOLUME_MAX) {
-                snprintf(err, VOLUME_ERR_MAX, "volumes must be an array of at most %d volumes", VOLUME_MAX);
+                snprintf(err, VOLUME_ERR_MAX, "volumes must be an array of at most %d volumes",
+                         VOLUME_MAX);
                 return -EINVAL;
         }
         for (size_t i = 0; i < n; i++) {
@@ -300,11 +314,13 @@ int volume_spec_parse(struct json_object *volumes, struct volume_set *set, char 
                         return -EINVAL;
                 for (size_t j = 0; j < i; j++) {
                         if (strcmp(set->v[j].name, e->name) == 0) {
-                                snprintf(err, VOLUME_ERR_MAX, "volume name '%s' is used twice", e->name);
+                                snprintf(err, VOLUME_ERR_MAX, "volume name '%s' is used twice",
+                                         e->name);
                                 return -EINVAL;
                         }
                         if (strcmp(set->v[j].mount_path, e->mount_path) == 0) {
-                                snprintf(err, VOLUME_ERR_MAX, "volumes '%s' and '%s' have the same mountPath",
+                                snprintf(err, VOLUME_ERR_MAX,
+                                         "volumes '%s' and '%s' have the same mountPath",
                                          set->v[j].name, e->name);
                                 return -EINVAL;
                         }
@@ -330,16 +346,21 @@ int volume_allow_parse(const char *s, struct volume_allow *ret, char *err)
                         d = k - 3;
                 }
                 if (ret->n == VOLUME_ALLOW_MAX || d == 0 || d > VOLUME_PATH_MAX) {
-                        snprintf(err, VOLUME_ERR_MAX, "VOLUME_HOST_ALLOW: at most %d entries of "
-                                 "absolute directories, each dir[:ro|:rw]", VOLUME_ALLOW_MAX);
+                        snprintf(err, VOLUME_ERR_MAX,
+                                 "VOLUME_HOST_ALLOW: at most %d entries of "
+                                 "absolute directories, each dir[:ro|:rw]",
+                                 VOLUME_ALLOW_MAX);
                         return -EINVAL;
                 }
                 memcpy(ret->e[ret->n].dir, p, d);
                 ret->e[ret->n].dir[d] = '\0';
-                if (!volume_path_normal(ret->e[ret->n].dir, false) || strchr(ret->e[ret->n].dir, ':')) {
+                if (!volume_path_normal(ret->e[ret->n].dir, false) ||
+                    strchr(ret->e[ret->n].dir, ':')) {
                         snprintf(err, VOLUME_ERR_MAX,
-                                 "VOLUME_HOST_ALLOW: '%.64s' is not an absolute normalised directory "
-                                 "(dir, dir:ro or dir:rw)", ret->e[ret->n].dir);
+                                 "VOLUME_HOST_ALLOW: '%.64s' is not an absolute normalised "
+                                 "directory "
+                                 "(dir, dir:ro or dir:rw)",
+                                 ret->e[ret->n].dir);
                         return -EINVAL;
                 }
                 ret->e[ret->n++].rw = rw;

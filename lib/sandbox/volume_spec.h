@@ -9,10 +9,10 @@
 
 struct json_object;
 
-#define VOLUME_MAX 8            /* volumes per sandbox */
-#define VOLUME_NAME_MAX 63      /* Volume.name and PVC.claimName: a DNS label */
-#define VOLUME_PATH_MAX 1024    /* bytes of a host path, a mountPath or a subPath */
-#define VOLUME_ALLOW_MAX 16     /* entries of VOLUME_HOST_ALLOW */
+#define VOLUME_MAX 8         /* volumes per sandbox */
+#define VOLUME_NAME_MAX 63   /* Volume.name and PVC.claimName: a DNS label */
+#define VOLUME_PATH_MAX 1024 /* bytes of a host path, a mountPath or a subPath */
+#define VOLUME_ALLOW_MAX 16  /* entries of VOLUME_HOST_ALLOW */
 #define VOLUME_ERR_MAX 512
 
 enum volume_kind { VOLUME_HOST, VOLUME_NAMED };
@@ -21,12 +21,12 @@ enum volume_kind { VOLUME_HOST, VOLUME_NAMED };
 struct volume_entry {
         char name[VOLUME_NAME_MAX + 1];
         enum volume_kind kind;
-        char host_path[VOLUME_PATH_MAX + 1];   /* VOLUME_HOST: as the client wrote it */
-        char claim[VOLUME_NAME_MAX + 1];       /* VOLUME_NAMED: pvc.claimName */
-        bool create_if_missing;                /* pvc.createIfNotExists (default true) */
-        bool delete_on_termination;            /* pvc.deleteOnSandboxTermination */
-        char mount_path[VOLUME_PATH_MAX + 1];  /* absolute, normalised */
-        char sub_path[VOLUME_PATH_MAX + 1];    /* relative, normalised; "" = none */
+        char host_path[VOLUME_PATH_MAX + 1];  /* VOLUME_HOST: as the client wrote it */
+        char claim[VOLUME_NAME_MAX + 1];      /* VOLUME_NAMED: pvc.claimName */
+        bool create_if_missing;               /* pvc.createIfNotExists (default true) */
+        bool delete_on_termination;           /* pvc.deleteOnSandboxTermination */
+        char mount_path[VOLUME_PATH_MAX + 1]; /* absolute, normalised */
+        char sub_path[VOLUME_PATH_MAX + 1];   /* relative, normalised; "" = none */
         bool read_only;
 };
 

@@ -47,9 +47,10 @@ static void expect_rejected(const char *s, const char *want)
 static void test_host_and_pvc(void **state)
 {
         (void)state;
-        parse_ok("[{\"name\":\"proj\",\"host\":{\"path\":\"/srv/p\"},\"mountPath\":\"/workspace/p\","
-                 "\"subPath\":\"a/b\",\"readOnly\":true},"
-                 "{\"name\":\"ws\",\"pvc\":{\"claimName\":\"workspace\"},\"mountPath\":\"/ws\"}]");
+        parse_ok(
+                "[{\"name\":\"proj\",\"host\":{\"path\":\"/srv/p\"},\"mountPath\":\"/workspace/p\","
+                "\"subPath\":\"a/b\",\"readOnly\":true},"
+                "{\"name\":\"ws\",\"pvc\":{\"claimName\":\"workspace\"},\"mountPath\":\"/ws\"}]");
         assert_int_equal(set.n, 2);
         assert_int_equal(set.v[0].kind, VOLUME_HOST);
         assert_string_equal(set.v[0].host_path, "/srv/p");
@@ -65,8 +66,10 @@ static void test_host_and_pvc(void **state)
         assert_string_equal(set.v[1].sub_path, "");
 
         parse_ok("[{\"name\":\"c\",\"pvc\":{\"claimName\":\"c\",\"createIfNotExists\":false,"
-                 "\"deleteOnSandboxTermination\":true,\"storage\":\"10Gi\",\"storageClass\":\"fast\","
-                 "\"accessModes\":[\"ReadWriteOnce\"]},\"mountPath\":\"/c\",\"host\":null,\"subPath\":null}]");
+                 "\"deleteOnSandboxTermination\":true,\"storage\":\"10Gi\",\"storageClass\":"
+                 "\"fast\","
+                 "\"accessModes\":[\"ReadWriteOnce\"]},\"mountPath\":\"/"
+                 "c\",\"host\":null,\"subPath\":null}]");
         assert_false(set.v[0].create_if_missing);
         assert_true(set.v[0].delete_on_termination);
 
@@ -84,56 +87,83 @@ static void test_rejected(void **state)
         (void)state;
         expect_rejected("{}", "array");
         expect_rejected("[1]", "object");
-        expect_rejected("[{\"name\":\"o\",\"ossfs\":{\"bucket\":\"b\"},\"mountPath\":\"/o\"}]", "ossfs");
+        expect_rejected("[{\"name\":\"o\",\"ossfs\":{\"bucket\":\"b\"},\"mountPath\":\"/o\"}]",
+                        "ossfs");
         expect_rejected("[{\"name\":\"v\",\"mountPath\":\"/x\"}]", "exactly one backend");
         expect_rejected("[{\"name\":\"v\",\"host\":{\"path\":\"/a\"},\"pvc\":{\"claimName\":\"c\"},"
-                        "\"mountPath\":\"/x\"}]", "exactly one backend");
-        expect_rejected("[{\"name\":\"V\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"/x\"}]", "name");
-        expect_rejected("[{\"name\":\"-v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"/x\"}]", "name");
-        expect_rejected("[{\"name\":\"v\",\"pvc\":{\"claimName\":\"a/b\"},\"mountPath\":\"/x\"}]", "claimName");
-        expect_rejected("[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\",\"size\":1},\"mountPath\":\"/x\"}]",
-                        "unknown field");
-        expect_rejected("[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\",\"createIfNotExists\":\"yes\"},"
-                        "\"mountPath\":\"/x\"}]", "booleans");
+                        "\"mountPath\":\"/x\"}]",
+                        "exactly one backend");
+        expect_rejected("[{\"name\":\"V\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"/x\"}]",
+                        "name");
+        expect_rejected("[{\"name\":\"-v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"/x\"}]",
+                        "name");
+        expect_rejected("[{\"name\":\"v\",\"pvc\":{\"claimName\":\"a/b\"},\"mountPath\":\"/x\"}]",
+                        "claimName");
+        expect_rejected(
+                "[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\",\"size\":1},\"mountPath\":\"/x\"}]",
+                "unknown field");
+        expect_rejected(
+                "[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\",\"createIfNotExists\":\"yes\"},"
+                "\"mountPath\":\"/x\"}]",
+                "booleans");
         expect_rejected("[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\",\"storage\":\"1GB\"},"
-                        "\"mountPath\":\"/x\"}]", "storage");
-        expect_rejected("[{\"name\":\"v\",\"host\":{\"path\":\"C:\\\\x\"},\"mountPath\":\"/x\"}]", "absolute");
-        expect_rejected("[{\"name\":\"v\",\"host\":{\"path\":\"/a\\nb\"},\"mountPath\":\"/x\"}]", "control");
-        expect_rejected("[{\"name\":\"v\",\"host\":{\"path\":\"/a\",\"x\":1},\"mountPath\":\"/x\"}]", "host");
+                        "\"mountPath\":\"/x\"}]",
+                        "storage");
+        expect_rejected("[{\"name\":\"v\",\"host\":{\"path\":\"C:\\\\x\"},\"mountPath\":\"/x\"}]",
+                        "absolute");
+        expect_rejected("[{\"name\":\"v\",\"host\":{\"path\":\"/a\\nb\"},\"mountPath\":\"/x\"}]",
+                        "control");
+        expect_rejected(
+                "[{\"name\":\"v\",\"host\":{\"path\":\"/a\",\"x\":1},\"mountPath\":\"/x\"}]",
+                "host");
         /* mount paths */
-        static const char *const bad_mounts[] = { "x", "/", "//x", "/x/", "/a/./b", "/a/../b", "/a//b",
-                                                  "/..", "", NULL };
+        static const char *const bad_mounts[] = { "x",       "/",     "//x", "/x/", "/a/./b",
+                                                  "/a/../b", "/a//b", "/..", "",    NULL };
         for (size_t i = 0; bad_mounts[i]; i++) {
                 char body[256];
                 snprintf(body, sizeof(body),
-                         "[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"%s\"}]", bad_mounts[i]);
+                         "[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"%s\"}]",
+                         bad_mounts[i]);
                 expect_rejected(body, "mountPath");
         }
-        static const char *const reserved[] = { "/.sandbox-broker", "/.sandbox-broker/run", "/proc",
-                                                "/proc/sys", "/sys/fs", "/dev", "/dev/shm", NULL };
+        static const char *const reserved[] = { "/.sandbox-broker",
+                                                "/.sandbox-broker/run",
+                                                "/proc",
+                                                "/proc/sys",
+                                                "/sys/fs",
+                                                "/dev",
+                                                "/dev/shm",
+                                                NULL };
         for (size_t i = 0; reserved[i]; i++) {
                 char body[256];
                 snprintf(body, sizeof(body),
-                         "[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"%s\"}]", reserved[i]);
+                         "[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"%s\"}]",
+                         reserved[i]);
                 expect_rejected(body, "reserved");
         }
         /* but a sibling of a reserved name is fine */
         parse_ok("[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"/devices\"}]");
         expect_rejected("[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"/x\","
-                        "\"subPath\":\"../y\"}]", "subPath");
+                        "\"subPath\":\"../y\"}]",
+                        "subPath");
         expect_rejected("[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"/x\","
-                        "\"subPath\":\"/abs\"}]", "subPath");
+                        "\"subPath\":\"/abs\"}]",
+                        "subPath");
         expect_rejected("[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"/x\","
-                        "\"readOnly\":1}]", "readOnly");
+                        "\"readOnly\":1}]",
+                        "readOnly");
         expect_rejected("[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"/x\"},"
-                        "{\"name\":\"v\",\"pvc\":{\"claimName\":\"d\"},\"mountPath\":\"/y\"}]", "twice");
+                        "{\"name\":\"v\",\"pvc\":{\"claimName\":\"d\"},\"mountPath\":\"/y\"}]",
+                        "twice");
         expect_rejected("[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"/x\"},"
-                        "{\"name\":\"w\",\"pvc\":{\"claimName\":\"d\"},\"mountPath\":\"/x\"}]", "same mountPath");
+                        "{\"name\":\"w\",\"pvc\":{\"claimName\":\"d\"},\"mountPath\":\"/x\"}]",
+                        "same mountPath");
         n += (size_t)snprintf(many + n, sizeof(many) - n, "[");
         for (int i = 0; i <= VOLUME_MAX; i++)
-                n += (size_t)snprintf(many + n, sizeof(many) - n,
-                                      "%s{\"name\":\"v%d\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"/m%d\"}",
-                                      i ? "," : "", i, i);
+                n += (size_t)snprintf(
+                        many + n, sizeof(many) - n,
+                        "%s{\"name\":\"v%d\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"/m%d\"}",
+                        i ? "," : "", i, i);
         snprintf(many + n, sizeof(many) - n, "]");
         expect_rejected(many, "at most 8");
 }
@@ -148,10 +178,12 @@ static void test_long_paths(void **state)
         memset(p, 'a', VOLUME_PATH_MAX + 1);
         p[0] = '/';
         p[VOLUME_PATH_MAX + 1] = '\0';
-        snprintf(body, VOLUME_PATH_MAX + 200, "[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"%s\"}]", p);
+        snprintf(body, VOLUME_PATH_MAX + 200,
+                 "[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"%s\"}]", p);
         expect_rejected(body, "mountPath");
         p[VOLUME_PATH_MAX] = '\0'; /* exactly at the cap */
-        snprintf(body, VOLUME_PATH_MAX + 200, "[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"%s\"}]", p);
+        snprintf(body, VOLUME_PATH_MAX + 200,
+                 "[{\"name\":\"v\",\"pvc\":{\"claimName\":\"c\"},\"mountPath\":\"%s\"}]", p);
         parse_ok(body);
         free(body);
         free(p);
@@ -204,8 +236,10 @@ static void test_allow(void **state)
         assert_int_equal(volume_allow_parse("/a,,/b", &a, err), -EINVAL);
         assert_int_equal(volume_allow_parse("/a:rx", &a, err), -EINVAL);
         assert_int_equal(volume_allow_parse(":rw", &a, err), -EINVAL);
-        assert_int_equal(volume_allow_parse("/1,/2,/3,/4,/5,/6,/7,/8,/9,/10,/11,/12,/13,/14,/15,/16,/17",
-                                            &a, err), -EINVAL);
+        assert_int_equal(
+                volume_allow_parse("/1,/2,/3,/4,/5,/6,/7,/8,/9,/10,/11,/12,/13,/14,/15,/16,/17", &a,
+                                   err),
+                -EINVAL);
 }
 
 static void test_backend_name(void **state)
@@ -237,11 +271,15 @@ static void test_record_mounts(void **state)
         assert_int_equal(volume_mounts_parse("", &m), 0);
         assert_int_equal(m.n, 0);
         assert_int_equal(volume_mounts_parse(NULL, &m), 0);
-        assert_int_equal(volume_mounts_parse(
-                                 "[{\"name\":\"ws\",\"kind\":\"volume\",\"source\":\"sbv-x-ws\",\"target\":\"/ws\","
-                                 "\"readOnly\":false,\"made\":true,\"deleteOnTermination\":true},"
-                                 "{\"name\":\"p\",\"kind\":\"bind\",\"source\":\"/srv/p\",\"target\":\"/p\","
-                                 "\"readOnly\":true}]", &m), 0);
+        assert_int_equal(
+                volume_mounts_parse(
+                        "[{\"name\":\"ws\",\"kind\":\"volume\",\"source\":\"sbv-x-ws\",\"target\":"
+                        "\"/ws\","
+                        "\"readOnly\":false,\"made\":true,\"deleteOnTermination\":true},"
+                        "{\"name\":\"p\",\"kind\":\"bind\",\"source\":\"/srv/p\",\"target\":\"/p\","
+                        "\"readOnly\":true}]",
+                        &m),
+                0);
         assert_int_equal(m.n, 2);
         assert_int_equal(m.m[0].kind, SANDBOX_MOUNT_VOLUME);
         assert_string_equal(m.m[0].source, "sbv-x-ws");
@@ -251,19 +289,23 @@ static void test_record_mounts(void **state)
         assert_true(m.m[1].read_only);
         volume_mounts_free(&m);
         assert_int_equal(volume_mounts_parse("{}", &m), -EPROTO);
-        assert_int_equal(volume_mounts_parse("[{\"kind\":\"tmpfs\",\"source\":\"x\",\"target\":\"/x\","
-                                             "\"readOnly\":true}]", &m), -EPROTO);
-        assert_int_equal(volume_mounts_parse("[{\"kind\":\"bind\",\"source\":\"x\",\"target\":\"/x\"}]", &m),
-                         -EPROTO);
+        assert_int_equal(
+                volume_mounts_parse("[{\"kind\":\"tmpfs\",\"source\":\"x\",\"target\":\"/x\","
+                                    "\"readOnly\":true}]",
+                                    &m),
+                -EPROTO);
+        assert_int_equal(
+                volume_mounts_parse("[{\"kind\":\"bind\",\"source\":\"x\",\"target\":\"/x\"}]", &m),
+                -EPROTO);
         assert_null(m.owner);
 }
 
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_host_and_pvc), cmocka_unit_test(test_rejected),
-                cmocka_unit_test(test_long_paths),   cmocka_unit_test(test_helpers),
-                cmocka_unit_test(test_allow),        cmocka_unit_test(test_backend_name),
+                cmocka_unit_test(test_host_and_pvc),  cmocka_unit_test(test_rejected),
+                cmocka_unit_test(test_long_paths),    cmocka_unit_test(test_helpers),
+                cmocka_unit_test(test_allow),         cmocka_unit_test(test_backend_name),
                 cmocka_unit_test(test_record_mounts),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,9 +14,8 @@
 #define VOLUME_RESP_MAX (4 * 1024 * 1024) /* a list of a tenant's volumes */
 
 /* One call, Docker's status mapped: 2xx 0, 404 -ENOENT, 409 -EBUSY, else -EIO. */
-static int volume_call(struct docker_api *api, const char *method, const char *path,
-                       const char *body, int timeout_ms, struct http_buf *resp, const char *what,
-                       char *ret_err)
+static int volume_call(struct docker_api *api, const char *method, const char *path, const char *body,
+                       int timeout_ms, struct http_buf *resp, const char *what, char *ret_err)
 {
         struct http_buf b = { 0 };
         long status = 0;
@@ -26,7 +25,8 @@ static int volume_call(struct docker_api *api, const char *method, const char *p
                 provider_errf(ret_err, "docker: %s: out of memory", what);
                 return -ENOMEM;
         }
-        r = docker_api_call(api, method, path, body, timeout_ms, &status, &b, VOLUME_RESP_MAX, ret_err);
+        r = docker_api_call(api, method, path, body, timeout_ms, &status, &b, VOLUME_RESP_MAX,
+                            ret_err);
         if (r < 0)
                 goto out;
         r = status / 100 == 2 ? 0 : status == 404 ? -ENOENT : status == 409 ? -EBUSY : -EIO;
@@ -61,7 +61,8 @@ int docker_volume_create(struct docker_api *api, int timeout_ms, const struct vo
                 provider_errf(ret_err, "docker: volume create: out of memory");
                 return r;
         }
-        r = volume_call(api, "POST", "/volumes/create", body, timeout_ms, NULL, "volume create", ret_err);
+        r = volume_call(api, "POST", "/volumes/create", body, timeout_ms, NULL, "volume create",
+                        ret_err);
         free(body);
         return r;
 }
