@@ -24,6 +24,7 @@
 #include "sandbox.h"
 #include "snapshot_store.h"
 #include "timeutil.h"
+#include "volume.h"
 
 #define PAGE_SIZE_MAX 200
 
@@ -160,6 +161,36 @@ static int delete_record(struct request *req, const char *sid, const char *tenan
         return osb_store_delete(req->w->redis, sid, tenant);
 }
 
+/* The create's volumes (volume.h), made usable now so that a bad one is
+ * the create's 4xx; replies and returns -1 on error. */
+static int create_volumes(struct request *req, const char *tenant, const char *sid,
+                          struct json_object *body, char **ret)
+{
+        char err[VOLUME_ERR_MAX], msg[VOLUME_ERR_MAX + 64];
+        int r = volume_for_create(req->w->provider, req->w->cfg, tenant, sid, body, ret, err);
+
+        switch (r) {
+        case 0:
+                return 0;
+        case -EINVAL:
+        case -EPERM:
+        case -EOPNOTSUPP:
+        case -ENOENT:
+                reply_error(req, API_INVALID_REQUEST, "%s", err);
+                return -1;
+        case -EDQUOT:
+        case -EEXIST:
+                reply_error(req, API_CONFLICT, "%s", err);
+                return -1;
+        case -ENOMEM:
+                reply_errno(req, r, "create: volumes");
+                return -1;
+        default:
+                reply_error(req, provider_api_error(r, "create: volumes", err, msg, sizeof(msg)), "%s", msg);
+                return -1;
+        }
+}
+
 void h_osb_create(struct request *req)
 {
         struct json_object *body = NULL;
@@ -170,6 +201,8 @@ void h_osb_create(struct request *req)
         char err[OSB_ERR_MAX], sid[33], token[33], cpus[24], mem[24], pids[16], exp[24] = ""; /* timeout ms */
         char location[96];
         char *egress = NULL; /* normalized networkPolicy (egress_store.h) */
+        char *volumes = NULL; /* the record's volumes (volume.h); NULL = none */
+        bool committed = false; /* the sandbox exists: the volumes made are its own */
         long long live = 0;
         struct osb o;
         int r;
@@ -216,6 +249,8 @@ void h_osb_create(struct request *req)
                 reply_errno(req, -EIO, "create");
                 goto out;
         }
+        if (create_volumes(req, o.tenant, sid, body, &volumes) < 0)
+                goto out;
         snprintf(cpus, sizeof(cpus), "%lld", (long long)c.nano_cpus);
         snprintf(mem, sizeof(mem), "%lld", (long long)c.memory_bytes);
         snprintf(pids, sizeof(pids), "%d", req->w->cfg->sandbox_pids);
@@ -224,8 +259,10 @@ void h_osb_create(struct request *req)
         const char *fields[] = { "image", c.image, "entrypoint", c.entrypoint, "env", c.env,
                                  "metadata", c.metadata, "nanoCpus", cpus, "memoryBytes", mem,
                                  "pids", pids, "token", token, "provider", req->w->cfg->provider,
-                                 "egress_policy", egress, "snapshotId", c.snapshot_id };
-        r = osb_store_create(req->w->redis, req->w->cfg, sid, o.tenant, exp, fields, 22, &live);
+                                 "egress_policy", egress, "snapshotId", c.snapshot_id,
+                                 "volumes", volumes ? volumes : "" };
+        r = osb_store_create(req->w->redis, req->w->cfg, sid, o.tenant, exp, fields,
+                             (int)(sizeof(fields) / sizeof(fields[0])), &live);
         if (r == -EDQUOT) {
                 reply_error(req, API_CONFLICT, "tenant %s already has %lld live sandboxes (the limit)",
                             o.tenant, live);
@@ -277,6 +314,7 @@ void h_osb_create(struct request *req)
                 reply_errno(req, -EPROTO, "create");
                 goto out;
         }
+        committed = true; /* admitted or queued: the sandbox exists */
         r = read_record(req, sid, &rep);
         if (r < 0) {
                 reply_errno(req, r, "create");
@@ -285,6 +323,9 @@ void h_osb_create(struct request *req)
         snprintf(location, sizeof(location), "Location: /v1/sandboxes/%s", sid);
         reply_sandbox(req, 202, location, rep, false);
 out:
+        if (volumes && !committed)
+                volume_undo(req->w->provider, volumes);
+        free(volumes);
         if (req->after != create_after && req->after != prefetch_after)
                 pending_auth_wipe();
         osb_create_wipe(&c);
@@ -409,6 +450,13 @@ void h_osb_delete(struct request *req)
         } else if (r < 0) {
                 reply_errno(req, r, "delete");
         } else {
+                const char *ref = rec_get(o.rec, "ref"), *vols = rec_get(o.rec, "volumes");
+                /* A sandbox that never had a container ends here, with no
+                 * teardown to release its deleteOnSandboxTermination volumes
+                 * (sandbox_teardown_next); one still being made keeps its
+                 * volume (in use: Docker refuses) for DELETE /v1/volumes. */
+                if ((!ref || !*ref) && vols && *vols && provider_has_volumes(req->w->provider))
+                        (void)volume_release(req->w->provider, vols);
                 request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_DELETED,
                                                          .tenant = o.tenant,
                                                          .sandbox_id = req->path_arg });

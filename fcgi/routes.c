@@ -47,6 +47,9 @@ static const struct route routes[] = {
         { "sandboxes", "GET", "/v1/snapshots/{}", h_snap_get, ROUTE_KEY },
         { "sandboxes", "DELETE", "/v1/snapshots/{}", h_snap_delete, ROUTE_KEY },
         /* routes of the OpenSandbox specs this server does not serve (yet): 501 */
+        /* a tenant's named volumes (no route in the spec: docs/OPENSANDBOX.md, "Volumes") */
+        { "sandboxes", "GET", "/v1/volumes", h_volumes_list, ROUTE_KEY },
+        { "sandboxes", "DELETE", "/v1/volumes/{}", h_volumes_delete, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/logs", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/events", h_osb_not_implemented, ROUTE_KEY },
         /* execd contract (execd-api.yaml) served by the broker, X-EXECD-ACCESS-TOKEN */

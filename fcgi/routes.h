@@ -48,6 +48,8 @@ void h_osb_renew(struct request *req);
 void h_osb_metadata(struct request *req);
 void h_osb_endpoint(struct request *req);
 void h_osb_metrics_event(struct request *req);
+void h_volumes_list(struct request *req);
+void h_volumes_delete(struct request *req);
 void h_execd_ping(struct request *req);
 void h_execd_run_command(struct request *req);
 void h_execd_command_interrupt(struct request *req);

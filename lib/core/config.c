@@ -11,6 +11,7 @@
 
 #include "egress_policy.h"
 #include "log.h"
+#include "volume_spec.h"
 
 struct int_opt {
         const char *name;
@@ -61,6 +62,7 @@ static const struct int_opt int_opts[] = {
         INT_OPT("TENANT_MAX_SLOTS", tenant_max_slots, 0, 0, 1000000),
         INT_OPT("POOL_MAX_AGE_MS", pool_max_age_ms, 3600000, 1000, 604800000),
         INT_OPT("POOL_COUNTS_AGAINST_CAPACITY", pool_counts_against_capacity, 0, 0, 1),
+        INT_OPT("VOLUME_MAX_PER_TENANT", volume_max_per_tenant, 16, 0, 10000),
 };
 
 static const struct str_opt str_opts[] = {
@@ -95,6 +97,7 @@ static const struct str_opt str_opts[] = {
         STR_OPT("OPENSANDBOX_ENDPOINT_HOST", osb_endpoint_host, ""),
         STR_OPT("METRICS_TOKEN", metrics_token, ""),
         STR_OPT("POOL", pool, ""),
+        STR_OPT("VOLUME_HOST_ALLOW", volume_host_allow, ""),
 };
 
 /* SANDBOX_PROVIDER=daytona: what it needs, and the snapshots standing in
@@ -123,6 +126,25 @@ static int config_daytona(struct broker_config *cfg, char *err, size_t errsz)
                 snprintf(cfg->sandbox_multiuser_image, sizeof(cfg->sandbox_multiuser_image), "%s",
                          cfg->daytona_multiuser_snapshot);
         return 0;
+}
+
+/* VOLUME_HOST_ALLOW (volume_spec.h): a typo stops the broker instead of
+ * failing every create with a host volume. */
+static int config_volumes(const struct broker_config *cfg, char *err, size_t errsz)
+{
+        struct volume_allow *allow = malloc(sizeof(*allow));
+        char why[VOLUME_ERR_MAX];
+        int r;
+
+        if (!allow) {
+                snprintf(err, errsz, "VOLUME_HOST_ALLOW: out of memory");
+                return -ENOMEM;
+        }
+        r = volume_allow_parse(cfg->volume_host_allow, allow, why);
+        if (r < 0)
+                snprintf(err, errsz, "%s", why);
+        free(allow);
+        return r;
 }
 
 /* EGRESS_DEFAULT and EGRESS_POLICY_<MODE>: each "" or a valid NetworkPolicy
@@ -385,6 +407,8 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
         if (config_pools(cfg, err, errsz) < 0)
                 return -EINVAL;
         if (config_egress(cfg, err, errsz) < 0)
+                return -EINVAL;
+        if (config_volumes(cfg, err, errsz) < 0)
                 return -EINVAL;
         if (strcmp(cfg->idle_policy, "stop_keep") && strcmp(cfg->idle_policy, "delete")) {
                 snprintf(err, errsz, "IDLE_POLICY=%s: expected stop_keep or delete", cfg->idle_policy);

@@ -82,6 +82,9 @@ struct broker_config {
         int pool_max_age_ms;
         int pool_counts_against_capacity; /* 0: members are not leases, never take slots */
         int n_pools;
+        /* OpenSandbox volumes (docs/OPENSANDBOX.md, "Volumes"; volume.h) */
+        char volume_host_allow[4096]; /* VOLUME_HOST_ALLOW: "dir[:ro|:rw],..."; "" = no host paths */
+        int volume_max_per_tenant;    /* VOLUME_MAX_PER_TENANT: named volumes of one tenant */
         struct config_pool {
                 char image[256];
                 int size;

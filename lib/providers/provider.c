@@ -108,6 +108,42 @@ int provider_snapshot_delete(struct provider *p, const char *image, char *ret_er
         return p->ops->snapshot_delete(p, image, ret_err);
 }
 
+bool provider_has_volumes(const struct provider *p)
+{
+        return p->ops->volume_create && p->ops->volume_inspect && p->ops->volume_list &&
+               p->ops->volume_remove;
+}
+
+static int no_volumes(struct provider *p, char *ret_err)
+{
+        provider_errf(ret_err, "volumes are not supported by this provider (%s)", p->ops->name);
+        return -EOPNOTSUPP;
+}
+
+int provider_volume_create(struct provider *p, const struct volume_info *v, char *ret_err)
+{
+        return provider_has_volumes(p) ? p->ops->volume_create(p, v, ret_err) : no_volumes(p, ret_err);
+}
+
+int provider_volume_inspect(struct provider *p, const char *name, struct volume_info *ret,
+                            char *ret_err)
+{
+        return provider_has_volumes(p) ? p->ops->volume_inspect(p, name, ret, ret_err)
+                                       : no_volumes(p, ret_err);
+}
+
+int provider_volume_list(struct provider *p, const char *prefix, const char *tenant,
+                         void (*fn)(void *ud, const struct volume_info *v), void *ud, char *ret_err)
+{
+        return provider_has_volumes(p) ? p->ops->volume_list(p, prefix, tenant, fn, ud, ret_err)
+                                       : no_volumes(p, ret_err);
+}
+
+int provider_volume_remove(struct provider *p, const char *name, char *ret_err)
+{
+        return provider_has_volumes(p) ? p->ops->volume_remove(p, name, ret_err) : no_volumes(p, ret_err);
+}
+
 bool provider_has_files(const struct provider *p)
 {
         return p->ops->read_file && p->ops->write_file;

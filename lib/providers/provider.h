@@ -40,6 +40,9 @@
 #define PROVIDER_LABEL_SNAPSHOT "io.sandbox-broker.snapshot-id"
 #define PROVIDER_LABEL_SNAPSHOT_OF "io.sandbox-broker.snapshot-of"
 #define PROVIDER_LABEL_TENANT "io.sandbox-broker.tenant"
+/* Labels of a tenant's named volume (volume.h): its tenant and its name as
+ * the tenant knows it; PROVIDER_LABEL_SANDBOX is the sandbox that made it. */
+#define PROVIDER_LABEL_VOLUME "io.sandbox-broker.volume"
 
 struct sandbox_limits {
         int64_t nano_cpus;    /* 1e9 = one CPU */
@@ -60,6 +63,30 @@ struct image_pull_cb {
         void *ud;
 };
 
+/* A mount of a sandbox (OpenSandbox volumes, volume.h): a host directory
+ * (bind; source an absolute path the broker resolved and checked) or a
+ * named volume of the backend (source its backend name). */
+enum sandbox_mount_kind { SANDBOX_MOUNT_BIND, SANDBOX_MOUNT_VOLUME };
+
+struct sandbox_mount {
+        enum sandbox_mount_kind kind;
+        const char *source;
+        const char *target;   /* absolute path in the sandbox */
+        bool read_only;
+};
+
+/* A named volume of the backend, as volume_create makes it and
+ * volume_list/volume_inspect read it back (the labels above). */
+struct volume_info {
+        char name[128];       /* the backend's name */
+        char prefix[64];      /* PROVIDER_LABEL_PREFIX */
+        char tenant[130];     /* PROVIDER_LABEL_TENANT */
+        char volume[64];      /* PROVIDER_LABEL_VOLUME */
+        char sandbox_id[64];  /* PROVIDER_LABEL_SANDBOX: the sandbox it was made for */
+        char created_at[40];  /* the backend's timestamp, as it gives it */
+        bool managed;         /* PROVIDER_LABEL_MANAGED */
+};
+
 struct sandbox_spec {
         const char *sandbox_id;          /* our id: labels and the container name */
         const char *key_prefix;          /* REDIS_KEY_PREFIX: which broker owns it */
@@ -75,6 +102,10 @@ struct sandbox_spec {
          * (image_ensure); these may be NULL. */
         const struct image_auth *image_auth;
         const struct image_pull_cb *pull_cb;
+        /* Volumes (n_mounts of them; a backend without volume ops refuses
+         * any with -EINVAL). */
+        const struct sandbox_mount *mounts;
+        size_t n_mounts;
 };
 
 /* A snapshot to make of a sandbox: image is the name the broker chose
@@ -252,6 +283,18 @@ struct provider_ops {
          * when it is gone. An image a sandbox still runs from loses its
          * name only; its layers go with the last such sandbox. */
         int (*snapshot_delete)(struct provider *p, const char *image, char *ret_err);
+        /* Optional (all four NULL if the backend has no named volumes):
+         * make the volume v->name with v's labels (-EBUSY if the name is
+         * taken); read one back (-ENOENT none); call fn for every managed
+         * volume of key prefix `prefix` and tenant; remove one (-EBUSY in
+         * use by a sandbox, -ENOENT none). */
+        int (*volume_create)(struct provider *p, const struct volume_info *v, char *ret_err);
+        int (*volume_inspect)(struct provider *p, const char *name, struct volume_info *ret,
+                              char *ret_err);
+        int (*volume_list)(struct provider *p, const char *prefix, const char *tenant,
+                           void (*fn)(void *ud, const struct volume_info *v), void *ud,
+                           char *ret_err);
+        int (*volume_remove)(struct provider *p, const char *name, char *ret_err);
         void (*free)(struct provider *p);
 };
 
@@ -332,6 +375,18 @@ bool provider_can_snapshot(const struct provider *p);
 int provider_snapshot_create(struct provider *p, const char *ref, const struct snapshot_spec *spec,
                              int64_t *ret_size, char *ret_err);
 int provider_snapshot_delete(struct provider *p, const char *image, char *ret_err);
+
+/* Can p mount volumes into its sandboxes (host directories and named
+ * volumes: the volume_* ops)? */
+bool provider_has_volumes(const struct provider *p);
+
+/* The volume_* ops (see there), or -EOPNOTSUPP when the backend has none. */
+int provider_volume_create(struct provider *p, const struct volume_info *v, char *ret_err);
+int provider_volume_inspect(struct provider *p, const char *name, struct volume_info *ret,
+                            char *ret_err);
+int provider_volume_list(struct provider *p, const char *prefix, const char *tenant,
+                         void (*fn)(void *ud, const struct volume_info *v), void *ud, char *ret_err);
+int provider_volume_remove(struct provider *p, const char *name, char *ret_err);
 
 /* Lifecycle of one sandbox, as the ops of the same names; errors above. */
 int provider_start(struct provider *p, const char *ref, char *ret_err);

@@ -156,6 +156,28 @@ static int m_snapshot_delete(struct provider *p, const char *image, char *ret_er
         return counted(INNER(p)->ops->snapshot_delete(INNER(p), image, ret_err), "snapshot_delete");
 }
 
+static int m_volume_create(struct provider *p, const struct volume_info *v, char *ret_err)
+{
+        return counted(INNER(p)->ops->volume_create(INNER(p), v, ret_err), "volume_create");
+}
+
+static int m_volume_inspect(struct provider *p, const char *name, struct volume_info *ret,
+                            char *ret_err)
+{
+        return counted(INNER(p)->ops->volume_inspect(INNER(p), name, ret, ret_err), "volume_inspect");
+}
+
+static int m_volume_list(struct provider *p, const char *prefix, const char *tenant,
+                         void (*fn)(void *ud, const struct volume_info *v), void *ud, char *ret_err)
+{
+        return counted(INNER(p)->ops->volume_list(INNER(p), prefix, tenant, fn, ud, ret_err), "volume_list");
+}
+
+static int m_volume_remove(struct provider *p, const char *name, char *ret_err)
+{
+        return counted(INNER(p)->ops->volume_remove(INNER(p), name, ret_err), "volume_remove");
+}
+
 static void m_free(struct provider *p)
 {
         provider_free(INNER(p));
@@ -190,6 +212,8 @@ int provider_metered(struct provider **p)
                 .write_file = MIRROR(write_file), .image_ensure = MIRROR(image_ensure),
                 .update_limits = MIRROR(update_limits),
                 .snapshot_create = MIRROR(snapshot_create), .snapshot_delete = MIRROR(snapshot_delete),
+                .volume_create = MIRROR(volume_create), .volume_inspect = MIRROR(volume_inspect),
+                .volume_list = MIRROR(volume_list), .volume_remove = MIRROR(volume_remove),
                 .free = m_free,
         };
         m->inner = *p;

@@ -365,13 +365,9 @@ rest:
                         return -EINVAL;
                 }
         }
-        if (json_object_object_get_ex(body, "volumes", &v) && json_object_is_type(v, json_type_array) &&
-            json_object_array_length(v) > 0) {
-                snprintf(err, OSB_ERR_MAX, "volumes are not supported by this server");
-                return -EINVAL;
-        }
         /* networkPolicy is validated and stored by egress_policy_for_create
-         * (egress_store.h); extensions are opaque. */
+         * (egress_store.h), volumes by volume_for_create (volume.h);
+         * extensions are opaque. */
         return 0;
 }
 

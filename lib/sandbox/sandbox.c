@@ -17,6 +17,7 @@
 #include "metrics.h"
 #include "provider_factory.h"
 #include "timeutil.h"
+#include "volume.h"
 
 #define WAIT_STEP_US 100000
 #define SCAN_LIMIT 10000
@@ -173,6 +174,7 @@ struct record {
         char entrypoint[OSB_ENTRYPOINT_MAX]; /* JSON array; "" = keep-alive default */
         char env[OSB_ENV_MAX];               /* JSON object; "" = none */
         char pool_limits[64];                /* a claimed warm member's "cpus,mem,pids"; "" = cold */
+        char volumes[VOLUME_RECORD_MAX];     /* JSON of volume.h; "" = none */
 };
 
 static int record_read(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
@@ -185,11 +187,11 @@ static int record_read(struct redis_conn *rc, const struct broker_config *cfg, c
         memset(rec, 0, sizeof(*rec));
         snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
         const char *argv[] = { "HMGET", key, "state", "ref", "image", "nanoCpus", "memoryBytes", "pids",
-                               "entrypoint", "env", "poolLimits" };
-        r = redis_conn_command(rc, 11, argv, &rep);
+                               "entrypoint", "env", "poolLimits", "volumes" };
+        r = redis_conn_command(rc, 12, argv, &rep);
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 9) {
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 10) {
                 r = -EPROTO;
         } else if (!str_reply(rep->element[0])) {
                 r = -ENOENT;
@@ -208,6 +210,9 @@ static int record_read(struct redis_conn *rc, const struct broker_config *cfg, c
                         copy_str(rep->element[7], rec->env, sizeof(rec->env));
                 if (str_reply(rep->element[8]))
                         copy_str(rep->element[8], rec->pool_limits, sizeof(rec->pool_limits));
+                if (str_reply(rep->element[9]) &&
+                    copy_str(rep->element[9], rec->volumes, sizeof(rec->volumes)) < 0)
+                        r = -EPROTO;
         }
         reply_free(rep);
         return r;
@@ -281,14 +286,27 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
                 .image_auth = auth,
                 .pull_cb = &pull_cb,
         };
+        struct volume_mounts mounts;
         struct sandbox_info info;
         int r;
 
+        if (volume_mounts_parse(rec->volumes, &mounts) < 0) {
+                snprintf(err, SANDBOX_ERR_MAX, "sandbox %s: its record's volumes are unreadable", sid);
+                return -EREMOTEIO;
+        }
+        r = volume_mounts_check(pv, &mounts, err);
+        if (r < 0) {
+                volume_mounts_free(&mounts);
+                return r == -ENOENT ? -EREMOTEIO : pv_err(r);
+        }
+        spec.mounts = mounts.m;
+        spec.n_mounts = mounts.n;
         spec_from_record(rec, sid, env_sid, &ep_obj, &env_obj, argv, envbuf, envp);
         spec.entrypoint = argv[0] ? argv : NULL;
         r = pv_err(pv->ops->create(pv, &spec, ref, err));
         json_put(ep_obj);
         json_put(env_obj);
+        volume_mounts_free(&mounts);
         if (r == -ENOENT)
                 r = -EREMOTEIO; /* e.g. no such image: a failed sandbox, not a missing lease */
         if (r == -EBUSY) {
@@ -353,6 +371,13 @@ static int provision_locked(struct redis_conn *rc, struct provider *pv,
                         r = create_container(rc, pv, cfg, sid, &rec, auth, ref, err);
                         if (r < 0)
                                 return r;
+                } else if (rec.pool_limits[0] && rec.volumes[0]) {
+                        /* a warm member was made without mounts, and mounts
+                         * cannot be added to a container: never claimed for
+                         * a create with volumes (those are OpenSandbox
+                         * creates, which sandbox_claim.lua makes cold) */
+                        snprintf(err, SANDBOX_ERR_MAX, "sandbox %s: a warm pool member cannot take volumes", sid);
+                        return -EREMOTEIO;
                 } else if (rec.pool_limits[0] && attempt == 0) {
                         r = warm_limits(pv, &rec, ref, err);
                         if (r < 0)
@@ -543,6 +568,24 @@ int sandbox_recover_provisioning(struct redis_conn *rc, struct provider *pv,
         return done;
 }
 
+/* deleteOnSandboxTermination (volume.h): the named volumes the removed
+ * sandbox's create made. A failure leaves them to the tenant's
+ * DELETE /v1/volumes. */
+static void release_volumes(struct redis_conn *rc, struct provider *pv,
+                            const struct broker_config *cfg, const char *sid)
+{
+        char key[160];
+        const char *argv[] = { "HGET", key, "volumes" };
+        redisReply *rep = NULL;
+
+        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        if (redis_conn_command(rc, 3, argv, &rep) < 0)
+                return;
+        if (str_reply(rep) && rep->str[0] && provider_has_volumes(pv))
+                (void)volume_release(pv, rep->str);
+        reply_free(rep);
+}
+
 int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
                           const struct broker_config *cfg, char *ret_sid, char *err)
 {
@@ -550,7 +593,6 @@ int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
         char ref[PROVIDER_REF_MAX] = "", action[16] = "";
         int r;
 
-        (void)cfg;
         ret_sid[0] = '\0';
         r = redis_conn_script(rc, LUA_TEARDOWN_TAKE, 0, NULL, &rep);
         if (r < 0)
@@ -586,6 +628,7 @@ int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
                 if (r < 0 && r != -ENOENT)
                         return r; /* left in the busy list: the reconciler retries */
         }
+        release_volumes(rc, pv, cfg, ret_sid);
         r = sandbox_transition(rc, ret_sid, "Stopping", "Terminated", "", "removed", "");
         return r < 0 && r != -EBUSY ? r : 1;
 }

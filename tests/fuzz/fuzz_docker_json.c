@@ -2,7 +2,8 @@
  * (a compromised or buggy daemon, a proxy in between). Each input is taken
  * as a response body (NUL-terminated, as http_buf hands it over) and fed to
  * every docker_json reader: the create answer's Id (into buffers of several
- * sizes), container inspect, container list, exec inspect, the error message,
+ * sizes), container inspect, container list, exec inspect, volume inspect
+ * and list, the error message,
  * and the State.Status mapping. Outputs go into buffers malloc'ed at exactly
  * their size and pre-filled with garbage, so an over-write is a sanitizer
  * report and a missing NUL a contract failure. Any crash, sanitizer report or
@@ -74,6 +75,22 @@ static void check_id(const char *body, size_t size)
         free(id);
 }
 
+static void check_volume(const struct volume_info *v, size_t *calls)
+{
+        CHECK(v->name[0] != '\0' && strnlen(v->name, sizeof(v->name)) < sizeof(v->name));
+        CHECK(strnlen(v->prefix, sizeof(v->prefix)) < sizeof(v->prefix));
+        CHECK(strnlen(v->tenant, sizeof(v->tenant)) < sizeof(v->tenant));
+        CHECK(strnlen(v->volume, sizeof(v->volume)) < sizeof(v->volume));
+        CHECK(strnlen(v->sandbox_id, sizeof(v->sandbox_id)) < sizeof(v->sandbox_id));
+        CHECK(strnlen(v->created_at, sizeof(v->created_at)) < sizeof(v->created_at));
+        (*calls)++;
+}
+
+static void on_volume(void *ud, const struct volume_info *v)
+{
+        check_volume(v, ud);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         static const size_t id_sizes[] = { 0, 1, 2, 13, 65, PROVIDER_REF_MAX };
@@ -113,6 +130,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 CHECK(running == true || running == false);
 
         check_state(docker_json_state(body));
+
+        /* named volumes (docker_volume.h): one, and a list */
+        {
+                struct volume_info *v = malloc(sizeof(*v));
+                size_t vcalls = 0;
+                CHECK(v);
+                memset(v, 0xA5, sizeof(*v));
+                r = docker_json_parse_volume(body, v);
+                CHECK(r == 0 || r == -EPROTO);
+                if (r == 0)
+                        check_volume(v, &vcalls);
+                free(v);
+                vcalls = 0;
+                r = docker_json_parse_volumes(body, on_volume, &vcalls);
+                CHECK(r == 0 || r == -EPROTO);
+                CHECK(vcalls <= size);
+        }
 
         /* the status code rides on the first bytes, as any long would */
         status = size >= 2 ? (long)data[0] << 8 | data[1] : 500;

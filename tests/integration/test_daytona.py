@@ -431,3 +431,21 @@ def test_bad_key_is_refused_without_leaking_it(request, services, it_root):
     assert "HTTP 401" in logs  # the failure is logged, the key is not
     assert "wrong-secret-key" not in logs
     assert all(r["org"] is None for r in d.requests)  # no org configured: no header
+
+
+def test_volumes_are_refused_by_this_provider(dt):
+    """OpenSandbox volumes need the provider's volume ops, which Daytona has
+    not: a create with any volume, and the tenant's volume routes, are 400
+    "not supported by this provider"; nothing is made."""
+    osb = OSB(dt.b)
+    before = len(dt.double.sandboxes)
+    for vol in ({"name": "w", "pvc": {"claimName": "w"}, "mountPath": "/w"},
+                {"name": "h", "host": {"path": "/tmp"}, "mountPath": "/h"}):
+        r = osb.create_raw({"image": {"uri": SNAP}, "entrypoint": ["sleep", "infinity"],
+                            "timeout": 600, "volumes": [vol]})
+        assert r.status == 400 and "not supported by this provider" in r.json["message"], r
+    assert len(dt.double.sandboxes) == before
+    r = osb.call("GET", "/volumes")
+    assert r.status == 400 and "not supported by this provider" in r.json["message"], r
+    r = osb.call("DELETE", "/volumes/w")
+    assert r.status == 400 and "not supported by this provider" in r.json["message"], r

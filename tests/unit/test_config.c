@@ -519,10 +519,37 @@ static void test_pool(void **state)
         assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), -EINVAL);
 }
 
+static void test_volumes(void **state)
+{
+        struct broker_config cfg;
+        char err[256];
+
+        (void)state;
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_string_equal(cfg.volume_host_allow, "");
+        assert_int_equal(cfg.volume_max_per_tenant, 16);
+        env_set("VOLUME_HOST_ALLOW", "/srv/projects:rw,/srv/data");
+        env_set("VOLUME_MAX_PER_TENANT", "0");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_string_equal(cfg.volume_host_allow, "/srv/projects:rw,/srv/data");
+        assert_int_equal(cfg.volume_max_per_tenant, 0);
+        static const char *const bad[] = { "srv", "/srv/", "/a/../b", "/a:rwx", "/a,,/b" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                env_reset();
+                env_set("VOLUME_HOST_ALLOW", bad[i]);
+                assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), -EINVAL);
+                assert_non_null(strstr(err, "VOLUME_HOST_ALLOW"));
+        }
+        env_reset();
+        env_set("VOLUME_MAX_PER_TENANT", "10001");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup(test_pool, setup),
+                cmocka_unit_test_setup(test_volumes, setup),
                 cmocka_unit_test_setup(test_defaults, setup),
                 cmocka_unit_test_setup(test_empty_means_default, setup),
                 cmocka_unit_test_setup(test_int_fields, setup),

@@ -65,6 +65,12 @@ static const struct sandbox_spec base_spec = {
         .limits = { .nano_cpus = 500000000, .memory_bytes = 512LL << 20, .pids = 256 },
 };
 
+static void count_volume(void *ud, const struct volume_info *v)
+{
+        assert_true(v->name[0] != '\0');
+        (*(int *)ud)++;
+}
+
 static void test_create_body_full(void **state)
 {
         char *body = NULL;
@@ -169,6 +175,84 @@ static void test_create_body_agent_env_file(void **state)
 
 /* GET /events lines: a container's "die" with our labels is one; anything
  * else is not; garbage is -EPROTO, never a crash. */
+static void test_create_body_mounts(void **state)
+{
+        const struct sandbox_mount mounts[] = {
+                { SANDBOX_MOUNT_BIND, "/srv/projects/a", "/workspace/a", true },
+                { SANDBOX_MOUNT_VOLUME, "sbv-0011223344556677-ws", "/ws", false },
+        };
+        struct sandbox_spec s = base_spec;
+        char *body = NULL;
+        struct json_object *o, *h, *a, *m;
+
+        (void)state;
+        s.mounts = mounts;
+        s.n_mounts = 2;
+        assert_int_equal(docker_json_create_body(&s, NULL, &body), 0);
+        o = json_tokener_parse(body);
+        assert_non_null(o);
+        h = get(o, "HostConfig");
+        /* Mounts, never Binds (a Binds source that is missing is made) */
+        assert_false(json_object_object_get_ex(h, "Binds", NULL));
+        a = get(h, "Mounts");
+        assert_int_equal(json_object_array_length(a), 2);
+        m = json_object_array_get_idx(a, 0);
+        assert_string_equal(get_s(m, "Type"), "bind");
+        assert_string_equal(get_s(m, "Source"), "/srv/projects/a");
+        assert_string_equal(get_s(m, "Target"), "/workspace/a");
+        assert_true(json_object_get_boolean(get(m, "ReadOnly")));
+        assert_string_equal(get_s(get(m, "BindOptions"), "Propagation"), "rprivate");
+        m = json_object_array_get_idx(a, 1);
+        assert_string_equal(get_s(m, "Type"), "volume");
+        assert_string_equal(get_s(m, "Source"), "sbv-0011223344556677-ws");
+        assert_false(json_object_get_boolean(get(m, "ReadOnly")));
+        assert_true(json_object_get_boolean(get(get(m, "VolumeOptions"), "NoCopy")));
+        json_object_put(o);
+        free(body);
+}
+
+static void test_volume_bodies(void **state)
+{
+        struct volume_info v = { .name = "sbv-00-ws", .prefix = "sb:", .tenant = "alpha",
+                                 .volume = "ws", .sandbox_id = "sbx-1" }, r;
+        struct json_object *o;
+        char *body = NULL;
+        int calls = 0;
+
+        (void)state;
+        assert_int_equal(docker_json_volume_create_body(&v, &body), 0);
+        o = json_tokener_parse(body);
+        assert_non_null(o);
+        assert_string_equal(get_s(o, "Name"), "sbv-00-ws");
+        assert_string_equal(get_s(o, "Driver"), "local");
+        assert_string_equal(label(o, PROVIDER_LABEL_MANAGED), "1");
+        assert_string_equal(label(o, PROVIDER_LABEL_TENANT), "alpha");
+        assert_string_equal(label(o, PROVIDER_LABEL_VOLUME), "ws");
+        assert_string_equal(label(o, PROVIDER_LABEL_PREFIX), "sb:");
+        assert_string_equal(label(o, PROVIDER_LABEL_SANDBOX), "sbx-1");
+        json_object_put(o);
+        /* read back as Docker answers it */
+        assert_int_equal(docker_json_parse_volume("{\"Name\":\"sbv-00-ws\",\"CreatedAt\":\"2026-12-03T15:00:00Z\","
+                                                  "\"Labels\":{\"io.sandbox-broker.managed\":\"1\","
+                                                  "\"io.sandbox-broker.tenant\":\"alpha\"}}", &r), 0);
+        assert_string_equal(r.name, "sbv-00-ws");
+        assert_string_equal(r.tenant, "alpha");
+        assert_string_equal(r.created_at, "2026-12-03T15:00:00Z");
+        assert_true(r.managed);
+        assert_int_equal(docker_json_parse_volume("{\"Name\":\"x\",\"Labels\":null}", &r), 0);
+        assert_false(r.managed);
+        assert_string_equal(r.tenant, "");
+        assert_int_equal(docker_json_parse_volume("{}", &r), -EPROTO);
+        assert_int_equal(docker_json_parse_volume("[]", &r), -EPROTO);
+        assert_int_equal(docker_json_parse_volumes("{\"Volumes\":null,\"Warnings\":null}", count_volume, &calls), 0);
+        assert_int_equal(calls, 0);
+        assert_int_equal(docker_json_parse_volumes("{\"Volumes\":[{\"Name\":\"a\"},{\"Name\":\"\"},5,"
+                                                   "{\"Name\":\"b\"}]}", count_volume, &calls), 0);
+        assert_int_equal(calls, 2);
+        assert_int_equal(docker_json_parse_volumes("[]", count_volume, &calls), -EPROTO);
+        free(body);
+}
+
 static void test_parse_event(void **state)
 {
         static const char die[] =
@@ -430,6 +514,7 @@ int main(void)
                 cmocka_unit_test(test_states),             cmocka_unit_test(test_parse_inspect),
                 cmocka_unit_test(test_parse_list),         cmocka_unit_test(test_parse_exec_inspect),
                 cmocka_unit_test(test_error_message),
+                cmocka_unit_test(test_create_body_mounts), cmocka_unit_test(test_volume_bodies),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -205,6 +205,11 @@ static int daytona_create(struct provider *p, const struct sandbox_spec *spec, c
         char *body = NULL;
         int r;
 
+        if (spec->n_mounts) {
+                /* no volume ops: the broker refuses volumes before it gets here */
+                provider_errf(ret_err, "daytona: create: volumes are not supported by this provider");
+                return -EINVAL;
+        }
         r = daytona_json_create_body(spec, &o, &body);
         if (r < 0) {
                 provider_errf(ret_err, "daytona: create: %s",

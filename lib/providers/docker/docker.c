@@ -15,6 +15,7 @@
 #include "docker_image.h"
 #include "image_policy.h"
 #include "docker_json.h"
+#include "docker_volume.h"
 #include "linebuf.h"
 #include "tarball.h"
 #include "timeutil.h"
@@ -973,6 +974,30 @@ static int docker_snapshot_delete(struct provider *p, const char *image, char *r
         return docker_image_remove(impl(p)->api, image, impl(p)->timeout_ms, ret_err);
 }
 
+/* Named volumes (docker_volume.h), within the provider's call timeout. */
+static int docker_volume_create_op(struct provider *p, const struct volume_info *v, char *ret_err)
+{
+        return docker_volume_create(impl(p)->api, impl(p)->timeout_ms, v, ret_err);
+}
+
+static int docker_volume_inspect_op(struct provider *p, const char *name, struct volume_info *ret,
+                                    char *ret_err)
+{
+        return docker_volume_inspect(impl(p)->api, impl(p)->timeout_ms, name, ret, ret_err);
+}
+
+static int docker_volume_list_op(struct provider *p, const char *prefix, const char *tenant,
+                                 void (*fn)(void *ud, const struct volume_info *v), void *ud,
+                                 char *ret_err)
+{
+        return docker_volume_list(impl(p)->api, impl(p)->timeout_ms, prefix, tenant, fn, ud, ret_err);
+}
+
+static int docker_volume_remove_op(struct provider *p, const char *name, char *ret_err)
+{
+        return docker_volume_remove(impl(p)->api, impl(p)->timeout_ms, name, ret_err);
+}
+
 static const struct provider_ops docker_ops = {
         .name = "docker",
         .create = docker_create,
@@ -995,6 +1020,10 @@ static const struct provider_ops docker_ops = {
         .update_limits = docker_update_limits,
         .snapshot_create = docker_snapshot_create,
         .snapshot_delete = docker_snapshot_delete,
+        .volume_create = docker_volume_create_op,
+        .volume_inspect = docker_volume_inspect_op,
+        .volume_list = docker_volume_list_op,
+        .volume_remove = docker_volume_remove_op,
         .free = docker_free,
 };
 

@@ -47,6 +47,40 @@ static struct json_object *str_array(const char *const *v)
         return a;
 }
 
+/* HostConfig.Mounts (Docker API "Mount"): a bind is of a directory the
+ * broker resolved and checked (volume.h), and Mounts, unlike Binds,
+ * never creates a missing source; a named volume is mounted without
+ * copying the image's files into it (NoCopy), so that what a tenant's
+ * volume holds is only what its sandboxes wrote. */
+static struct json_object *mounts_json(const struct sandbox_spec *spec)
+{
+        struct json_object *a = json_object_new_array();
+
+        for (size_t i = 0; a && i < spec->n_mounts; i++) {
+                const struct sandbox_mount *m = &spec->mounts[i];
+                struct json_object *o = json_object_new_object(), *opt = json_object_new_object();
+                bool bind = m->kind == SANDBOX_MOUNT_BIND;
+                int r = -ENOMEM;
+
+                if (o && opt &&
+                    (bind ? json_add_str(opt, "Propagation", "rprivate")
+                          : json_add(opt, "NoCopy", json_object_new_boolean(1))) == 0) {
+                        r = json_add(o, bind ? "BindOptions" : "VolumeOptions", opt);
+                        opt = NULL; /* o's now, even on failure */
+                }
+                if (r < 0 || json_add_str(o, "Type", bind ? "bind" : "volume") < 0 ||
+                    json_add_str(o, "Source", m->source) < 0 || json_add_str(o, "Target", m->target) < 0 ||
+                    json_add(o, "ReadOnly", json_object_new_boolean(m->read_only)) < 0 ||
+                    json_object_array_add(a, o) < 0) {
+                        json_put(opt);
+                        json_put(o);
+                        json_put(a);
+                        return NULL;
+                }
+        }
+        return a;
+}
+
 static int to_string(struct json_object *o, char **ret)
 {
         const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
@@ -89,6 +123,8 @@ static int host_config(const struct sandbox_spec *spec, bool agent, struct json_
              * on a PID-1 `sleep` that ignores it: sandbox-agent, or else
              * docker-init (tini). */
             (r = json_add(h, "Init", json_object_new_boolean(!agent))) < 0)
+                goto out;
+        if (spec->n_mounts && (r = json_add(h, "Mounts", mounts_json(spec))) < 0)
                 goto out;
         r = 0;
 out:
@@ -403,5 +439,88 @@ int docker_json_parse_event(const char *line, size_t len, struct sandbox_info *r
 out:
         json_put(o);
         json_tokener_free(tok);
+        return r;
+}
+
+int docker_json_volume_create_body(const struct volume_info *v, char **ret)
+{
+        struct json_object *o = json_object_new_object(), *labels = json_object_new_object();
+        int r = -ENOMEM;
+
+        *ret = NULL;
+        if (!o || !labels)
+                goto out;
+        if (json_add_str(labels, PROVIDER_LABEL_MANAGED, "1") < 0 ||
+            json_add_str(labels, PROVIDER_LABEL_PREFIX, v->prefix) < 0 ||
+            json_add_str(labels, PROVIDER_LABEL_TENANT, v->tenant) < 0 ||
+            json_add_str(labels, PROVIDER_LABEL_VOLUME, v->volume) < 0 ||
+            json_add_str(labels, PROVIDER_LABEL_SANDBOX, v->sandbox_id) < 0)
+                goto out;
+        if (json_add_str(o, "Name", v->name) < 0 || json_add_str(o, "Driver", "local") < 0)
+                goto out;
+        r = json_add(o, "Labels", labels);
+        labels = NULL; /* owned by o, even on failure */
+        if (r == 0)
+                r = to_string(o, ret);
+out:
+        json_put(labels);
+        json_put(o);
+        return r;
+}
+
+static int volume_fill(struct json_object *o, struct volume_info *v)
+{
+        struct json_object *labels = NULL;
+        const char *name = json_get_str(o, "Name"), *m;
+
+        memset(v, 0, sizeof(*v));
+        if (!name || !name[0] || strlen(name) >= sizeof(v->name))
+                return -EPROTO;
+        copy(v->name, sizeof(v->name), name);
+        copy(v->created_at, sizeof(v->created_at), json_get_str(o, "CreatedAt"));
+        json_object_object_get_ex(o, "Labels", &labels);
+        if (!labels || !json_object_is_type(labels, json_type_object))
+                return 0;
+        copy(v->prefix, sizeof(v->prefix), json_get_str(labels, PROVIDER_LABEL_PREFIX));
+        copy(v->tenant, sizeof(v->tenant), json_get_str(labels, PROVIDER_LABEL_TENANT));
+        copy(v->volume, sizeof(v->volume), json_get_str(labels, PROVIDER_LABEL_VOLUME));
+        copy(v->sandbox_id, sizeof(v->sandbox_id), json_get_str(labels, PROVIDER_LABEL_SANDBOX));
+        m = json_get_str(labels, PROVIDER_LABEL_MANAGED);
+        v->managed = m && strcmp(m, "1") == 0;
+        return 0;
+}
+
+int docker_json_parse_volume(const char *body, struct volume_info *ret)
+{
+        struct json_object *o = json_parse_or_null(body);
+        int r = o && json_object_is_type(o, json_type_object) ? volume_fill(o, ret) : -EPROTO;
+
+        json_put(o);
+        return r;
+}
+
+int docker_json_parse_volumes(const char *body, void (*fn)(void *ud, const struct volume_info *v),
+                              void *ud)
+{
+        struct json_object *o = json_parse_or_null(body), *a = NULL;
+        struct volume_info v;
+        int r = -EPROTO;
+
+        if (!o || !json_object_object_get_ex(o, "Volumes", &a))
+                goto out;
+        r = 0;
+        if (json_object_is_type(a, json_type_null))
+                goto out; /* no volumes at all */
+        if (!json_object_is_type(a, json_type_array)) {
+                r = -EPROTO;
+                goto out;
+        }
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                struct json_object *e = json_object_array_get_idx(a, i);
+                if (json_object_is_type(e, json_type_object) && volume_fill(e, &v) == 0)
+                        fn(ud, &v);
+        }
+out:
+        json_put(o);
         return r;
 }

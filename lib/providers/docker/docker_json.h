@@ -62,3 +62,17 @@ int docker_json_parse_exec_inspect(const char *body, bool *ret_running, int *ret
 /* Copy Docker's error "message" (or a prefix of a non-JSON body) into
  * ret_err (PROVIDER_ERR_MAX bytes), prefixed with what; ret_err may be NULL. */
 void docker_json_error_message(const char *what, long status, const char *body, char *ret_err);
+
+/* Body of POST /volumes/create: v->name on the local driver, labelled
+ * with v's prefix, tenant, volume and sandbox id (provider.h) and
+ * PROVIDER_LABEL_MANAGED. *ret is malloc'ed (free()). -ENOMEM. */
+int docker_json_volume_create_body(const struct volume_info *v, char **ret);
+
+/* Parse GET /volumes/{name} (a Volume object) into *ret. -EPROTO. */
+int docker_json_parse_volume(const char *body, struct volume_info *ret);
+
+/* Parse GET /volumes ({"Volumes": [...] or null, "Warnings": ...}) and
+ * call fn for every volume (ones without a usable name are skipped).
+ * Errors: -EPROTO. */
+int docker_json_parse_volumes(const char *body, void (*fn)(void *ud, const struct volume_info *v),
+                              void *ud);
