@@ -84,6 +84,17 @@ int provider_image_ensure(struct provider *p, const char *image, const struct im
         return p->ops->image_ensure(p, image, auth, timeout_ms, cb, ret_err);
 }
 
+int provider_agent_dir_name(struct provider *p, const char *ref, char *buf, size_t size,
+                            char *ret_err)
+{
+        if (!p->ops->agent_dir_name) {
+                provider_errf(ret_err, "%s: sandboxes have no agent to reach their ports",
+                              p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return p->ops->agent_dir_name(p, ref, buf, size, ret_err);
+}
+
 bool provider_has_files(const struct provider *p)
 {
         return p->ops->read_file && p->ops->write_file;

@@ -144,6 +144,13 @@ static int m_update_limits(struct provider *p, const char *ref, const struct san
         return counted(INNER(p)->ops->update_limits(INNER(p), ref, l, ret_err), "update_limits");
 }
 
+/* A local lookup (no backend call): not counted. */
+static int m_agent_dir_name(struct provider *p, const char *ref, char *buf, size_t size,
+                            char *ret_err)
+{
+        return INNER(p)->ops->agent_dir_name(INNER(p), ref, buf, size, ret_err);
+}
+
 static void m_free(struct provider *p)
 {
         provider_free(INNER(p));
@@ -176,7 +183,7 @@ int provider_metered(struct provider **p)
                 .get_archive = MIRROR(get_archive), .ping = MIRROR(ping),
                 .watch_exits = MIRROR(watch_exits), .read_file = MIRROR(read_file),
                 .write_file = MIRROR(write_file), .image_ensure = MIRROR(image_ensure),
-                .update_limits = MIRROR(update_limits),
+                .update_limits = MIRROR(update_limits), .agent_dir_name = MIRROR(agent_dir_name),
                 .free = m_free,
         };
         m->inner = *p;
