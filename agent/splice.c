@@ -14,7 +14,11 @@ void splice_events(const struct splice *s, struct pollfd p[2])
                         ev |= POLLIN;
                 if (peer->len > peer->off)
                         ev |= POLLOUT;
-                p[i] = (struct pollfd){ .fd = h->fd, .events = ev };
+                /* Waiting for nothing on a live side (its buffer full, the
+                 * peer slow): left out, or a POLLHUP it already has would
+                 * wake poll() at once, again and again. An ended side stays
+                 * in: its POLLHUP ends the pair (splice_pump). */
+                p[i] = (struct pollfd){ .fd = ev || h->eof ? h->fd : -1, .events = ev };
         }
 }
 
@@ -24,6 +28,10 @@ bool splice_pump(struct splice *s, const struct pollfd p[2])
                 struct splice_half *h = &s->side[i], *peer = &s->side[1 - i];
 
                 if (p[i].revents & POLLERR)
+                        return false;
+                /* Read to its end and hung up: nothing can pass to or from
+                 * this side any more (else poll() would report it forever) */
+                if ((p[i].revents & POLLHUP) && h->eof)
                         return false;
                 if (!h->eof && h->len == 0 && (p[i].revents & (POLLIN | POLLHUP))) {
                         ssize_t n = recv(h->fd, h->buf, sizeof(h->buf), 0);

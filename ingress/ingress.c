@@ -230,7 +230,9 @@ static void splice_run(int a, int b, int idle_ms)
                                 ev |= POLLIN;
                         if (h[1 - i].len > h[1 - i].off)
                                 ev |= POLLOUT;
-                        p[i] = (struct pollfd){ .fd = h[i].fd, .events = ev };
+                        /* as agent/splice.c: a live side waiting for nothing
+                         * is left out (its POLLHUP would spin poll()) */
+                        p[i] = (struct pollfd){ .fd = ev || h[i].eof ? h[i].fd : -1, .events = ev };
                 }
                 n = poll(p, 2, idle_ms);
                 if (n < 0 && errno == EINTR)
@@ -242,6 +244,8 @@ static void splice_run(int a, int b, int idle_ms)
 
                         if (p[i].revents & POLLERR)
                                 goto out;
+                        if ((p[i].revents & POLLHUP) && x->eof)
+                                goto out; /* read to its end and gone: nothing more can pass */
                         if (!x->eof && x->len == 0 && (p[i].revents & (POLLIN | POLLHUP))) {
                                 ssize_t r = recv(x->fd, x->buf, sizeof(x->buf), MSG_DONTWAIT);
                                 if (r == 0) {

@@ -34,7 +34,7 @@ APP_PORT = 8765    # SERVER below
 BIG = 20 * 1024 * 1024
 
 SERVER = r'''
-import base64, hashlib, http.server, json, struct, sys
+import base64, hashlib, http.server, json, struct, sys, time
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -54,6 +54,16 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+            return
+        if self.path == "/linger":
+            # upgrades, then neither reads nor closes: the tunnel must still
+            # end when the client goes
+            self.send_response(101)
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.end_headers()
+            self.wfile.flush()
+            time.sleep(3600)
             return
         if self.path == "/ws" and self.headers.get("Upgrade", "").lower() == "websocket":
             acc = base64.b64encode(hashlib.sha1(
@@ -199,6 +209,34 @@ def test_large_response_streams_complete(ing):
     assert r.status == 200 and n == BIG, (r.status, n)
     assert h.hexdigest() == big_sha
     print("\n20 MiB through the endpoint: %.2f s, %.1f MiB/s" % (took, BIG / 1048576 / took))
+
+
+def ingress_threads(b):
+    """Threads of the broker's sandbox-ingress (1: the accept loop alone)."""
+    return len(os.listdir("/proc/%d/task" % b.pid("ingress")))
+
+
+def test_client_gone_ends_the_tunnel(ing):
+    """A client that leaves an upgraded connection whose service neither
+    reads nor closes: the ingress's connection ends anyway (no thread left
+    behind, none spinning)."""
+    b, ex, _, _ = ing
+    wait_until(lambda: ingress_threads(b) == 1, timeout=30, desc="idle sandbox-ingress")
+    s = socket.create_connection(("127.0.0.1", b.port), timeout=TIMEOUT)
+    s.sendall(("GET /v1/sandboxes/%s/proxy/%d/linger HTTP/1.1\r\nHost: x\r\n"
+               "Upgrade: websocket\r\nConnection: Upgrade\r\nX-EXECD-ACCESS-TOKEN: %s\r\n\r\n"
+               % (ex.sid, APP_PORT, ex.token)).encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(4096)
+        assert chunk, head
+        head += chunk
+    assert head.startswith(b"HTTP/1.1 101"), head
+    assert ingress_threads(b) == 2
+    s.close()
+    wait_until(lambda: ingress_threads(b) == 1, timeout=30, desc="the tunnel's thread gone")
+    cpu = open("/proc/%d/stat" % b.pid("ingress")).read().rsplit(")", 1)[1].split()
+    print("\nsandbox-ingress CPU so far: %s+%s ticks" % (cpu[11], cpu[12]))
 
 
 def ws_connect(b, sid, port, headers):
