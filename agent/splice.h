@@ -14,7 +14,7 @@
 struct splice_half {
         int fd;
         size_t off, len;
-        bool eof; /* this fd's read side ended; the peer's write side is shut */
+        bool eof;             /* this fd's read side ended; the peer's write side is shut */
         char buf[SPLICE_BUF]; /* read from fd, not yet written to the peer */
 };
 

@@ -71,8 +71,9 @@ void tunnel_handle(struct http_request *req)
         }
         fd = connect_port((int)port);
         if (fd < 0) {
-                (void)http_reply_error(req, 502, "nothing accepts connections on port %lld in the sandbox: %s",
-                                       port, strerror(-fd));
+                (void)http_reply_error(
+                        req, 502, "nothing accepts connections on port %lld in the sandbox: %s",
+                        port, strerror(-fd));
                 return;
         }
         req->head_sent = true;

@@ -38,8 +38,9 @@ void h_ingress_auth(struct request *req)
         /* Authorization carried the API key (authn.c, ROUTE_ENDPOINT): nginx
          * must not forward it into the sandbox. Any other Authorization is
          * the service's own business and passes. */
-        snprintf(hdr, sizeof(hdr), "X-Sandbox-Ingress-Agent: %s\r\nX-Sandbox-Ingress-Strip-Authorization: %d",
-                 name, req->authz_is_key);
+        snprintf(hdr, sizeof(hdr),
+                 "X-Sandbox-Ingress-Agent: %s\r\nX-Sandbox-Ingress-Strip-Authorization: %d", name,
+                 req->authz_is_key);
         o = json_object_new_object();
         reply_json_hdr(req, 200, hdr, o);
         json_put(o);

@@ -100,7 +100,7 @@ static int write_all(int fd, const char *p, size_t n, int64_t deadline)
 
 /* The one error exit: {code,message} with its status, Connection: close. */
 __attribute__((format(printf, 3, 4))) static void reply_error(int fd, enum api_error e,
-                                                             const char *fmt, ...)
+                                                              const char *fmt, ...)
 {
         char msg[512], esc[1024], out[2048];
         size_t k = 0;
@@ -118,8 +118,8 @@ __attribute__((format(printf, 3, 4))) static void reply_error(int fd, enum api_e
                 esc[k++] = (unsigned char)*p < 0x20 ? ' ' : *p;
         }
         esc[k] = '\0';
-        n = snprintf(out, sizeof(out), "{\"code\":\"%s\",\"message\":\"%s\"}\n",
-                     api_error_code(e), esc);
+        n = snprintf(out, sizeof(out), "{\"code\":\"%s\",\"message\":\"%s\"}\n", api_error_code(e),
+                     esc);
         char head[256];
         int h = snprintf(head, sizeof(head),
                          "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
@@ -404,13 +404,16 @@ static int positive(const char *s, int *ret)
 
 int main(int argc, char **argv)
 {
-        static struct ingress g = { .conns_max = 1024, .sandbox_conns_max = 64,
-                                    .idle_ms = 600000, .lock = PTHREAD_MUTEX_INITIALIZER };
+        static struct ingress g = { .conns_max = 1024,
+                                    .sandbox_conns_max = 64,
+                                    .idle_ms = 600000,
+                                    .lock = PTHREAD_MUTEX_INITIALIZER };
         const char *sock = NULL, *lvl = getenv("LOG_LEVEL");
         pthread_attr_t attr;
         int lfd, bad = 0;
 
-        log_init("sandbox-ingress", lvl && log_level_parse(lvl) >= 0 ? log_level_parse(lvl) : LOG_INFO);
+        log_init("sandbox-ingress",
+                 lvl && log_level_parse(lvl) >= 0 ? log_level_parse(lvl) : LOG_INFO);
         for (int i = 1; i < argc; i++) {
                 const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -470,7 +473,8 @@ int main(int argc, char **argv)
                         g.n_conns++;
                 pthread_mutex_unlock(&g.lock);
                 if (over) {
-                        reply_error(fd, API_UNAVAILABLE, "too many endpoint connections (%d)", g.conns_max);
+                        reply_error(fd, API_UNAVAILABLE, "too many endpoint connections (%d)",
+                                    g.conns_max);
                         (void)close(fd);
                         continue;
                 }

@@ -60,8 +60,8 @@ static int request_line(const char *in, size_t n, char *out, size_t *o, struct i
         if (!sp2)
                 return refuse(ret, "malformed request line");
         end = in + n;
-        if (!((end - sp2 - 1) == 8 && (memcmp(sp2 + 1, "HTTP/1.1", 8) == 0 ||
-                                       memcmp(sp2 + 1, "HTTP/1.0", 8) == 0)))
+        if (!((end - sp2 - 1) == 8 &&
+              (memcmp(sp2 + 1, "HTTP/1.1", 8) == 0 || memcmp(sp2 + 1, "HTTP/1.0", 8) == 0)))
                 return refuse(ret, "malformed request line");
         tlen = (size_t)(sp2 - t);
         for (size_t i = 0; i < tlen; i++)

@@ -20,10 +20,10 @@
 #define INGRESS_AGENT_HEADER "X-Sandbox-Ingress-Agent"
 
 struct ingress_head {
-        int port;                                /* 1..65535 */
-        char agent[INGRESS_AGENT_NAME_MAX + 1];  /* [A-Za-z0-9_-], 1..128 */
-        size_t out_len;                          /* bytes of the rewritten head */
-        const char *why;                         /* static reason when refused */
+        int port;                               /* 1..65535 */
+        char agent[INGRESS_AGENT_NAME_MAX + 1]; /* [A-Za-z0-9_-], 1..128 */
+        size_t out_len;                         /* bytes of the rewritten head */
+        const char *why;                        /* static reason when refused */
 };
 
 /* The length of the head in buf (through its blank line), 0 when buf does

@@ -29,7 +29,7 @@ static char out[INGRESS_HEAD_MAX];
 static void check_out(const char *o, size_t n)
 {
         static const char *const never[] = { "open-sandbox-api-key:", "x-execd-access-token:",
-                                              "opensandbox-egress-auth:", "x-sandbox-ingress-" };
+                                             "opensandbox-egress-auth:", "x-sandbox-ingress-" };
         const char *sp = memchr(o, ' ', n);
 
         CHECK(n >= 4 && memcmp(o + n - 4, "\r\n\r\n", 4) == 0);

@@ -57,7 +57,8 @@ static void test_bare_endpoint_gets_a_slash(void **state)
         assert_int_equal(rewrite("POST /v1/sandboxes/x/proxy/1 HTTP/1.0\r\n" AGENT "\r\n", &h), 0);
         assert_int_equal(h.port, 1);
         assert_string_equal(out, "POST / HTTP/1.0\r\n\r\n");
-        assert_int_equal(rewrite("GET /v1/sandboxes/x/proxy/65535?q HTTP/1.1\r\n" AGENT "\r\n", &h), 0);
+        assert_int_equal(rewrite("GET /v1/sandboxes/x/proxy/65535?q HTTP/1.1\r\n" AGENT "\r\n", &h),
+                         0);
         assert_int_equal(h.port, 65535);
         assert_string_equal(out, "GET /?q HTTP/1.1\r\n\r\n");
 }
@@ -108,7 +109,8 @@ static void test_refused(void **state)
 
 static void test_nul_and_size(void **state)
 {
-        static const char head[] = "GET /v1/sandboxes/x/proxy/80/ HTTP/1.1\r\nA: b\0c\r\n" AGENT "\r\n";
+        static const char head[] = "GET /v1/sandboxes/x/proxy/80/ HTTP/1.1\r\nA: b\0c\r\n" AGENT
+                                   "\r\n";
         struct ingress_head h;
         char *big;
 

@@ -107,7 +107,8 @@ int agent_tunnel_open(const char *dir, int port, int timeout_ms, struct agent_tu
                 goto out;
         }
         if (r < 0 || !agent_proto_done(&p)) {
-                provider_errf(ret_err, "sandbox agent unreachable: connection closed before an answer");
+                provider_errf(ret_err,
+                              "sandbox agent unreachable: connection closed before an answer");
                 r = -ECONNREFUSED;
                 goto out;
         }
