@@ -239,6 +239,28 @@ def test_client_gone_ends_the_tunnel(ing):
     print("\nsandbox-ingress CPU so far: %s+%s ticks" % (cpu[11], cpu[12]))
 
 
+def test_small_request_figures(ing):
+    """Prints the time of a small GET through the endpoint (a new connection
+    each, as a browser's first) beside execd's /ping on the same broker: the
+    auth_request, sandbox-ingress and the agent's tunnel are the difference.
+    Figures only, no assertion on them."""
+    b, ex, _, _ = ing
+    tok = {"X-EXECD-ACCESS-TOKEN": ex.token}
+
+    def median_ms(fn, n=40):
+        times = []
+        for _ in range(n):
+            t0 = time.monotonic()
+            fn()
+            times.append((time.monotonic() - t0) * 1000)
+        return sorted(times)[n // 2]
+    endpoint = median_ms(lambda: req(b, ex.sid, FILES_PORT, "/hello.txt", tok))
+    ping = median_ms(lambda: ex.request("GET", "/ping"))
+    st, _, raw = req(b, ex.sid, FILES_PORT, "/hello.txt", tok)
+    assert st == 200, raw
+    print("\nsmall GET through the endpoint: median %.1f ms; execd /ping: %.1f ms" % (endpoint, ping))
+
+
 def ws_connect(b, sid, port, headers):
     s = socket.create_connection(("127.0.0.1", b.port), timeout=TIMEOUT)
     key = base64.b64encode(os.urandom(16)).decode()
