@@ -30,7 +30,8 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 all: $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin $(BUILD)/sandbox-runc \
-	$(BUILD)/sandbox-agent $(BUILD)/sandbox-egress-relay $(BUILD)/sandbox-egress-acl
+	$(BUILD)/sandbox-agent $(BUILD)/sandbox-egress-relay $(BUILD)/sandbox-egress-acl \
+	$(BUILD)/sandbox-ingress
 
 $(BUILD)/libbroker.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
@@ -58,6 +59,10 @@ $(BUILD)/sandbox-egress-relay: egress/relay.c
 $(BUILD)/sandbox-egress-acl: $(BUILD)/egress/acl_helper.o $(BUILD)/libbroker.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Port endpoints (docs/INGRESS.md): the host end, behind nginx.
+$(BUILD)/sandbox-ingress: $(BUILD)/ingress/ingress.o $(BUILD)/libbroker.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 # The first process of every Docker sandbox (docs/AGENT.md): static, linked
 # with musl so that it runs in any image, and with nothing of lib/.
 MUSL_CC   ?= musl-gcc
@@ -81,7 +86,7 @@ $(BUILD)/%.o: %.c
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
--include $(wildcard $(BUILD)/lib/*/*.d $(BUILD)/lib/*/*/*.d $(BUILD)/fcgi/*.d $(BUILD)/supervisor/*.d $(BUILD)/admin/*.d $(BUILD)/egress/*.d)
+-include $(wildcard $(BUILD)/lib/*/*.d $(BUILD)/lib/*/*/*.d $(BUILD)/fcgi/*.d $(BUILD)/supervisor/*.d $(BUILD)/admin/*.d $(BUILD)/egress/*.d $(BUILD)/ingress/*.d)
 
 # Unit tests: one binary per core module, library seams wrapped at link time.
 # A test or fuzz target NAME of a pure agent/ file (the agent links nothing
@@ -228,7 +233,7 @@ install: all
 		$(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(LIBEXECDIR)
 	install -m 0755 $(BUILD)/sandbox-runc $(BUILD)/sandbox-agent $(BUILD)/sandbox-egress-relay \
-		$(BUILD)/sandbox-egress-acl egress/squid-config $(DESTDIR)$(LIBEXECDIR)/
+		$(BUILD)/sandbox-egress-acl $(BUILD)/sandbox-ingress egress/squid-config $(DESTDIR)$(LIBEXECDIR)/
 	install -m 0644 egress/squid.conf.in $(DESTDIR)$(LIBEXECDIR)/
 	for u in $(UNITS); do \
 		$(INSTALL_SED) deploy/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \

@@ -14,6 +14,7 @@
 #define AGENT_HEADER_TIMEOUT_S 10    /* to receive the request head */
 #define AGENT_STALL_TIMEOUT_MS 60000 /* a client making no progress is gone */
 #define AGENT_DRAIN_GRACE_MS 100     /* output collected after a command's exit */
+#define AGENT_TUNNEL_IDLE_MS (10 * 60 * 1000) /* a tunnel with no byte either way ends */
 #define AGENT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 enum entry_state {

@@ -5,7 +5,7 @@
  * byte, to the host's relay through the unix socket the host made in the
  * read-only egress directory. It parses nothing: Squid on the host speaks
  * HTTP with the client. One poll() loop, at most EGRESS_CONNS_MAX
- * connections, a fixed buffer per direction. */
+ * connections, a fixed buffer per direction (splice.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -21,19 +21,11 @@
 
 #include "agent.h"
 #include "egress.h"
+#include "splice.h"
 
 #define EGRESS_CONNS_MAX 256
-#define EGRESS_BUF (16 * 1024)
-
-struct half {
-        int fd;
-        size_t off, len;
-        bool eof;
-        char buf[EGRESS_BUF];
-};
-
 struct econn {
-        struct half side[2]; /* 0: the client in the sandbox, 1: the host relay */
+        struct splice pair; /* side 0: the client in the sandbox, 1: the host relay */
 };
 
 static const char *const proxy_env[][2] = {
@@ -89,45 +81,9 @@ static int connect_host(void)
 
 static void econn_free(struct econn *c)
 {
-        close(c->side[0].fd);
-        close(c->side[1].fd);
+        close(c->pair.side[0].fd);
+        close(c->pair.side[1].fd);
         free(c);
-}
-
-/* Move what can move; false when the connection is over. */
-static bool econn_pump(struct econn *c, const struct pollfd *p)
-{
-        for (int i = 0; i < 2; i++) {
-                struct half *h = &c->side[i], *peer = &c->side[1 - i];
-
-                if (p[i].revents & POLLERR)
-                        return false;
-                if (!h->eof && h->len == 0 && (p[i].revents & (POLLIN | POLLHUP))) {
-                        ssize_t n = recv(h->fd, h->buf, sizeof(h->buf), 0);
-                        if (n == 0) {
-                                h->eof = true;
-                                (void)shutdown(peer->fd, SHUT_WR);
-                        } else if (n < 0) {
-                                if (errno != EAGAIN && errno != EINTR)
-                                        return false;
-                        } else {
-                                h->len = (size_t)n;
-                                h->off = 0;
-                        }
-                }
-                while (h->len > h->off) {
-                        ssize_t n = send(peer->fd, h->buf + h->off, h->len - h->off, MSG_NOSIGNAL);
-                        if (n < 0) {
-                                if (errno == EAGAIN || errno == EINTR)
-                                        break;
-                                return false;
-                        }
-                        h->off += (size_t)n;
-                }
-                if (h->off == h->len)
-                        h->off = h->len = 0;
-        }
-        return !(c->side[0].eof && c->side[1].eof && !c->side[0].len && !c->side[1].len);
 }
 
 /* The child's loop; never returns. */
@@ -146,17 +102,8 @@ static void egress_serve(void)
                 _exit(1);
         for (;;) {
                 p[0] = (struct pollfd){ .fd = lfd, .events = n < EGRESS_CONNS_MAX ? POLLIN : 0 };
-                for (size_t i = 0; i < n; i++) {
-                        for (int s = 0; s < 2; s++) {
-                                struct half *h = &conns[i]->side[s], *peer = &conns[i]->side[1 - s];
-                                short ev = 0;
-                                if (!h->eof && h->len == 0)
-                                        ev |= POLLIN;
-                                if (peer->len > peer->off)
-                                        ev |= POLLOUT;
-                                p[1 + 2 * i + s] = (struct pollfd){ .fd = h->fd, .events = ev };
-                        }
-                }
+                for (size_t i = 0; i < n; i++)
+                        splice_events(&conns[i]->pair, &p[1 + 2 * i]);
                 if (poll(p, 1 + 2 * n, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -165,7 +112,7 @@ static void egress_serve(void)
                 for (size_t i = n; i-- > 0;) {
                         if (!(p[1 + 2 * i].revents | p[2 + 2 * i].revents))
                                 continue;
-                        if (!econn_pump(conns[i], &p[1 + 2 * i])) {
+                        if (!splice_pump(&conns[i]->pair, &p[1 + 2 * i])) {
                                 econn_free(conns[i]);
                                 conns[i] = conns[--n];
                         }
@@ -184,8 +131,8 @@ static void egress_serve(void)
                                 close(cfd);
                                 continue;
                         }
-                        c->side[0].fd = cfd;
-                        c->side[1].fd = hfd;
+                        c->pair.side[0].fd = cfd;
+                        c->pair.side[1].fd = hfd;
                         conns[n++] = c;
                 }
         }

@@ -13,6 +13,7 @@
 #include "exec.h"
 #include "files.h"
 #include "http.h"
+#include "tunnel.h"
 
 #define LINGER_MS 1000 /* reading the rest of a refused request */
 #define LINGER_MAX (4 * 1024 * 1024)
@@ -49,6 +50,12 @@ static void h_file_get(struct http_request *req, const struct agent_state *state
         files_get(req);
 }
 
+static void h_tunnel(struct http_request *req, const struct agent_state *state)
+{
+        (void)state;
+        tunnel_handle(req);
+}
+
 static void h_file_put(struct http_request *req, const struct agent_state *state)
 {
         (void)state;
@@ -65,6 +72,7 @@ static const struct route {
         { "/exec", "POST", h_exec },
         { "/file", "GET", h_file_get },
         { "/file", "PUT", h_file_put },
+        { "/tunnel", "GET", h_tunnel },
 };
 
 static void dispatch(struct http_request *req, const struct agent_state *state)

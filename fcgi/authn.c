@@ -67,12 +67,49 @@ static int lookup(struct request *req, const char *key)
         return 0;
 }
 
+/* ROUTE_ENDPOINT: OPEN-SANDBOX-API-KEY is the broker's; Authorization is
+ * the service's unless it is "Bearer <a valid API key>" (then it is the
+ * broker's too, and never forwarded: req->authz_is_key). */
+static int endpoint_check(struct request *req)
+{
+        const char *osb = FCGX_GetParam("HTTP_OPEN_SANDBOX_API_KEY", req->fcgx->envp);
+        const char *authz = FCGX_GetParam("HTTP_AUTHORIZATION", req->fcgx->envp);
+        const char *bearer = NULL;
+        int r;
+
+        if (authz && strncasecmp(authz, "Bearer ", 7) == 0) {
+                bearer = authz + 7;
+                while (*bearer == ' ')
+                        bearer++;
+        }
+        if (osb && *osb) {
+                if (lookup(req, osb) < 0)
+                        return -1;
+                req->authz_is_key = bearer && strcmp(bearer, osb) == 0;
+                return 0;
+        }
+        if (!bearer || !*bearer)
+                return 0;
+        r = auth_lookup(req->w->redis, req->w->cfg, bearer, &req->auth);
+        if (r == -EACCES)
+                return 0; /* not ours: the service's own token */
+        if (r < 0) {
+                reply_errno(req, r, "authentication");
+                return -1;
+        }
+        req->authed = true;
+        req->authz_is_key = true;
+        return 0;
+}
+
 int authn_check(struct request *req, enum route_auth need)
 {
         const char *key;
 
         if (need == ROUTE_OPEN)
                 return 0;
+        if (need == ROUTE_ENDPOINT)
+                return endpoint_check(req);
         key = presented_key(req);
         if (!key)
                 return deny(req, "send one API key, as OPEN-SANDBOX-API-KEY or Authorization: Bearer");

@@ -10,6 +10,10 @@ enum route_auth {
         ROUTE_SCRAPE, /* /metrics: the METRICS_TOKEN bearer, or an admin key */
         ROUTE_TOKEN,  /* execd data plane: the sandbox's access token (checked by
                        * the handler); an API key is optional but must be valid */
+        ROUTE_ENDPOINT, /* a port endpoint (h_ingress.c): as ROUTE_TOKEN, but
+                         * Authorization belongs to the sandbox's service: it
+                         * counts only when it is a valid API key (Bearer), and is
+                         * ignored otherwise (req->authz_is_key says which) */
 };
 
 /* Authenticate req for a route of kind `need`: 0 with req->auth filled (for

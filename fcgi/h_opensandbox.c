@@ -610,13 +610,9 @@ void h_osb_endpoint(struct request *req)
                                                               "endpoints are always served through this server");
                         goto out;
                 }
-        /* Sandboxes have no network: only the ports the broker itself serves
-         * for a sandbox (execd, egress) can be reached, through the broker. */
-        if (port != OSB_EXECD_PORT && port != OSB_EGRESS_PORT) {
-                reply_error(req, API_NOT_FOUND, "port %ld is not reachable: sandboxes run without a network; "
-                            "the broker serves ports %d (execd) and %d (egress)", port, OSB_EXECD_PORT, OSB_EGRESS_PORT);
-                goto out;
-        }
+        /* Every port has the same path: execd's and egress's are served by
+         * the broker itself, any other reaches 127.0.0.1:{port} inside the
+         * sandbox through its agent (sandbox-ingress, docs/INGRESS.md). */
         if (!*host)
                 host = FCGX_GetParam("HTTP_HOST", req->fcgx->envp);
         if (!host || !*host || strlen(host) > 255) {

@@ -30,6 +30,7 @@ int request_init(struct request *req, FCGX_Request *fcgx, struct worker *w)
         /* copied: the after-hook runs once FCGX_Finish_r freed the parameters */
         snprintf(req->rid, sizeof(req->rid), "%s", param(req, "REQUEST_ID"));
         req->request_id = req->rid;
+        req->auth_subrequest = strcmp(param(req, "BROKER_AUTH_SUBREQUEST"), "1") == 0;
         /* DOCUMENT_URI is nginx's normalised path without the query. */
         uri = param(req, "DOCUMENT_URI");
         if (!*uri)
@@ -147,8 +148,19 @@ static void reply_raw(struct request *req, int status, const char *extra_header,
         if (req->status) /* already answered: a bug, but never send twice */
                 return;
         req->status = status;
-        FCGX_FPrintF(req->fcgx->out, "Status: %d %s\r\nContent-Type: application/json\r\n", status,
-                     api_status_reason(status));
+        if (req->auth_subrequest && status >= 300) {
+                int as = status == 401 ? 401 : 403;
+
+                /* the body is one line of JSON (JSON_C_TO_STRING_PLAIN
+                 * escapes every control character) */
+                FCGX_FPrintF(req->fcgx->out, "Status: %d %s\r\nX-Broker-Status: %d\r\nX-Broker-Error: ",
+                             as, api_status_reason(as), status);
+                FCGX_PutS(body, req->fcgx->out);
+                FCGX_PutS("\r\n", req->fcgx->out);
+        } else {
+                FCGX_FPrintF(req->fcgx->out, "Status: %d %s\r\n", status, api_status_reason(status));
+        }
+        FCGX_FPrintF(req->fcgx->out, "Content-Type: application/json\r\n");
         if (extra_header)
                 FCGX_FPrintF(req->fcgx->out, "%s\r\n", extra_header);
         FCGX_FPrintF(req->fcgx->out, "Cache-Control: no-store\r\n\r\n");

@@ -40,6 +40,13 @@ struct request {
         int status; /* 0 until a response was written */
         struct auth_principal auth; /* who the request acts for (authn.c) */
         bool authed;                /* auth holds a valid API key's tenant */
+        /* nginx's auth_request for a port endpoint (BROKER_AUTH_SUBREQUEST=1,
+         * a FastCGI parameter only nginx sets): it knows 2xx, 401 and 403
+         * only and drops bodies, so reply_raw answers an error as 401 or 403
+         * and carries its real status and JSON body in X-Broker-Status and
+         * X-Broker-Error for nginx to answer with (docs/INGRESS.md). */
+        bool auth_subrequest;
+        bool authz_is_key; /* ROUTE_ENDPOINT: Authorization carried the valid API key */
         /* Work to do after the response is complete (e.g. make a sandbox
          * whose create was answered 202): run by the accept loop. */
         void (*after)(struct request *req);

@@ -95,6 +95,8 @@ static const struct route routes[] = {
         { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/code", h_execd_not_implemented, ROUTE_TOKEN },
         { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/code", h_execd_not_implemented, ROUTE_TOKEN },
         { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/metrics/watch", h_execd_metrics_watch, ROUTE_TOKEN },
+        /* port endpoints: nginx's auth_request before sandbox-ingress (h_ingress.c) */
+        { "execd", "GET", "/v1/sandboxes/{}/ingress-auth", h_ingress_auth, ROUTE_ENDPOINT },
         /* egress sidecar (egress-api.yaml) */
         { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_get, ROUTE_TOKEN },
         { "execd", "PATCH", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change, ROUTE_TOKEN },

@@ -72,5 +72,6 @@ void h_execd_session_run(struct request *req);
 void h_execd_session_delete(struct request *req);
 void h_execd_metrics_watch(struct request *req);
 void h_egress_policy_get(struct request *req);
+void h_ingress_auth(struct request *req);
 void h_egress_policy_change(struct request *req);
 void h_execd_not_implemented(struct request *req);

@@ -31,6 +31,7 @@ static const struct {
         [API_RANGE_NOT_SATISFIABLE] = { 416, "RANGE_NOT_SATISFIABLE" },
         [API_TOO_MANY_REQUESTS] = { 429, "TOO_MANY_REQUESTS" },
         [API_NOT_IMPLEMENTED] = { 501, "NOT_IMPLEMENTED" },
+        [API_BAD_GATEWAY] = { 502, "BAD_GATEWAY" },
         [API_INTERNAL] = { 500, "INTERNAL_ERROR" },
 };
 

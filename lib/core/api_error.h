@@ -26,6 +26,7 @@ enum api_error {
         API_RANGE_NOT_SATISFIABLE,
         API_TOO_MANY_REQUESTS,
         API_NOT_IMPLEMENTED,
+        API_BAD_GATEWAY, /* a port endpoint: nothing answers on that port in the sandbox */
         API_INTERNAL,
         API_ERROR_COUNT,
 };

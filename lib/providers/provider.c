@@ -144,6 +144,17 @@ int provider_volume_remove(struct provider *p, const char *name, char *ret_err)
         return provider_has_volumes(p) ? p->ops->volume_remove(p, name, ret_err) : no_volumes(p, ret_err);
 }
 
+int provider_agent_dir_name(struct provider *p, const char *ref, char *buf, size_t size,
+                            char *ret_err)
+{
+        if (!p->ops->agent_dir_name) {
+                provider_errf(ret_err, "%s: sandboxes have no agent to reach their ports",
+                              p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return p->ops->agent_dir_name(p, ref, buf, size, ret_err);
+}
+
 bool provider_has_files(const struct provider *p)
 {
         return p->ops->read_file && p->ops->write_file;

@@ -295,6 +295,11 @@ struct provider_ops {
                            void (*fn)(void *ud, const struct volume_info *v), void *ud,
                            char *ret_err);
         int (*volume_remove)(struct provider *p, const char *name, char *ret_err);
+        /* Optional: the name of the directory under AGENT_DIR that holds
+         * ref's agent socket, for sandbox-ingress (docs/INGRESS.md), into
+         * buf. -EOPNOTSUPP when this sandbox has no agent. */
+        int (*agent_dir_name)(struct provider *p, const char *ref, char *buf, size_t size,
+                              char *ret_err);
         void (*free)(struct provider *p);
 };
 
@@ -364,6 +369,10 @@ int provider_write_file(struct provider *p, const char *ref, const char *path, c
                         int timeout_ms, char *ret_err);
 
 /* ops->image_ensure (see there), or -EOPNOTSUPP when the backend has none. */
+/* ops->agent_dir_name (see there), or -EOPNOTSUPP when the backend has none. */
+int provider_agent_dir_name(struct provider *p, const char *ref, char *buf, size_t size,
+                            char *ret_err);
+
 int provider_image_ensure(struct provider *p, const char *image, const struct image_auth *auth,
                           int timeout_ms, const struct image_pull_cb *cb, char *ret_err);
 

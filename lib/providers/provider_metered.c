@@ -178,6 +178,13 @@ static int m_volume_remove(struct provider *p, const char *name, char *ret_err)
         return counted(INNER(p)->ops->volume_remove(INNER(p), name, ret_err), "volume_remove");
 }
 
+/* A local lookup (no backend call): not counted. */
+static int m_agent_dir_name(struct provider *p, const char *ref, char *buf, size_t size,
+                            char *ret_err)
+{
+        return INNER(p)->ops->agent_dir_name(INNER(p), ref, buf, size, ret_err);
+}
+
 static void m_free(struct provider *p)
 {
         provider_free(INNER(p));
@@ -214,6 +221,7 @@ int provider_metered(struct provider **p)
                 .snapshot_create = MIRROR(snapshot_create), .snapshot_delete = MIRROR(snapshot_delete),
                 .volume_create = MIRROR(volume_create), .volume_inspect = MIRROR(volume_inspect),
                 .volume_list = MIRROR(volume_list), .volume_remove = MIRROR(volume_remove),
+                .agent_dir_name = MIRROR(agent_dir_name),
                 .free = m_free,
         };
         m->inner = *p;

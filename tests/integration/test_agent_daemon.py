@@ -587,3 +587,59 @@ def test_agent_daemon_exec_stdin_sent_with_the_head(agent, size):
     head, _, chunked = data.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200"), head
     assert b"\n%d\n" % size in b"\n" + chunked and b"x 0 0\n" in chunked, chunked[:200]
+
+
+def test_agent_daemon_tunnel(agent):
+    """GET /tunnel?port=N (docs/AGENT.md): 101, then bytes both ways to
+    127.0.0.1:N, half-closes passed on; 502 when nothing listens; 400 for a
+    bad port, a body or another parameter."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    port = srv.getsockname()[1]
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(TIMEOUT)
+    s.connect(agent.sock)
+    # the first stream bytes travel with the head
+    s.sendall(b"GET /tunnel?port=%d HTTP/1.1\r\nUpgrade: tcp\r\nConnection: Upgrade\r\n\r\nearly" % port)
+    c, _ = srv.accept()
+    c.settimeout(TIMEOUT)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)
+    assert head.startswith(b"HTTP/1.1 101 "), head
+    got = b""
+    while len(got) < 5:
+        got += c.recv(5 - len(got))
+    assert got == b"early"
+    big = os.urandom(3 * 1024 * 1024)
+    c.sendall(big)
+    c.shutdown(socket.SHUT_WR)  # the service's half-close reaches the client
+    back = b""
+    while True:
+        b = s.recv(1 << 16)
+        if not b:
+            break
+        back += b
+    assert back == big
+    s.sendall(b"after")  # the other direction still works
+    s.shutdown(socket.SHUT_WR)
+    got = b""
+    while True:
+        b = c.recv(1 << 16)
+        if not b:
+            break
+        got += b
+    assert got == b"after"
+    c.close()
+    s.close()
+    srv.close()
+    # nothing listens now
+    ans = agent.raw(b"GET /tunnel?port=%d HTTP/1.1\r\n\r\n" % port)
+    assert raw_status(ans) == 502 and b"port %d" % port in ans, ans
+    for bad in (b"port=0", b"port=65536", b"port=x", b"", b"port=80&x=1"):
+        ans = agent.raw(b"GET /tunnel?" + bad + b" HTTP/1.1\r\n\r\n")
+        assert raw_status(ans) == 400, (bad, ans)
+    ans = agent.raw(b"GET /tunnel?port=80 HTTP/1.1\r\nContent-Length: 1\r\n\r\nx")
+    assert raw_status(ans) == 400, ans
+    assert agent.health()["agent"] == "1"

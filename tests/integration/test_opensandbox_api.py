@@ -413,7 +413,14 @@ def test_endpoints(mb, made):
     made.append(("alpha", sid2))
     assert o.endpoint(sid2, 44772).json["headers"]["X-EXECD-ACCESS-TOKEN"] not in tokens
 
-    check_osb_error(o.endpoint(sid, 8080), 404)          # no network: nothing else is reachable
+    # any other port: the same path, reached through the agent (docs/INGRESS.md)
+    for port in (1, 3000, 8080, 65535):
+        r = o.endpoint(sid, port)
+        assert r.status == 200, r
+        assert r.json["endpoint"] == "127.0.0.1:%d/v1/sandboxes/%s/proxy/%d" % (mb.port, sid, port), r
+        assert r.json["headers"]["X-EXECD-ACCESS-TOKEN"] in tokens, r
+    check_osb_error(o.endpoint(sid, 65536), 400)
+    check_osb_error(o.endpoint(sid, "3000x"), 400)
     check_osb_error(o.endpoint(sid, 0), 400)
     check_osb_error(o.endpoint(sid, 70000), 400)
     check_osb_error(o.endpoint(sid, "http"), 400)

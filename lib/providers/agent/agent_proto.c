@@ -112,8 +112,8 @@ static int status_line(struct agent_proto *p)
         if (p->line_len > 12 && l[12] != ' ')
                 return fail(p, "status code not 3 digits");
         st = (l[9] - '0') * 100 + (l[10] - '0') * 10 + (l[11] - '0');
-        /* 1xx: we never send Expect, and the agent never upgrades. */
-        if (st < 200 || st > 599)
+        /* 1xx: we never send Expect; only a tunnel (upgrade) switches. */
+        if ((st < 200 && !(st == 101 && p->upgrade)) || st > 599)
                 return fail(p, "status code out of range");
         p->status = st;
         p->state = AP_HEADER_LINE;
@@ -133,7 +133,7 @@ static int head_end(struct agent_proto *p)
         p->state = AP_BODY;
         if (p->have_chunked && p->have_length)
                 return fail(p, "both Content-Length and Transfer-Encoding");
-        if (p->status == 204 || p->status == 304)
+        if (p->status == 204 || p->status == 304 || p->status == 101)
                 p->kind = AP_BODY_NONE;
         else if (p->have_chunked)
                 p->kind = AP_BODY_CHUNKED;

@@ -57,6 +57,10 @@ enum agent_frame_state { AP_FRAME_LINE, AP_FRAME_DATA, AP_FRAME_END };
 struct agent_proto {
         struct agent_proto_cb cb;
         bool frames; /* decode the 2xx body as /exec frames */
+        /* Set by the caller after agent_proto_init for GET /tunnel: a 101
+         * answer is accepted and complete at its blank line (head_len is
+         * then the exact size of the head; what follows is the tunnel's). */
+        bool upgrade;
         enum agent_head_state state;
         const char *why; /* static reason of -EPROTO, else NULL */
 

@@ -867,6 +867,24 @@ static int docker_write_file(struct provider *p, const char *ref, const char *pa
         return agent_file_errno(r, err);
 }
 
+/* ---- ingress ---- */
+
+/* The run directory is AGENT_DIR/<container id> (docker_agent.h). */
+static int docker_agent_dir_name(struct provider *p, const char *ref, char *buf, size_t size,
+                                 char *ret_err)
+{
+        struct docker *d = impl(p);
+        char dir[256];
+
+        if (!d->agent.bin[0] || docker_agent_run_dir(&d->agent, ref, dir, sizeof(dir)) < 0) {
+                provider_errf(ret_err, "docker: no sandbox agent in %.64s", ref);
+                return -EOPNOTSUPP;
+        }
+        if ((size_t)snprintf(buf, size, "%s", ref) >= size)
+                return -ENAMETOOLONG;
+        return 0;
+}
+
 /* ---- events ---- */
 
 #define EVENT_LINE_MAX (64 * 1024)    /* one event; Docker's are < 2 KiB */
@@ -1024,6 +1042,7 @@ static const struct provider_ops docker_ops = {
         .volume_inspect = docker_volume_inspect_op,
         .volume_list = docker_volume_list_op,
         .volume_remove = docker_volume_remove_op,
+        .agent_dir_name = docker_agent_dir_name,
         .free = docker_free,
 };
 
