@@ -29,7 +29,14 @@ struct execd {
         char state[24];
         char ref[PROVIDER_REF_MAX];
         char mode[24];
+        /* "K=V" of the sandbox's create when its container lacks them (a
+         * claimed warm-pool member), NULL-terminated; to go before a
+         * command's own env. Thread-local storage, valid until the next
+         * execd_open of this thread. */
+        const char *const *env;
 };
+
+#define EXECD_SANDBOX_ENV_MAX 130 /* entries of execd.env, the NULL included */
 
 /* Resolve the path's sandbox (req->path_arg) and check the token. With
  * need_running, a sandbox that is not Running is 409. Replies and returns

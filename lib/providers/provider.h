@@ -85,6 +85,12 @@ struct exec_spec {
          * or output (exit_code -1); the backend reaps it. timeout_ms then
          * bounds only the start, not the command. */
         bool detach;
+        /* With detach: start the command as the sandbox's entrypoint, its
+         * main process (a warm-pool member that gets its create's
+         * entrypoint late): the sandbox-agent adopts it (docs/AGENT.md,
+         * POST /entrypoint), so that its exit ends the sandbox; a backend
+         * without the agent starts it as a detached command. */
+        bool entrypoint;
         /* May be NULL. The same command in the form a backend that runs
          * commands itself (sandbox-agent) takes instead of argv, cwd and
          * timeout_ms: it then keeps the command's state files too

@@ -488,6 +488,14 @@ const char *osb_state_canonical(const char *s)
         return NULL;
 }
 
+bool osb_create_poolable(const struct broker_config *cfg, const struct osb_create *c)
+{
+        /* osb_create_parse refuses volumes and snapshotId, and every
+         * sandbox runs SANDBOX_RUNTIME, the pool members' runtime: what is
+         * left is whether the image has a pool at all. */
+        return config_pool_find(cfg, c->image) >= 0;
+}
+
 void osb_create_wipe(struct osb_create *c)
 {
         explicit_bzero(c->auth_user, sizeof(c->auth_user));
