@@ -222,8 +222,14 @@ struct provider_ops {
          * (Docker: POST /containers/{id}/update); a field <= 0 is left. */
         int (*update_limits)(struct provider *p, const char *ref, const struct sandbox_limits *l,
                              char *ret_err);
+        /* Optional: the id of the image that image (a name or tag) names
+         * now, into ret_id (PROVIDER_IMAGE_ID_MAX), so that a re-tag can be
+         * noticed. -ENOENT when it is not on the host. */
+        int (*image_id)(struct provider *p, const char *image, char *ret_id, char *ret_err);
         void (*free)(struct provider *p);
 };
+
+#define PROVIDER_IMAGE_ID_MAX 80
 
 struct provider {
         const struct provider_ops *ops;

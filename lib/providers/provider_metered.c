@@ -138,6 +138,11 @@ static int m_image_ensure(struct provider *p, const char *image, const struct im
         return INNER(p)->ops->image_ensure(INNER(p), image, auth, timeout_ms, cb, ret_err);
 }
 
+static int m_image_id(struct provider *p, const char *image, char *ret_id, char *ret_err)
+{
+        return counted(INNER(p)->ops->image_id(INNER(p), image, ret_id, ret_err), "image_id");
+}
+
 static int m_update_limits(struct provider *p, const char *ref, const struct sandbox_limits *l,
                            char *ret_err)
 {
@@ -177,6 +182,7 @@ int provider_metered(struct provider **p)
                 .watch_exits = MIRROR(watch_exits), .read_file = MIRROR(read_file),
                 .write_file = MIRROR(write_file), .image_ensure = MIRROR(image_ensure),
                 .update_limits = MIRROR(update_limits),
+                .image_id = MIRROR(image_id),
                 .free = m_free,
         };
         m->inner = *p;

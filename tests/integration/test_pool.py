@@ -13,7 +13,7 @@ import threading
 import time
 
 from brokerlib import REPO, http_request, wait_until
-from sandboxlib import DOCKER, TINY_IMAGE, check_sandbox_lease, docker_broker, require_docker  # noqa: F401
+from sandboxlib import BASE_IMAGE, DOCKER, TINY_IMAGE, check_sandbox_lease, docker_broker, require_docker  # noqa: F401
 
 require_docker()
 
@@ -260,3 +260,34 @@ def test_two_supervisors_storm_never_double_claims(docker_broker, request):
         ids = [c["Labels"]["io.sandbox-broker.sandbox-id"] for c in cs]
         return len(members) >= size and len(ids) == len(set(ids)) and set(ids) == members
     wait_until(converged, 90, 0.5, "only ready members left, nothing leaked")
+
+
+def test_image_retag_replaces_members(docker_broker, request):
+    # a name of this test's own, first naming the tiny image, then the base one
+    repo = "sandbox-broker/it-pool-retag-%s" % os.urandom(4).hex()
+    name = repo + ":latest"
+
+    def tag(image):
+        st, body = DOCKER.call("POST", "/images/%s/tag?repo=%s&tag=latest" % (image, repo))
+        assert st == 201, (st, body)
+
+    def untag():
+        DOCKER.call("DELETE", "/images/%s?noprune=1" % name)
+    request.addfinalizer(untag)
+    tag(TINY_IMAGE)
+    tiny_id = DOCKER.call("GET", "/images/%s/json" % TINY_IMAGE)[1]["Id"]
+    base_id = DOCKER.call("GET", "/images/%s/json" % BASE_IMAGE)[1]["Id"]
+    assert tiny_id != base_id
+    sb = docker_broker(**pool_env(SANDBOX_IMAGE=name, POOL="%s:1" % name))
+    (first,) = wait_until(lambda: ready_ids(sb, name), 60, 0.1, "pool filled")
+    assert DOCKER.inspect("sb-" + first)["Image"] == tiny_id
+    assert sb.b.redis.hget(sb.b.key("wpoolm:" + first), "imageId") == tiny_id
+    tag(BASE_IMAGE)  # the name now names another image
+    second = wait_until(lambda: [s for s in ready_ids(sb, name) if s != first], 30, 0.2,
+                        "a member of the new image")[0]
+    assert DOCKER.inspect("sb-" + second)["Image"] == base_id
+    wait_until(lambda: DOCKER.state("sb-" + first) is None, 20, 0.2, "old member removed")
+    assert "its image name now names another image" in sb.b.logs("supervisor")
+    # a claim gets the new image
+    lz = check_sandbox_lease(sb.acquire("ru", "s1"))
+    assert lz["sandboxId"] == second

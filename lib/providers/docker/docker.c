@@ -137,6 +137,13 @@ int docker_ensure_image(struct provider *p, const char *image, const struct imag
         return docker_image_pull(d->api, image, auth, timeout_ms, cb, ret_err);
 }
 
+static int docker_image_id_op(struct provider *p, const char *image, char *ret_id, char *ret_err)
+{
+        struct docker *d = impl(p);
+
+        return docker_image_id(d->api, image, d->timeout_ms, ret_id, PROVIDER_IMAGE_ID_MAX, ret_err);
+}
+
 static int docker_create(struct provider *p, const struct sandbox_spec *spec, char *ret_ref,
                          char *ret_err)
 {
@@ -981,6 +988,7 @@ static const struct provider_ops docker_ops = {
         .write_file = docker_write_file,
         .image_ensure = docker_ensure_image,
         .update_limits = docker_update_limits,
+        .image_id = docker_image_id_op,
         .free = docker_free,
 };
 
