@@ -30,12 +30,18 @@ struct agent_state {
         enum entry_state entry;
         pid_t entry_pid;
         int entry_code; /* exit code, or 128+signal; valid when ENTRY_EXITED */
+        int entry_fd;   /* write end of PID 1's pipe: a handler that started a late
+                         * entrypoint (POST /entrypoint) writes its pid there */
 };
 
 /* The child side of every fork that execs something (entrypoint, commands):
  * empty signal mask, default dispositions, and every fd from 3 up closed
  * except keep_fd (-1: none). Never fails; what cannot be reset stays. */
 void agent_child_reset(int keep_fd);
+
+/* The same, keeping two fds (-1: none): a handler child keeps its
+ * connection and the entrypoint pipe (agent_state.entry_fd). */
+void agent_child_reset2(int keep_a, int keep_b);
 
 /* Serve one accepted connection in a handler child: read the request, run
  * the route, answer. Owns conn_fd. Returns when the answer is complete (the

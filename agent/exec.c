@@ -394,7 +394,7 @@ static void run_finish(struct exec_run *run)
 
 /* detach=1: the command's stdio is /dev/null and it outlives the request
  * (PID 1 reaps it). A close-on-exec pipe tells whether exec succeeded. */
-static void exec_detached(struct http_request *req, const struct exec_spec *spec)
+static void exec_detached(struct http_request *req, const struct exec_spec *spec, int notify_fd)
 {
         char msg[AGENT_ERROR_MAX], head[64], body[AGENT_ERROR_MAX + 128];
         int null_fd = -1, rep[2] = { -1, -1 }, status = 0, n = 0, len;
@@ -429,6 +429,14 @@ static void exec_detached(struct http_request *req, const struct exec_spec *spec
                 len = snprintf(body, sizeof(body), "2 %d\n%.*sx %d 0\n", n, n, msg,
                                agent_wait_code(status));
         } else {
+                /* Before the answer, and while the command is still our
+                 * child: PID 1 knows the pid before it can reap it. */
+                if (notify_fd >= 0 && write(notify_fd, &pid, sizeof(pid)) != (ssize_t)sizeof(pid)) {
+                        (void)kill(-pid, SIGKILL);
+                        (void)http_reply_error(req, 500, "cannot hand the entrypoint over: %s",
+                                               strerror(errno));
+                        goto out;
+                }
                 len = snprintf(body, sizeof(body), "x -1 0\n");
         }
         if (http_reply_head(req, 200, FRAMES_TYPE, HTTP_CHUNKED) < 0)
@@ -537,9 +545,26 @@ void exec_handle(struct http_request *req)
 
         if (exec_spec_parse(req, &spec) == 0) {
                 if (spec.detach)
-                        exec_detached(req, &spec);
+                        exec_detached(req, &spec, -1);
                 else
                         exec_attached(req, &spec);
+        }
+        exec_spec_free(&spec);
+}
+
+void exec_entrypoint(struct http_request *req, bool has_entry, int entry_fd)
+{
+        struct exec_spec spec;
+
+        if (has_entry || entry_fd < 0) {
+                (void)http_reply_error(req, 409, "this sandbox already has an entrypoint");
+                return;
+        }
+        if (exec_spec_parse(req, &spec) == 0) {
+                if (spec.record || spec.timeout_ms || spec.shell || req->content_length > 0)
+                        (void)http_reply_error(req, 400, "an entrypoint takes arg, env, cwd and user only");
+                else
+                        exec_detached(req, &spec, entry_fd);
         }
         exec_spec_free(&spec);
 }

@@ -44,6 +44,11 @@ static void h_exec(struct http_request *req, const struct agent_state *state)
         exec_handle(req);
 }
 
+static void h_entrypoint(struct http_request *req, const struct agent_state *state)
+{
+        exec_entrypoint(req, state->entry != ENTRY_NONE, state->entry_fd);
+}
+
 static void h_file_get(struct http_request *req, const struct agent_state *state)
 {
         (void)state;
@@ -70,6 +75,7 @@ static const struct route {
 } routes[] = {
         { "/health", "GET", h_health },
         { "/exec", "POST", h_exec },
+        { "/entrypoint", "POST", h_entrypoint },
         { "/file", "GET", h_file_get },
         { "/file", "PUT", h_file_put },
         { "/tunnel", "GET", h_tunnel },

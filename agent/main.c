@@ -48,6 +48,7 @@ struct agent {
         pid_t handlers[AGENT_HANDLERS_MAX];
         size_t n_handlers;
         long long next_check;
+        int entry_rd;     /* read end of the late-entrypoint pipe (agent_state.entry_fd) */
         bool egress;      /* the egress directory is mounted: run its relay child */
         pid_t egress_pid; /* 0: not running (restarted at the next check) */
 };
@@ -169,10 +170,30 @@ static void handler_forget(struct agent *a, pid_t pid)
         }
 }
 
+/* Pids of late entrypoints (POST /entrypoint, exec.c) that handlers
+ * started: the first becomes the sandbox's entrypoint when it has none.
+ * Read before every reap, so that an entrypoint that exits at once is
+ * known by the time its zombie reaches us. */
+static void entry_adopt(struct agent *a)
+{
+        pid_t pids[64];
+        ssize_t n;
+
+        while ((n = read(a->entry_rd, pids, sizeof(pids))) > 0) {
+                for (size_t i = 0; i < (size_t)n / sizeof(pid_t); i++) {
+                        if (a->state.entry != ENTRY_NONE || pids[i] <= 1)
+                                continue;
+                        a->state.entry = ENTRY_RUNNING;
+                        a->state.entry_pid = pids[i];
+                }
+        }
+}
+
 /* Every child that has ended: handlers, the entrypoint, and the orphans
  * (commands, detached or left behind) that were reparented to us. */
 static void reap(struct agent *a)
 {
+        entry_adopt(a);
         for (;;) {
                 int status;
                 pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -246,7 +267,7 @@ static void accept_all(struct agent *a)
                 }
                 pid = fork();
                 if (pid == 0) {
-                        agent_child_reset(fd);
+                        agent_child_reset2(fd, a->state.entry_fd);
                         (void)signal(SIGPIPE, SIG_IGN);
                         agent_handle(fd, &a->state);
                         _exit(0);
@@ -276,7 +297,7 @@ int main(int argc, char **argv)
         static struct agent agent = { .sig_fd = -1 };
         struct agent *a = &agent;
         const char *sock;
-        int r;
+        int entry_pipe[2], r;
 
         parse_args(a, argc, argv, &sock);
         stdio_ensure();
@@ -288,6 +309,12 @@ int main(int argc, char **argv)
                 log_err("sandbox-agent: signals: %s", strerror(-r));
                 return 1;
         }
+        if (pipe2(entry_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+                log_err("sandbox-agent: pipe: %s", strerror(errno));
+                return 1;
+        }
+        a->entry_rd = entry_pipe[0];
+        a->state.entry_fd = entry_pipe[1];
         r = listener_open(&a->lis, sock);
         if (r < 0) {
                 log_err("sandbox-agent: %s: %s", sock, strerror(-r));
@@ -304,15 +331,18 @@ int main(int argc, char **argv)
 
         a->next_check = agent_now_ms() + CHECK_INTERVAL_MS;
         for (;;) {
-                struct pollfd p[2] = { { .fd = a->lis.fd, .events = POLLIN },
-                                       { .fd = a->sig_fd, .events = POLLIN } };
+                struct pollfd p[3] = { { .fd = a->lis.fd, .events = POLLIN },
+                                       { .fd = a->sig_fd, .events = POLLIN },
+                                       { .fd = a->entry_rd, .events = POLLIN } };
                 long long now = agent_now_ms();
                 int timeout = a->next_check > now ? (int)(a->next_check - now) : 0;
 
-                if (poll(p, 2, timeout) < 0 && errno != EINTR) {
+                if (poll(p, 3, timeout) < 0 && errno != EINTR) {
                         log_err("sandbox-agent: poll: %s", strerror(errno));
                         agent_exit(a, 1);
                 }
+                if (p[2].revents)
+                        entry_adopt(a);
                 if (p[1].revents)
                         signals_read(a);
                 if (p[0].revents)

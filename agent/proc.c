@@ -27,7 +27,14 @@ static void close_fds(unsigned first, unsigned last)
 
 void agent_child_reset(int keep_fd)
 {
+        agent_child_reset2(keep_fd, -1);
+}
+
+void agent_child_reset2(int keep_a, int keep_b)
+{
         sigset_t none;
+        unsigned next = 3;
+        int keep[2] = { keep_a < keep_b ? keep_a : keep_b, keep_a < keep_b ? keep_b : keep_a };
 
         /* Dispositions first, then the mask: a signal pending now is then
          * delivered with its default action, as it would be after exec. */
@@ -36,12 +43,13 @@ void agent_child_reset(int keep_fd)
                         (void)signal(sig, SIG_DFL);
         (void)sigemptyset(&none);
         (void)sigprocmask(SIG_SETMASK, &none, NULL);
-        if (keep_fd > 2) {
-                close_fds(3, (unsigned)keep_fd - 1);
-                close_fds((unsigned)keep_fd + 1, ~0U);
-        } else {
-                close_fds(3, ~0U);
+        for (int i = 0; i < 2; i++) {
+                if (keep[i] < (int)next)
+                        continue;
+                close_fds(next, (unsigned)keep[i] - 1);
+                next = (unsigned)keep[i] + 1;
         }
+        close_fds(next, ~0U);
 }
 
 int agent_wait_code(int status)

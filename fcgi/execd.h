@@ -41,7 +41,14 @@ struct execd {
          * which run as root, are then not used) */
         char user[24];
         bool identity;
+        /* "K=V" of the sandbox's create when its container lacks them (a
+         * claimed warm-pool member), NULL-terminated; to go before a
+         * command's own env. Thread-local storage, valid until the next
+         * execd_open of this thread. */
+        const char *const *env;
 };
+
+#define EXECD_SANDBOX_ENV_MAX 130 /* entries of execd.env, the NULL included */
 
 /* Resolve the path's sandbox (req->path_arg) and check the token. With
  * need_running, a sandbox that is not Running is 409. On an identity route

@@ -60,7 +60,7 @@ struct cmd_req {
         const char *argv[EXECD_MAX_ARGS + 1];
         int argc;
         char cwd[EXECD_PATH_MAX];
-        char *env[EXECD_MAX_ENV + 1]; /* owned */
+        char *env[EXECD_SANDBOX_ENV_MAX + EXECD_MAX_ENV + 1]; /* owned; the sandbox's first */
         int64_t timeout_ms;           /* 0: none given */
         bool background;
         char user[32];                /* "uid[:gid]" or "root" */
@@ -94,7 +94,8 @@ static bool json_str_clean(struct json_object *v)
 
 /* RunCommandRequest (execd-api.yaml; `argv` as newer SDKs send it).
  * Replies and returns -1 on error. */
-static int cmd_parse(struct request *req, struct json_object *body, struct cmd_req *c)
+static int cmd_parse(struct request *req, const struct execd *x, struct json_object *body,
+                     struct cmd_req *c)
 {
         struct json_object *v, *uid = NULL, *gid = NULL;
         int n = 0;
@@ -102,6 +103,16 @@ static int cmd_parse(struct request *req, struct json_object *body, struct cmd_r
         memset(c, 0, sizeof(*c));
         snprintf(c->cwd, sizeof(c->cwd), "%s", EXECD_DEFAULT_CWD);
         snprintf(c->user, sizeof(c->user), "root");
+        /* the sandbox's own env first: the request's envs win */
+        for (size_t i = 0; x->env && x->env[i]; i++) {
+                c->env[n] = strdup(x->env[i]);
+                if (!c->env[n]) {
+                        cmd_req_free(c);
+                        reply_error(req, API_INTERNAL, "out of memory");
+                        return -1;
+                }
+                c->env[++n] = NULL;
+        }
         if (json_object_object_get_ex(body, "command", &v) && !json_object_is_type(v, json_type_null)) {
                 if (!json_str_clean(v) || json_object_get_string_len(v) == 0) {
                         reply_error(req, API_INVALID_REQUEST, "command must be a non-empty string");
@@ -394,7 +405,7 @@ void h_execd_run_command(struct request *req)
 
         memset(&c, 0, sizeof(c));
         if (execd_open(req, &x, true) < 0 || request_json_body(req, &body) < 0 ||
-            cmd_parse(req, body, &c) < 0)
+            cmd_parse(req, &x, body, &c) < 0)
                 goto out;
         if (timeutil_random_id(id, sizeof(id)) < 0) {
                 reply_error(req, API_INTERNAL, "no randomness for a command id");

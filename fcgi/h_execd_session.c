@@ -214,7 +214,7 @@ static void run_stream(struct request *req, const struct execd *x, const char *s
         const char *argv[] = { "sh", "-c", EXECD_SH_RUN, "sh", id, to, "/", "argv", "0", start,
                                "sh", "-c", EXECD_SH_SESSION_SHELL, "sh", EXECD_SH_SESSION_BODY,
                                dir, rr->cwd, rr->command, NULL };
-        struct exec_spec spec = { .argv = argv, .user = "root", .cwd = "/",
+        struct exec_spec spec = { .argv = argv, .env = x->env, .user = "root", .cwd = "/",
                                   .timeout_ms = (int)(to_ms + SESSION_WRAPPER_SLACK_MS),
                                   .max_output = (size_t)req->w->cfg->exec_max_output,
                                   .env_file = true };

@@ -141,6 +141,21 @@ static void create_after(struct request *req)
                         "OpenSandbox create: sandbox failed: %s", err);
 }
 
+/* A create granted a warm-pool member: make it the sandbox before the
+ * answer (a container update, the entrypoint started by the agent), so
+ * that the answer already reads Running. A failure leaves the record
+ * Failed, as the after hook would. */
+static void warm_ready(struct request *req)
+{
+        char err[SANDBOX_ERR_MAX];
+        int r = sandbox_lease_ready(req->w->redis, req->w->provider, req->w->cfg, req->after_arg,
+                                    NULL, err);
+
+        if (r < 0 && r != -ENOENT)
+                log_err(LOG_KV({ "LEASE_ID", req->after_arg }, { "REQUEST_ID", req->request_id }),
+                        "OpenSandbox create: pooled sandbox failed: %s", err);
+}
+
 /* After the 202 of a queued create with image.auth: pull the image now,
  * while the credentials are in memory, so that the sandbox made when a
  * slot frees finds it on the host. */
@@ -204,6 +219,7 @@ void h_osb_create(struct request *req)
         char *volumes = NULL; /* the record's volumes (volume.h); NULL = none */
         bool committed = false; /* the sandbox exists: the volumes made are its own */
         long long live = 0;
+        bool warm = false;
         struct osb o;
         int r;
 
@@ -261,8 +277,11 @@ void h_osb_create(struct request *req)
                                  "pids", pids, "token", token, "provider", req->w->cfg->provider,
                                  "egress_policy", egress, "snapshotId", c.snapshot_id,
                                  "volumes", volumes ? volumes : "" };
-        r = osb_store_create(req->w->redis, req->w->cfg, sid, o.tenant, exp, fields,
-                             (int)(sizeof(fields) / sizeof(fields[0])), &live);
+        /* a member of the image's warm pool, taken by the same script that
+         * stores the record: the sandbox then has the member's id */
+        r = osb_store_create(req->w->redis, req->w->cfg, sid, o.tenant, exp,
+                             osb_create_poolable(req->w->cfg, &c, volumes != NULL) ? c.image : NULL, fields,
+                             (int)(sizeof(fields) / sizeof(fields[0])), sid, &warm, &live);
         if (r == -EDQUOT) {
                 reply_error(req, API_CONFLICT, "tenant %s already has %lld live sandboxes (the limit)",
                             o.tenant, live);
@@ -303,8 +322,14 @@ void h_osb_create(struct request *req)
                 struct json_object *lid;
                 json_object_object_get_ex(out.lease, "leaseId", &lid);
                 snprintf(req->after_arg, sizeof(req->after_arg), "%s", json_object_get_string(lid));
-                pending_auth_keep(&c);
-                req->after = create_after;
+                if (warm) {
+                        /* a running member: apply the request (limits, entrypoint)
+                         * now and answer Running; its image is on the host */
+                        warm_ready(req);
+                } else {
+                        pending_auth_keep(&c);
+                        req->after = create_after;
+                }
                 request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_CREATED,
                                                          .tenant = o.tenant, .sandbox_id = sid,
                                                          .lease_id = req->after_arg,

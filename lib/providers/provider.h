@@ -135,6 +135,12 @@ struct exec_spec {
          * or output (exit_code -1); the backend reaps it. timeout_ms then
          * bounds only the start, not the command. */
         bool detach;
+        /* With detach: start the command as the sandbox's entrypoint, its
+         * main process (a warm-pool member that gets its create's
+         * entrypoint late): the sandbox-agent adopts it (docs/AGENT.md,
+         * POST /entrypoint), so that its exit ends the sandbox; a backend
+         * without the agent starts it as a detached command. */
+        bool entrypoint;
         /* May be NULL. The same command in the form a backend that runs
          * commands itself (sandbox-agent) takes instead of argv, cwd and
          * timeout_ms: it then keeps the command's state files too
@@ -300,8 +306,14 @@ struct provider_ops {
          * buf. -EOPNOTSUPP when this sandbox has no agent. */
         int (*agent_dir_name)(struct provider *p, const char *ref, char *buf, size_t size,
                               char *ret_err);
+        /* Optional: the id of the image that image (a name or tag) names
+         * now, into ret_id (PROVIDER_IMAGE_ID_MAX), so that a re-tag can be
+         * noticed. -ENOENT when it is not on the host. */
+        int (*image_id)(struct provider *p, const char *image, char *ret_id, char *ret_err);
         void (*free)(struct provider *p);
 };
+
+#define PROVIDER_IMAGE_ID_MAX 80
 
 struct provider {
         const struct provider_ops *ops;

@@ -138,6 +138,11 @@ static int m_image_ensure(struct provider *p, const char *image, const struct im
         return INNER(p)->ops->image_ensure(INNER(p), image, auth, timeout_ms, cb, ret_err);
 }
 
+static int m_image_id(struct provider *p, const char *image, char *ret_id, char *ret_err)
+{
+        return counted(INNER(p)->ops->image_id(INNER(p), image, ret_id, ret_err), "image_id");
+}
+
 static int m_update_limits(struct provider *p, const char *ref, const struct sandbox_limits *l,
                            char *ret_err)
 {
@@ -222,6 +227,7 @@ int provider_metered(struct provider **p)
                 .volume_create = MIRROR(volume_create), .volume_inspect = MIRROR(volume_inspect),
                 .volume_list = MIRROR(volume_list), .volume_remove = MIRROR(volume_remove),
                 .agent_dir_name = MIRROR(agent_dir_name),
+                .image_id = MIRROR(image_id),
                 .free = m_free,
         };
         m->inner = *p;

@@ -504,6 +504,16 @@ const char *osb_state_canonical(const char *s)
         return NULL;
 }
 
+bool osb_create_poolable(const struct broker_config *cfg, const struct osb_create *c, bool has_volumes)
+{
+        /* volumes are mounts and a snapshot is another image: both shape the
+         * container itself. Every sandbox runs SANDBOX_RUNTIME, the pool
+         * members' runtime; what is left is whether the image has a pool. */
+        if (has_volumes || c->snapshot_id[0] || !c->image[0])
+                return false;
+        return config_pool_find(cfg, c->image) >= 0;
+}
+
 void osb_create_wipe(struct osb_create *c)
 {
         explicit_bzero(c->auth_user, sizeof(c->auth_user));

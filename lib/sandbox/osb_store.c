@@ -41,10 +41,10 @@ int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const c
 }
 
 int osb_store_create(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
-                     const char *tenant, const char *timeout_ms, const char **fields, int n,
-                     long long *ret_live)
+                     const char *tenant, const char *timeout_ms, const char *pool_image,
+                     const char **fields, int n, char *ret_sid, bool *ret_warm, long long *ret_live)
 {
-        const char *argv[4 + 32];
+        const char *argv[5 + 32];
         redisReply *rep = NULL;
         char max[16];
         int r, argc = 0;
@@ -56,6 +56,7 @@ int osb_store_create(struct redis_conn *c, const struct broker_config *cfg, cons
         argv[argc++] = tenant;
         argv[argc++] = max;
         argv[argc++] = timeout_ms;
+        argv[argc++] = pool_image ? pool_image : "";
         for (int i = 0; i < n; i++)
                 argv[argc++] = fields[i];
         r = tagged(c, LUA_OSB_CREATE, argc, argv, &rep);
@@ -64,8 +65,13 @@ int osb_store_create(struct redis_conn *c, const struct broker_config *cfg, cons
         if (is_str(rep->element[0], "limit") && rep->elements == 2) {
                 *ret_live = rep->element[1]->type == REDIS_REPLY_INTEGER ? rep->element[1]->integer : 0;
                 r = -EDQUOT;
-        } else if (!is_str(rep->element[0], "ok")) {
+        } else if (!is_str(rep->element[0], "ok") || rep->elements != 3 ||
+                   rep->element[1]->type != REDIS_REPLY_STRING || rep->element[1]->len >= 33 ||
+                   rep->element[2]->type != REDIS_REPLY_STRING) {
                 r = -EPROTO;
+        } else {
+                memcpy(ret_sid, rep->element[1]->str, rep->element[1]->len + 1);
+                *ret_warm = rep->element[2]->len > 0;
         }
         reply_free(rep);
         return r;

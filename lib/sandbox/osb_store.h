@@ -33,11 +33,15 @@ int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const c
                   redisReply **ret);
 
 /* Store a new Pending record of tenant: timeout_ms "" means manual cleanup;
- * fields are n name/value pairs. -EDQUOT when the tenant already has its
- * maximum of live sandboxes (*ret_live gets their number). */
+ * fields are n name/value pairs. With pool_image (NULL or "": none), the
+ * oldest ready member of that image's warm pool is taken in the same
+ * script (never by two creates): the record then has the member's id and
+ * container (*ret_warm true); an empty pool leaves sid (*ret_warm false).
+ * *ret_sid (33 bytes) gets the record's id. -EDQUOT when the tenant
+ * already has its maximum of live sandboxes (*ret_live gets their number). */
 int osb_store_create(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
-                     const char *tenant, const char *timeout_ms, const char **fields, int n,
-                     long long *ret_live);
+                     const char *tenant, const char *timeout_ms, const char *pool_image,
+                     const char **fields, int n, char *ret_sid, bool *ret_warm, long long *ret_live);
 
 /* Delete: release its lease or take its ticket out of the queue, and hand
  * the container to the teardown. -ENOENT, or -EALREADY when it is already

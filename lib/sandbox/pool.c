@@ -68,9 +68,28 @@ static bool drop(struct redis_conn *rc, struct provider *pv, const char *sid, co
         return ours;
 }
 
-/* Members to drop: too old, of an unpooled image, or stuck creating. */
+/* The id image names now ("" when unknown: no such op, not on the host,
+ * or Docker did not answer), looked up once per scan and pool. */
+static const char *current_id(struct provider *pv, const struct broker_config *cfg, const char *image,
+                              char (*ids)[PROVIDER_IMAGE_ID_MAX], bool *known)
+{
+        char err[PROVIDER_ERR_MAX];
+        int i = config_pool_find(cfg, image);
+
+        if (i < 0 || !pv->ops->image_id)
+                return "";
+        if (!known[i] && pv->ops->image_id(pv, image, ids[i], err) < 0)
+                ids[i][0] = '\0';
+        known[i] = true;
+        return ids[i];
+}
+
+/* Members to drop: too old, of an unpooled image, of an image whose name
+ * now names another image (re-tagged), or stuck creating. */
 static int scan(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg)
 {
+        char ids[CONFIG_POOLS_MAX][PROVIDER_IMAGE_ID_MAX];
+        bool known[CONFIG_POOLS_MAX] = { false };
         redisReply *rep = NULL;
         char limit[16];
         int64_t now = timeutil_now_ms();
@@ -82,13 +101,14 @@ static int scan(struct redis_conn *rc, struct provider *pv, const struct broker_
         if (r < 0)
                 return r;
         if (rep->type == REDIS_REPLY_ARRAY) {
-                for (size_t i = 0; i + 4 < rep->elements; i += 5) {
+                for (size_t i = 0; i + 5 < rep->elements; i += 6) {
                         const char *sid = rep->element[i]->str, *image = rep->element[i + 1]->str;
                         const char *state = rep->element[i + 3]->str;
                         const char *alive = rep->element[i + 4]->str;
+                        const char *made_of = rep->element[i + 5]->str;
                         int64_t age = now - atoll(rep->element[i + 2]->str);
                         const char *why = NULL;
-                        if (!sid || !image || !state || !alive)
+                        if (!sid || !image || !state || !alive || !made_of)
                                 continue;
                         if (!image[0] || config_pool_size(cfg, image) == 0)
                                 why = "its image has no pool any more";
@@ -96,6 +116,10 @@ static int scan(struct redis_conn *rc, struct provider *pv, const struct broker_
                                 why = "left creating by a crashed supervisor";
                         else if (!strcmp(state, "ready") && age > cfg->pool_max_age_ms)
                                 why = "older than POOL_MAX_AGE_MS";
+                        else if (!strcmp(state, "ready") && made_of[0] &&
+                                 current_id(pv, cfg, image, ids, known)[0] &&
+                                 strcmp(made_of, current_id(pv, cfg, image, ids, known)) != 0)
+                                why = "its image name now names another image";
                         if (why && drop(rc, pv, sid, why))
                                 dropped++;
                 }
@@ -149,7 +173,7 @@ static int make_member(struct redis_conn *rc, struct provider *pv, const struct 
 {
         const char *image = cfg->pools[i].image;
         char sid[33], ref[PROVIDER_REF_MAX] = "", err[PROVIDER_ERR_MAX] = "", env_sid[64];
-        char limits[64], buf[32], buf2[32];
+        char limits[64], buf[32], buf2[32], image_id[PROVIDER_IMAGE_ID_MAX] = "";
         redisReply *rep = NULL;
         int64_t t0 = timeutil_mono_ms();
         int r;
@@ -164,6 +188,9 @@ static int make_member(struct redis_conn *rc, struct provider *pv, const struct 
         reply_drop(rep);
         rep = NULL;
         snprintf(env_sid, sizeof(env_sid), "SANDBOX_ID=%s", sid);
+        /* what the name means now: a later re-tag replaces the member */
+        if (pv->ops->image_id && pv->ops->image_id(pv, image, image_id, err) < 0)
+                image_id[0] = err[0] = '\0';
         const char *envp[] = { env_sid, NULL };
         struct sandbox_spec spec = {
                 .sandbox_id = sid,
@@ -181,8 +208,8 @@ static int make_member(struct redis_conn *rc, struct provider *pv, const struct 
                 r = pv->ops->start(pv, ref, err);
         if (r == 0) {
                 pool_limits_string(cfg, limits, sizeof(limits));
-                const char *dv[] = { "ready", sid, ref, limits };
-                r = wpool(rc, 4, dv, &rep);
+                const char *dv[] = { "ready", sid, ref, limits, image_id };
+                r = wpool(rc, 5, dv, &rep);
                 if (r == 0 && !(rep->type == REDIS_REPLY_INTEGER && rep->integer == 1)) {
                         remove_container(pv, sid, ref); /* dropped while we made it */
                         r = -ECANCELED;

@@ -345,6 +345,37 @@ static int warm_limits(struct provider *pv, const struct record *rec, const char
         return pv_err(pv->ops->update_limits(pv, ref, &l, err));
 }
 
+/* A claimed warm-pool member runs the agent alone: start the record's
+ * entrypoint (an OpenSandbox create's) with its env as the sandbox's main
+ * process, as a cold create's container would have run it. */
+static int warm_entrypoint(struct provider *pv, const struct broker_config *cfg,
+                           const struct record *rec, const char *sid, const char *ref, char *err)
+{
+        static __thread char envbuf[SPEC_MAX_ENV][1024];
+        const char *argv[SPEC_MAX_ARGS], *envp[SPEC_MAX_ENV];
+        struct json_object *ep_obj = NULL, *env_obj = NULL;
+        struct exec_result res = { 0 };
+        char env_sid[64];
+        int r;
+
+        if (!rec->entrypoint[0])
+                return 0;
+        spec_from_record(rec, sid, env_sid, &ep_obj, &env_obj, argv, envbuf, envp);
+        struct exec_spec spec = { .argv = argv, .env = envp, .cwd = "/workspace",
+                                  .timeout_ms = provider_deadline_ms(cfg), .max_output = 1024,
+                                  .detach = true, .entrypoint = true };
+        r = argv[0] ? pv_err(provider_exec(pv, ref, &spec, &res, err)) : 0;
+        if (r == 0 && res.exit_code >= 0) {
+                snprintf(err, SANDBOX_ERR_MAX, "the entrypoint cannot be started (exit code %d): %.200s",
+                         res.exit_code, res.err ? res.err : "");
+                r = -EREMOTEIO;
+        }
+        exec_result_free(&res);
+        json_put(ep_obj);
+        json_put(env_obj);
+        return r;
+}
+
 /* Make sid run, holding its lock. */
 static int provision_locked(struct redis_conn *rc, struct provider *pv,
                             const struct broker_config *cfg, const char *sid,
@@ -353,6 +384,7 @@ static int provision_locked(struct redis_conn *rc, struct provider *pv,
         struct record rec;
         char ref[PROVIDER_REF_MAX] = "";
         int64_t t0;
+        bool warm = false;
         int r, attempt;
 
         r = record_read(rc, cfg, sid, &rec);
@@ -382,14 +414,18 @@ static int provision_locked(struct redis_conn *rc, struct provider *pv,
                         r = warm_limits(pv, &rec, ref, err);
                         if (r < 0)
                                 return r;
+                        warm = true;
                 }
                 r = pv_err(pv->ops->start(pv, ref, err));
                 if (r != -ENOENT)
                         break;
                 ref[0] = '\0'; /* the container vanished since: make it again */
+                warm = false;
         }
         if (r == -ENOENT)
                 r = -EREMOTEIO;
+        if (r == 0 && warm)
+                r = warm_entrypoint(pv, cfg, &rec, sid, ref, err);
         if (r < 0)
                 return r;
         metrics_observe_ms(METRICS_SANDBOX_CREATE, timeutil_mono_ms() - t0);
@@ -743,12 +779,13 @@ int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg,
 
         memset(x, 0, sizeof(*x));
         snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        const char *argv[] = { "HMGET", key, "state", "ref", "token", "mode", "tenant" };
-        r = redis_conn_command(rc, 7, argv, &rep);
+        const char *argv[] = { "HMGET", key, "state", "ref", "token", "mode", "tenant", "poolLimits",
+                               "env" };
+        r = redis_conn_command(rc, 9, argv, &rep);
         if (r < 0)
                 return r;
         /* no record, or a lease's sandbox (no token): not one of the lifecycle API */
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 5 ||
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 7 ||
             copy_str(rep->element[0], x->state, sizeof(x->state)) < 0 ||
             copy_str(rep->element[2], want, sizeof(want)) < 0 || !want[0]) {
                 r = -ENOENT;
@@ -757,6 +794,8 @@ int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg,
         (void)copy_str(rep->element[1], x->ref, sizeof(x->ref));
         (void)copy_str(rep->element[3], x->mode, sizeof(x->mode));
         (void)copy_str(rep->element[4], owner, sizeof(owner));
+        if (str_reply(rep->element[5]) && rep->element[5]->len > 0)
+                (void)copy_str(rep->element[6], x->env, sizeof(x->env));
         /* another tenant's, or a wrong token: exactly like an unknown id */
         if ((tenant && strcmp(owner, tenant) != 0) || (token && *token && !token_equal(token, want))) {
                 r = -ENOENT;

@@ -136,6 +136,11 @@ struct sandbox_execd {
         char state[24];            /* the record's (Running, Paused, ...) */
         char ref[PROVIDER_REF_MAX]; /* "" while none is made */
         char mode[24];
+        /* The create's env (a JSON object) when the sandbox is a claimed
+         * warm-pool member, whose container was made without it: every
+         * command and session must carry it. "" otherwise (a cold
+         * sandbox's container has it already). */
+        char env[16384];
 };
 
 /* Look up sandbox sid for a data-plane call and check the caller: token

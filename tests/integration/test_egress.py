@@ -10,6 +10,7 @@ the case that checks the loopback refusal, which starts its own Squid.
 The base image has python3 and git but no curl: clients are python's urllib.
 """
 
+import glob
 import http.server
 import json
 import os
@@ -148,7 +149,11 @@ class Squid:
 
     def start_squid(self):
         self.squid_log = open(os.path.join(self.state, "stderr.log"), "ab")
-        self.squid = subprocess.Popen(["squid", "-N", "-f", self.conf], env=self.env,
+        # its own service name: Squid's shared memory is named after it (scripts/stack)
+        name = "sbsquid%d" % self.port
+        for f in glob.glob("/dev/shm/%s-*.shm" % name):
+            os.unlink(f)
+        self.squid = subprocess.Popen(["squid", "-N", "-n", name, "-f", self.conf], env=self.env,
                                       stdout=self.squid_log, stderr=self.squid_log)
 
         def listening():

@@ -2,15 +2,18 @@
 POOL=image:size members created, started and unassigned; an exclusive or
 user_shared acquire takes the oldest one in its claim script (never twice),
 gets its limits by a container update, and an empty pool is a cold create.
+Two supervisors on one Redis refill the same pool while a storm claims.
 """
 
 import concurrent.futures
 import os
 import signal
+import subprocess
+import threading
 import time
 
-from brokerlib import http_request, wait_until
-from sandboxlib import DOCKER, TINY_IMAGE, check_sandbox_lease, docker_broker, require_docker  # noqa: F401
+from brokerlib import REPO, http_request, wait_until
+from sandboxlib import BASE_IMAGE, DOCKER, TINY_IMAGE, check_sandbox_lease, docker_broker, require_docker  # noqa: F401
 
 require_docker()
 
@@ -185,3 +188,110 @@ def test_reconciler_removes_stale_members(docker_broker):
     wait_until(lambda: DOCKER.state("sb-" + sid) is None, 20, 0.2, "stale member removed")
     wait_full(sb, 1)
     assert len(pool_containers(sb)) == 1
+
+
+def start_second_supervisor(sb):
+    """Another supervisor process with exactly the first one's environment
+    (what scripts/stack gave it: Redis prefix, Kafka topic and group,
+    AGENT_DIR, ...); stopped by PID at the end of the test."""
+    build = os.environ.get("BROKER_BUILD_DIR") or os.path.join(REPO, "build")
+    with open("/proc/%d/environ" % sb.b.pid("supervisor"), "rb") as f:
+        env = dict(kv.decode().split("=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+    log = open(os.path.join(sb.b.state_dir, "logs", "supervisor2.log"), "ab")
+    p = subprocess.Popen([os.path.join(build, "broker-supervisor")], env=env,
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+    return p
+
+
+def test_two_supervisors_storm_never_double_claims(docker_broker, request):
+    n, size, cap = 16, 4, 8
+    sb = docker_broker(**pool_env(POOL="%s:%d" % (TINY_IMAGE, size), BROKER_CAPACITY=cap))
+    sup2 = start_second_supervisor(sb)
+
+    def fin():
+        sup2.send_signal(signal.SIGTERM)
+        try:
+            sup2.wait(30)
+        except subprocess.TimeoutExpired:
+            sup2.kill()
+            sup2.wait(10)
+    request.addfinalizer(fin)
+    seen_members = set(wait_full(sb, size))
+    # both supervisors refill and scan the same pool while the storm claims
+    # members: the first `cap` acquires in the handlers, the queued rest in
+    # whichever supervisor grants them
+    stop = threading.Event()
+
+    def watch_members():
+        while not stop.is_set():
+            seen_members.update(ready_ids(sb))
+            time.sleep(0.02)
+    watcher = threading.Thread(target=watch_members)
+    watcher.start()
+    leases = []
+    try:
+        with concurrent.futures.ThreadPoolExecutor(n) as ex:
+            futs = [ex.submit(lambda i=i: (i, check_sandbox_lease(sb.acquire("ts%d" % i, "s"))))
+                    for i in range(n)]
+            for f in concurrent.futures.as_completed(futs):
+                i, lz = f.result()
+                leases.append(lz)
+                assert sb.run(lz, "true")["exitCode"] == 0
+                sb.release("ts%d" % i, "s")  # frees the slot for a queued one
+    finally:
+        stop.set()
+        watcher.join()
+    assert sup2.poll() is None, "the second supervisor exited"
+    sids = [lz["sandboxId"] for lz in leases]
+    assert len(sids) == n and len(set(sids)) == n, sids
+    refs = [sb.record(s)["ref"] for s in sids]
+    assert len(set(refs)) == n, refs
+    # a warm claim's record keeps the member's limits (poolLimits); every
+    # such sandbox was a member (the watcher samples, so it may miss one
+    # made and claimed within 20 ms: a subset check)
+    warm = [s for s in sids if sb.record(s).get("poolLimits")]
+    st = pool_status(sb)
+    assert len(warm) >= size and st["claimsWarm"] == len(warm), (warm, st)
+    assert set(s for s in sids if s in seen_members) <= set(warm), (warm, seen_members)
+    assert st["claimsWarm"] + st["claimsCold"] == n, st
+
+    # no leak: once the released sandboxes are gone, the only containers
+    # left are ready members, each recorded once
+    def converged():
+        cs = sb.containers()
+        members = set(ready_ids(sb))
+        ids = [c["Labels"]["io.sandbox-broker.sandbox-id"] for c in cs]
+        return len(members) >= size and len(ids) == len(set(ids)) and set(ids) == members
+    wait_until(converged, 90, 0.5, "only ready members left, nothing leaked")
+
+
+def test_image_retag_replaces_members(docker_broker, request):
+    # a name of this test's own, first naming the tiny image, then the base one
+    repo = "sandbox-broker/it-pool-retag-%s" % os.urandom(4).hex()
+    name = repo + ":latest"
+
+    def tag(image):
+        st, body = DOCKER.call("POST", "/images/%s/tag?repo=%s&tag=latest" % (image, repo))
+        assert st == 201, (st, body)
+
+    def untag():
+        DOCKER.call("DELETE", "/images/%s?noprune=1" % name)
+    request.addfinalizer(untag)
+    tag(TINY_IMAGE)
+    tiny_id = DOCKER.call("GET", "/images/%s/json" % TINY_IMAGE)[1]["Id"]
+    base_id = DOCKER.call("GET", "/images/%s/json" % BASE_IMAGE)[1]["Id"]
+    assert tiny_id != base_id
+    sb = docker_broker(**pool_env(SANDBOX_IMAGE=name, POOL="%s:1" % name))
+    (first,) = wait_until(lambda: ready_ids(sb, name), 60, 0.1, "pool filled")
+    assert DOCKER.inspect("sb-" + first)["Image"] == tiny_id
+    assert sb.b.redis.hget(sb.b.key("wpoolm:" + first), "imageId") == tiny_id
+    tag(BASE_IMAGE)  # the name now names another image
+    second = wait_until(lambda: [s for s in ready_ids(sb, name) if s != first], 30, 0.2,
+                        "a member of the new image")[0]
+    assert DOCKER.inspect("sb-" + second)["Image"] == base_id
+    wait_until(lambda: DOCKER.state("sb-" + first) is None, 20, 0.2, "old member removed")
+    assert "its image name now names another image" in sb.b.logs("supervisor")
+    # a claim gets the new image
+    lz = check_sandbox_lease(sb.acquire("ru", "s1"))
+    assert lz["sandboxId"] == second

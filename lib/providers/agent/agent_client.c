@@ -444,7 +444,8 @@ static int exec_request(struct req *q, const struct exec_spec *spec, bool detach
         const char *const *argv = rec ? rec->argv : spec->argv;
         const char *cwd = rec ? rec->cwd : spec->cwd;
         int timeout_ms = rec ? rec->timeout_ms : spec->timeout_ms;
-        int r = req_start(q, "POST", "/exec");
+        bool entry = detach && spec->entrypoint;
+        int r = req_start(q, "POST", entry ? "/entrypoint" : "/exec");
 
         /* the agent keeps the state files itself: no runner script */
         for (size_t i = 0; r == 0 && argv[i]; i++)
@@ -459,11 +460,11 @@ static int exec_request(struct req *q, const struct exec_spec *spec, bool detach
                 r = req_param(q, "cwd", cwd);
         if (r == 0 && spec->user)
                 r = req_param(q, "user", spec->user);
-        if (r == 0 && timeout_ms > 0)
+        if (r == 0 && timeout_ms > 0 && !entry) /* an entrypoint runs for the sandbox's life */
                 r = req_param_i64(q, "timeout_ms", timeout_ms);
         if (r == 0 && spec->env_file)
                 r = req_param(q, "envfile", "1");
-        if (r == 0 && detach)
+        if (r == 0 && detach && !entry)
                 r = req_param(q, "detach", "1");
         if (r == 0)
                 r = req_end(q, spec->stdin_data ? spec->stdin_len : 0);

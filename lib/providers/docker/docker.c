@@ -138,6 +138,13 @@ int docker_ensure_image(struct provider *p, const char *image, const struct imag
         return docker_image_pull(d->api, image, auth, timeout_ms, cb, ret_err);
 }
 
+static int docker_image_id_op(struct provider *p, const char *image, char *ret_id, char *ret_err)
+{
+        struct docker *d = impl(p);
+
+        return docker_image_id(d->api, image, d->timeout_ms, ret_id, PROVIDER_IMAGE_ID_MAX, ret_err);
+}
+
 static int docker_create(struct provider *p, const struct sandbox_spec *spec, char *ret_ref,
                          char *ret_err)
 {
@@ -1043,6 +1050,7 @@ static const struct provider_ops docker_ops = {
         .volume_list = docker_volume_list_op,
         .volume_remove = docker_volume_remove_op,
         .agent_dir_name = docker_agent_dir_name,
+        .image_id = docker_image_id_op,
         .free = docker_free,
 };
 

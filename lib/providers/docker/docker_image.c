@@ -189,6 +189,45 @@ out:
         return r;
 }
 
+int docker_image_id(struct docker_api *api, const char *image, int timeout_ms, char *ret_id,
+                    size_t size, char *ret_err)
+{
+        char *esc = http_escape(image), *path = NULL;
+        struct http_buf resp = { 0 };
+        struct json_object *o = NULL, *id;
+        long status = 0;
+        int r = -ENOMEM;
+
+        if (!esc || asprintf(&path, "/images/%s/json", esc) < 0) {
+                path = NULL;
+                goto out;
+        }
+        r = docker_api_call(api, "GET", path, NULL, timeout_ms, &status, &resp, 1024 * 1024, ret_err);
+        if (r < 0)
+                goto out;
+        if (status == 404) {
+                r = -ENOENT;
+                goto out;
+        }
+        r = -EIO;
+        if (status / 100 != 2 || !resp.data)
+                goto out;
+        o = json_tokener_parse(resp.data);
+        if (!o || !json_object_object_get_ex(o, "Id", &id) || !json_object_is_type(id, json_type_string) ||
+            (size_t)json_object_get_string_len(id) >= size)
+                goto out;
+        strcpy(ret_id, json_object_get_string(id));
+        r = 0;
+out:
+        if (r == -EIO && ret_err)
+                snprintf(ret_err, PROVIDER_ERR_MAX, "docker: image inspect: HTTP %ld", status);
+        json_object_put(o);
+        http_buf_release(&resp);
+        free(esc);
+        free(path);
+        return r;
+}
+
 struct pull {
         struct linebuf lb;
         struct docker_pull_state st;

@@ -65,6 +65,11 @@ int docker_size_parse(const char *body, const char *field, int64_t *ret_size);
 /* ---- Engine API calls ---- */
 
 /* 1 if image is on the host, 0 if not, or a transport errno (ret_err). */
+/* The id ("sha256:...") image names now, into ret_id (size bytes).
+ * -ENOENT not on the host, -EIO, or a transport error. */
+int docker_image_id(struct docker_api *api, const char *image, int timeout_ms, char *ret_id,
+                    size_t size, char *ret_err);
+
 int docker_image_present(struct docker_api *api, const char *image, int timeout_ms,
                          char *ret_err);
 

@@ -1,8 +1,12 @@
 -- osb_create: the record of an OpenSandbox create, before it asks for a slot.
 -- ARGV = prefix, sandboxId, tenant, maxPerTenant (default; tenantcfg maxSandboxes wins), timeoutMs ('' = manual cleanup),
---   then field/value pairs of the record
--- Returns {'ok'} | {'limit', live} when the tenant already has maxPerTenant live sandboxes.
-local sid, tenant, max, timeout = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+--   poolImage ('' = do not take a warm-pool member), then field/value pairs of the record
+-- With poolImage, the oldest ready member of that image's warm pool (wpool.lua) is taken in
+-- this script, so that no member is ever handed out twice: the record gets the member's id
+-- (its container's label), its container (ref) and poolLimits (the limits it was made with);
+-- an empty pool is a cold create with sandboxId.
+-- Returns {'ok', sandboxId, ref} | {'limit', live} when the tenant already has maxPerTenant live sandboxes.
+local sid, tenant, max, timeout, pool_image = ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5], ARGV[6]
 -- a tenant's own maxSandboxes (broker-admin tenant set) overrides the default
 max = tonumber(redis.call('HGET', P .. 'tenantcfg:' .. tenant, 'maxSandboxes') or '') or max
 local idx = P .. 'tenant:' .. tenant
@@ -18,11 +22,24 @@ end
 if live >= max then return { 'limit', live } end
 local now = now_ms()
 local fields = {}
-for i = 6, #ARGV do table.insert(fields, ARGV[i]) end
+for i = 7, #ARGV do table.insert(fields, ARGV[i]) end
+local ref, warm = '', nil
+if pool_image ~= '' then
+  local popped = redis.call('ZPOPMIN', P .. 'wpool:' .. pool_image)
+  if #popped > 0 then
+    local m = redis.call('HMGET', P .. 'wpoolm:' .. popped[1], 'ref', 'limits')
+    redis.call('ZREM', P .. 'wpoolall:' .. pool_image, popped[1])
+    redis.call('ZREM', P .. 'wpool:all', popped[1])
+    redis.call('DEL', P .. 'wpoolm:' .. popped[1])
+    if m[1] and m[1] ~= '' then sid, ref, warm = popped[1], m[1], m[2] or '' end
+  end
+  redis.call('HINCRBY', P .. 'wpoolstat:' .. pool_image, warm and 'warm' or 'cold', 1)
+end
 redis.call('HSET', sandbox_key(sid), 'sandboxId', sid, 'tenant', tenant, 'mode', 'exclusive',
-  'createdAt', now, 'ref', '', 'expiresAt', timeout == '' and '' or (now + tonumber(timeout)),
+  'createdAt', now, 'ref', ref, 'expiresAt', timeout == '' and '' or (now + tonumber(timeout)),
   unpack(fields))
+if warm then redis.call('HSET', sandbox_key(sid), 'poolLimits', warm) end
 sandbox_set_state(sid, 'Pending', 'CREATING', 'waiting for admission', now)
 redis.call('ZADD', K_SANDBOXES, now, sid)
 redis.call('ZADD', idx, now, sid)
-return { 'ok' }
+return { 'ok', sid, ref }

@@ -3,7 +3,8 @@
 --   P..wpool:<image>     ZSET  ready members -> createdAt (sandbox_claim pops the oldest)
 --   P..wpoolall:<image>  ZSET  every member of the image, creating or ready -> createdAt
 --   P..wpool:all         ZSET  every member of any image -> createdAt (age scan)
---   P..wpoolm:<sid>      HASH  image, state (creating|ready), ref, createdAt, limits
+--   P..wpoolm:<sid>      HASH  image, state (creating|ready), ref, createdAt, limits,
+--                              imageId (what the image name named when it was made; '' unknown)
 --   P..wpoolstat:<image> HASH  warm, cold (claims), lastRefillAt, refillMs, error,
 --                              failures, backoffUntil
 -- A member is the supervisor's until a claim removes it from every set
@@ -13,9 +14,9 @@
 -- ops:
 --   alive owner ttlMs           -> 1       (a refilling supervisor's heartbeat)
 --   reserve image sid owner     -> 1       (before the container is made)
---   ready sid ref limits        -> 1 | 0   (0: dropped meanwhile, remove it)
+--   ready sid ref limits imageId -> 1 | 0  (0: dropped meanwhile, remove it)
 --   drop sid                    -> ref | '' | false (false: claimed or gone)
---   scan limit                  -> {sid, image, createdAt, state, ownerAlive, ...} oldest first
+--   scan limit                  -> {sid, image, createdAt, state, ownerAlive, imageId, ...} oldest first
 --   count image                 -> {all, ready}
 --   stat image field value ...  -> 1
 --   member sid                  -> 1 | 0   (is sid a pool member?)
@@ -35,7 +36,8 @@ elseif op == 'ready' then
   local sid = ARGV[3]
   local m = redis.call('HMGET', mkey(sid), 'image', 'createdAt', 'state')
   if not m[1] or m[3] ~= 'creating' then return 0 end
-  redis.call('HSET', mkey(sid), 'state', 'ready', 'ref', ARGV[4], 'limits', ARGV[5])
+  redis.call('HSET', mkey(sid), 'state', 'ready', 'ref', ARGV[4], 'limits', ARGV[5],
+    'imageId', ARGV[6] or '')
   redis.call('ZADD', P .. 'wpool:' .. m[1], m[2], sid)
   return 1
 elseif op == 'drop' then
@@ -55,12 +57,13 @@ elseif op == 'scan' then
   local out = {}
   local ids = redis.call('ZRANGE', P .. 'wpool:all', 0, tonumber(ARGV[3]) - 1, 'WITHSCORES')
   for i = 1, #ids, 2 do
-    local m = redis.call('HMGET', mkey(ids[i]), 'image', 'state', 'owner')
+    local m = redis.call('HMGET', mkey(ids[i]), 'image', 'state', 'owner', 'imageId')
     out[#out + 1] = ids[i]
     out[#out + 1] = m[1] or ''
     out[#out + 1] = ids[i + 1]
     out[#out + 1] = m[2] or ''
     out[#out + 1] = tostring(m[3] and redis.call('EXISTS', P .. 'wpoolowner:' .. m[3]) or 0)
+    out[#out + 1] = m[4] or ''
   end
   return out
 elseif op == 'count' then
