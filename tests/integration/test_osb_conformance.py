@@ -138,7 +138,8 @@ def test_opensandbox_conformance(osb_broker, tmp_path):
     bad = []
     for section in ("python", "typescript", "osb"):
         if section not in running:
-            bad.append("%s: no driver ran (%s)" % (section, reason if section == "typescript" else "missing"))
+            if section != "typescript":
+                bad.append("%s: no driver ran" % section)
             continue
         p, _ = running[section]
         if p.returncode != 0 or not out[section].exists():
@@ -152,4 +153,7 @@ def test_opensandbox_conformance(osb_broker, tmp_path):
                          for s in running)
         pytest.fail("%d conformance differences:\n  %s\n%s" % (len(bad), "\n  ".join(bad), logs),
                     pytrace=False)
+    if "typescript" not in running:
+        # node is missing: the rest was checked, but the table would be partial
+        pytest.skip("the TypeScript driver did not run (%s); docs/OPENSANDBOX.md not rewritten" % reason)
     write_table(table(expected, notes))

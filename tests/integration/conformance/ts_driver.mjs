@@ -32,7 +32,12 @@ function assert(ok, what) {
 function outcomeOf(e) {
   if (e instanceof Wrong) return "wrong: " + String(e.message).split("\n")[0].slice(0, 200);
   const status = e?.statusCode;
-  const code = e?.error?.code;
+  let code = e?.error?.code;
+  if (code === undefined || code === "UNEXPECTED_RESPONSE") {
+    // a body the SDK did not parse: the broker's {code, message} is in the text
+    const m = (JSON.stringify(e?.rawBody ?? "") + String(e?.message ?? "")).match(/"code\\?":\s*\\?"([A-Z_]+)/);
+    if (m) code = m[1];
+  }
   if (status !== undefined && status !== null) {
     if (status === 501) {
       const body = JSON.stringify(e.rawBody ?? "") + String(e.error?.message ?? "");
