@@ -35,12 +35,15 @@ EXPECTED = os.path.join(CONF_DIR, "expected.json")
 DOC = os.path.join(REPO, "docs", "OPENSANDBOX.md")
 BEGIN, END = "<!-- conformance:begin -->", "<!-- conformance:end -->"
 IMAGE = "sandbox-broker/base:latest"
+POOL_IMAGE = "sandbox-broker/tiny:latest"
 DRIVER_TIMEOUT = 600
 
 
 @pytest.fixture(scope="module")
 def osb_broker(request, services, it_root):
-    return start_osb_broker(request, services, it_root, BROKER_CAPACITY=8, IDLE_POLICY="delete")
+    # a warm pool of the tiny image, for the create-from-a-warm-pool check
+    return start_osb_broker(request, services, it_root, BROKER_CAPACITY=12, IDLE_POLICY="delete",
+                            POOL="%s:1" % POOL_IMAGE, RECONCILE_MS=1000)
 
 
 @pytest.fixture(autouse=True)
@@ -107,7 +110,8 @@ def test_opensandbox_conformance(osb_broker, tmp_path):
     host_dir = tmp_path / "volume"
     host_dir.mkdir()
     os.chmod(str(host_dir), 0o777)
-    env = {"CONF_HOST_DIR": str(host_dir), "HOME": str(tmp_path)}
+    env = {"CONF_HOST_DIR": str(host_dir), "HOME": str(tmp_path), "CONF_POOL_IMAGE": POOL_IMAGE,
+           "CONF_STATUS_AUTH": osb_broker.auth_headers()["Authorization"]}
     py = python_sdk_python()
     out, procs = {}, {}
     out["python"] = tmp_path / "python.json"

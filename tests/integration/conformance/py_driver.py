@@ -570,6 +570,36 @@ async def scenario(fl):
             assert fh.read() == "kept " + fl
     await check(k("Sandbox", "create") + "(volumes)", s_volumes)
 
+    # a create of an image the broker keeps a warm pool of (POOL, CONF_POOL_IMAGE)
+    # is served by a pool member: /v1/status counts it as a warm claim
+    async def s_warm_pool():
+        image = os.environ["CONF_POOL_IMAGE"]
+
+        def pool_status():
+            req = urllib.request.Request("http://%s/v1/status" % DOMAIN,
+                                         headers={"Authorization": os.environ["CONF_STATUS_AUTH"]})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                pools = json.loads(r.read()).get("pools") or []
+            return ([p for p in pools if p.get("image") == image] or [None])[0]
+
+        async def ready():
+            p = pool_status()
+            assert p is not None, "the broker has no pool of " + image
+            return p if p.get("ready", 0) >= 1 else None
+        before = (await poll(ready, "a ready pool member", timeout=60))["claimsWarm"]
+        x = await call(S.create(image, connection_config=cfg, resource=RESOURCE, metadata=md,
+                                entrypoint=["sleep", "infinity"], timeout=timedelta(minutes=5),
+                                ready_timeout=timedelta(seconds=90)))
+        try:
+            ex = await call(x.commands.run("echo warm"))
+            assert ex.logs.stdout[0].text == "warm\n", ex.logs
+            after = pool_status()["claimsWarm"]
+            assert after == before + 1, "made cold (claimsWarm %d -> %d)" % (before, after)
+        finally:
+            await call(x.kill())
+    if fl == "sync":
+        await check(k("Sandbox", "create") + "(warm pool)", s_warm_pool)
+
     # templates
     async def templates(m):
         if m == "create_template":
