@@ -6,6 +6,11 @@ a check of what it returned.
 
     python py_driver.py DOMAIN API_KEY IMAGE RUN_TAG OUT.json
 
+Environment (set by test_osb_conformance.py): CONF_HOST_DIR, a host
+directory for the volume check; CONF_POOL_IMAGE, an image the broker keeps a
+warm pool of, and CONF_STATUS_AUTH, the Authorization header of /v1/status,
+for the create-from-a-warm-pool check.
+
 The methods are found by introspection (public_methods below), so a method a
 new SDK version adds shows up as "not called" until a check is written for
 it. Each outcome is one of:
