@@ -40,10 +40,16 @@ DRIVER_TIMEOUT = 600
 
 
 @pytest.fixture(scope="module")
-def osb_broker(request, services, it_root):
-    # a warm pool of the tiny image, for the create-from-a-warm-pool check
-    return start_osb_broker(request, services, it_root, BROKER_CAPACITY=12, IDLE_POLICY="delete",
-                            POOL="%s:1" % POOL_IMAGE, RECONCILE_MS=1000)
+def osb_broker(request, services, it_root, tmp_path_factory):
+    # a warm pool of the tiny image, for the create-from-a-warm-pool check;
+    # a host directory sandboxes may mount read-write, for the volume check
+    host_dir = tmp_path_factory.mktemp("conf-volume")
+    os.chmod(str(host_dir), 0o777)
+    b = start_osb_broker(request, services, it_root, BROKER_CAPACITY=12, IDLE_POLICY="delete",
+                         POOL="%s:1" % POOL_IMAGE, RECONCILE_MS=1000,
+                         VOLUME_HOST_ALLOW="%s:rw" % host_dir)
+    b.conf_host_dir = str(host_dir)
+    return b
 
 
 @pytest.fixture(autouse=True)
@@ -107,10 +113,7 @@ def start(cmd, log, env=None):
 def test_opensandbox_conformance(osb_broker, tmp_path):
     domain = "127.0.0.1:%d" % osb_broker.port
     tag = uuid.uuid4().hex[:10]
-    host_dir = tmp_path / "volume"
-    host_dir.mkdir()
-    os.chmod(str(host_dir), 0o777)
-    env = {"CONF_HOST_DIR": str(host_dir), "HOME": str(tmp_path), "CONF_POOL_IMAGE": POOL_IMAGE,
+    env = {"CONF_HOST_DIR": osb_broker.conf_host_dir, "HOME": str(tmp_path), "CONF_POOL_IMAGE": POOL_IMAGE,
            "CONF_STATUS_AUTH": osb_broker.auth_headers()["Authorization"]}
     py = python_sdk_python()
     out, procs = {}, {}
