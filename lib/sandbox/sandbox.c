@@ -513,36 +513,6 @@ fail:
         return r;
 }
 
-int sandbox_recover_provisioning(struct redis_conn *rc, struct provider *pv,
-                                 const struct broker_config *cfg, int older_ms, int limit)
-{
-        redisReply *rep = NULL;
-        int r, done = 0;
-
-        r = lease_stale(rc, older_ms, limit, &rep);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < rep->elements; i++) {
-                char why[SANDBOX_ERR_MAX];
-                const char *id;
-
-                if (!str_reply(rep->element[i]))
-                        continue;
-                id = rep->element[i]->str;
-                r = sandbox_lease_ready(rc, pv, cfg, id, NULL, why);
-                if (r == 0) {
-                        done++;
-                        log_info(LOG_KV({ "LEASE_ID", id }),
-                                 "finished a lease left provisioning by a process that stopped");
-                } else if (r != -ENOENT) {
-                        log_warn(LOG_KV({ "LEASE_ID", id }),
-                                 "a lease left provisioning could not be finished: %s", why);
-                }
-        }
-        reply_free(rep);
-        return done;
-}
-
 int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
                           const struct broker_config *cfg, char *ret_sid, char *err)
 {

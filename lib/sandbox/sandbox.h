@@ -92,13 +92,6 @@ int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code);
  * 'provisioning' for longer was abandoned. */
 int sandbox_provision_max_ms(const struct broker_config *cfg);
 
-/* Finish leases a dead process left 'provisioning' (a supervisor killed
- * between a grant and its sandbox): those older than older_ms whose sandbox
- * nobody is making (lease_stale) are made ready here, as sandbox_lease_ready
- * (at most limit). Returns how many were finished, or a Redis error. */
-int sandbox_recover_provisioning(struct redis_conn *rc, struct provider *pv,
-                                 const struct broker_config *cfg, int older_ms, int limit);
-
 /* The reconciler: requeue interrupted teardowns, remove managed containers
  * with no live record, fail records whose container vanished, and finish
  * leases left provisioning by a crashed process. Counts what it did. */
