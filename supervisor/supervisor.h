@@ -79,8 +79,9 @@ void sup_sandboxes_reconcile(struct sup *s);
 void sup_sandboxes_recover(struct sup *s);
 
 /* watch.c: a thread following the provider's events, so that a sandbox
- * whose entrypoint ends reads Failed at once (not at the next reconcile).
- * No-op without a provider or a backend without events. */
+ * that exits, is killed, paused, unpaused or OOM-killed behind the broker's
+ * back shows it in its record at once (not at the next reconcile). No-op
+ * without a provider or a backend without events. */
 int sup_watch_start(struct sup *s);
 void sup_watch_stop(struct sup *s);
 
