@@ -185,7 +185,7 @@ int execd_query_values(const struct request *req, const char *name, const char *
         int n = 0, r;
 
         /* decode each value in place at buf + o; keep it only if the name matches */
-        while (o < size && (r = request_query_next(&cursor, key, sizeof(key), buf + o, size - o)) == 1) {
+        while (o < size && (r = url_query_next(&cursor, key, sizeof(key), buf + o, size - o)) == 1) {
                 if (strcmp(key, name) != 0)
                         continue;
                 if (n >= max)

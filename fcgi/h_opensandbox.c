@@ -377,7 +377,7 @@ static int parse_metadata_filter(const char *v, struct osb_list_filter *f)
         int r;
 
         /* the value is itself a query string ("a=b&c=d"), its parts encoded once more */
-        while ((r = request_query_next(&p, k, sizeof(k), val, sizeof(val))) == 1) {
+        while ((r = url_query_next(&p, k, sizeof(k), val, sizeof(val))) == 1) {
                 if (f->n_md >= 16 || !*k)
                         return -EINVAL;
                 strcpy(f->md_keys[f->n_md], k);
@@ -401,7 +401,7 @@ void h_osb_list(struct request *req)
         if (osb_auth(req, &a) < 0)
                 return;
         memset(&f, 0, sizeof(f));
-        while ((r = request_query_next(&cursor, name, sizeof(name), value, sizeof(value))) == 1) {
+        while ((r = url_query_next(&cursor, name, sizeof(name), value, sizeof(value))) == 1) {
                 char *end;
                 if (strcmp(name, "state") == 0 && f.n_states < 8) {
                         /* any letter case ("RUNNING", the SDK README's); unknown: 400 */
@@ -629,7 +629,7 @@ void h_osb_endpoint(struct request *req)
                 reply_error(req, API_INVALID_REQUEST, "port must be an integer from 1 to 65535");
                 goto out;
         }
-        while ((r = request_query_next(&cursor, name, sizeof(name), value, sizeof(value))) == 1)
+        while ((r = url_query_next(&cursor, name, sizeof(name), value, sizeof(value))) == 1)
                 if (strcmp(name, "expires") == 0) {
                         reply_error(req, API_INVALID_REQUEST, "signed endpoints (expires) are not supported; "
                                                               "endpoints are always served through this server");

@@ -18,6 +18,7 @@
 #include "snapshot.h"
 #include "snapshot_store.h"
 #include "timeutil.h"
+#include "url.h"
 
 #define PAGE_SIZE_MAX 200
 
@@ -158,7 +159,7 @@ void h_snap_list(struct request *req)
 
         if (snap_provider(req) < 0)
                 return;
-        while ((r = request_query_next(&cursor, qname, sizeof(qname), value, sizeof(value))) == 1) {
+        while ((r = url_query_next(&cursor, qname, sizeof(qname), value, sizeof(value))) == 1) {
                 char *end;
                 if (strcmp(qname, "state") == 0) {
                         const char *st = snapshot_state_canonical(value);

@@ -123,24 +123,7 @@ int request_json_body(struct request *req, struct json_object **ret)
 
 int request_query_param(const struct request *req, const char *name, char *buf, size_t size)
 {
-        size_t nlen = strlen(name);
-        const char *p = req->query;
-
-        while (p && *p) {
-                size_t seg = strcspn(p, "&");
-                if (seg > nlen && strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
-                        size_t vlen = seg - nlen - 1;
-                        if (vlen >= size)
-                                return -E2BIG;
-                        memcpy(buf, p + nlen + 1, vlen);
-                        buf[vlen] = '\0';
-                        return 0;
-                }
-                p += seg;
-                if (*p == '&')
-                        p++;
-        }
-        return -ENOENT;
+        return url_query_param(req->query, name, buf, size);
 }
 
 static void reply_raw(struct request *req, int status, const char *extra_header, const char *body)
@@ -199,64 +182,6 @@ void reply_json_hdr(struct request *req, int status, const char *header, struct 
 {
         reply_raw(req, status, header,
                   json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-}
-
-static int hexval(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-int url_decode(const char *src, size_t len, char *dst, size_t dsz)
-{
-        size_t o = 0;
-
-        for (size_t i = 0; i < len; i++) {
-                char c = src[i];
-                if (c == '%') {
-                        int hi = i + 1 < len ? hexval(src[i + 1]) : -1;
-                        int lo = i + 2 < len ? hexval(src[i + 2]) : -1;
-                        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-                                return -EINVAL; /* malformed, or an encoded NUL */
-                        c = (char)(hi * 16 + lo);
-                        i += 2;
-                } else if (c == '+') {
-                        c = ' ';
-                }
-                if (o + 1 >= dsz)
-                        return -E2BIG;
-                dst[o++] = c;
-        }
-        dst[o] = '\0';
-        return 0;
-}
-
-int request_query_next(const char **cursor, char *name, size_t nsz, char *value, size_t vsz)
-{
-        const char *p = *cursor;
-        size_t seg, eq;
-        int r;
-
-        while (*p == '&')
-                p++;
-        if (!*p) {
-                *cursor = p;
-                return 0;
-        }
-        seg = strcspn(p, "&");
-        eq = strcspn(p, "=");
-        if (eq > seg)
-                eq = seg;
-        *cursor = p + seg;
-        r = url_decode(p, eq, name, nsz);
-        if (r == 0)
-                r = url_decode(p + eq + (eq < seg), seg - eq - (eq < seg), value, vsz);
-        return r < 0 ? r : 1;
 }
 
 void reply_error_hdr(struct request *req, enum api_error e, const char *extra_header,

@@ -12,6 +12,7 @@
 #include "kafka.h"
 #include "provider.h"
 #include "redis_conn.h"
+#include "url.h"
 
 /* Per-thread state: connections are reused across requests, nothing else is. */
 struct worker {
@@ -28,9 +29,9 @@ struct request {
         struct worker *w;
         const char *method;
         char path[512];
-        char path_arg[64];  /* the first {} segment of the route pattern */
-        char path_arg2[64]; /* the second, if the pattern has one */
-        char path_arg3[64]; /* the third, if the pattern has one */
+        char path_arg[URL_PATH_ARG_MAX];  /* the first {} segment of the route pattern */
+        char path_arg2[URL_PATH_ARG_MAX]; /* the second, if the pattern has one */
+        char path_arg3[URL_PATH_ARG_MAX]; /* the third, if the pattern has one */
         const char *query;
         const char *request_id; /* points into rid: valid after FCGX_Finish_r too */
         char rid[72];
@@ -68,7 +69,9 @@ int request_read_json_body(struct request *req, size_t max);
 int request_json_body(struct request *req, struct json_object **ret);
 
 /* Copy the value of query parameter `name` into buf (no percent-decoding:
- * the broker's query values are plain ids). Returns 0, -ENOENT, or -E2BIG. */
+ * the broker's query values are plain ids): url_query_param of the
+ * request's query. Returns 0, -ENOENT, or -E2BIG. To iterate a query with
+ * decoding: url_query_next (url.h). */
 int request_query_param(const struct request *req, const char *name, char *buf, size_t size);
 
 /* Send status with body obj (borrowed). */
@@ -76,14 +79,6 @@ void reply_json(struct request *req, int status, struct json_object *obj);
 
 /* Same with one extra header line (no CRLF), e.g. "Location: /v1/...". */
 void reply_json_hdr(struct request *req, int status, const char *header, struct json_object *obj);
-
-/* Iterate the query string: each call yields the next name=value pair,
- * both percent-decoded ('+' is a space), into the given buffers. Returns 1
- * with a pair, 0 at the end, -E2BIG for a pair too long for the buffers. */
-int request_query_next(const char **cursor, char *name, size_t nsz, char *value, size_t vsz);
-
-/* Percent-decode src into dst (dsz). Returns 0 or -E2BIG/-EINVAL. */
-int url_decode(const char *src, size_t len, char *dst, size_t dsz);
 
 /* Send status with a non-JSON body of len bytes (e.g. the Prometheus text). */
 void reply_text(struct request *req, int status, const char *content_type, const char *body,

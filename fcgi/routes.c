@@ -121,42 +121,14 @@ int routes_group_known(const char *group)
         return 0;
 }
 
-/* Match path against pattern, where each "{}" stands for one non-empty
- * segment of at most 63 bytes, copied into args[0..max_args-1]; a pattern
- * with more holes never matches. */
-static int path_match(const char *pattern, const char *path, char args[][64], int max_args)
-{
-        int n = 0;
-
-        for (;;) {
-                const char *hole = strstr(pattern, "{}");
-                size_t pre, seg;
-
-                if (!hole)
-                        return strcmp(pattern, path) == 0;
-                pre = (size_t)(hole - pattern);
-                if (strncmp(pattern, path, pre) != 0)
-                        return 0;
-                path += pre;
-                seg = strcspn(path, "/");
-                if (seg == 0 || seg >= 64 || n >= max_args)
-                        return 0;
-                memcpy(args[n], path, seg);
-                args[n][seg] = '\0';
-                n++;
-                path += seg;
-                pattern = hole + 2;
-        }
-}
-
 void routes_dispatch(const char *group, struct request *req)
 {
         char allow[96] = "";
 
         for (size_t i = 0; i < N_ROUTES; i++) {
                 const struct route *r = &routes[i];
-                char args[3][64] = { "", "", "" };
-                if (strcmp(r->group, group) || !path_match(r->path, req->path, args, 3))
+                char args[3][URL_PATH_ARG_MAX] = { "", "", "" };
+                if (strcmp(r->group, group) || !url_path_match(r->path, req->path, args, 3))
                         continue;
                 memcpy(req->path_arg, args[0], sizeof(args[0]));
                 memcpy(req->path_arg2, args[1], sizeof(args[1]));

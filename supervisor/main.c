@@ -1,6 +1,7 @@
 /* broker-supervisor: see supervisor.h.
  *
- * The loop: take tickets from Kafka, grant what the slots allow, reap on
+ * The loop: take tickets from Kafka, grant what the slots allow (their
+ * sandboxes are made by the provisioning workers, provision.c), reap on
  * every tick, sleep on the wake channel. SIGTERM/SIGINT finish the current
  * step (no half-granted ticket: every step is one Redis script) and leave
  * the consumer group cleanly. */
@@ -84,7 +85,6 @@ static void run(struct sup *s)
                         sup_redis_status(s, r, "grant");
                         woken = false;
                 }
-                sup_sandboxes_provision(s);
                 if (now >= s->next_recover) {
                         s->next_recover = now + SUP_RECOVER_MS;
                         sup_sandboxes_recover(s);
@@ -134,6 +134,8 @@ int main(void)
                 goto out;
         if (sup_watch_start(s) < 0)
                 goto out;
+        if (sup_provision_start(s) < 0)
+                goto out;
         if (kafka_consumer_new(&s->cfg, &s->consumer, err, sizeof(err)) < 0) {
                 log_err(NULL, "kafka consumer: %s", err);
                 goto out;
@@ -161,6 +163,7 @@ int main(void)
 out:
         if (s->redis)
                 metrics_flush(s->redis, &s->cfg);
+        sup_provision_stop(s); /* before the consumer: grants stopped with run() */
         sup_pool_stop(s);
         sup_watch_stop(s);
         sup_queue_clear(s);

@@ -91,6 +91,7 @@ void sup_notify_turn(struct sup *s)
         struct json_object *st = NULL, *v;
         int64_t now = timeutil_mono_ms();
         long long val[4] = { 0 };
+        int pq, pb;
         static const char *const keys[4] = { "activeSlots", "capacity", "activeLeases", "queueDepth" };
 
         sup_notify_progress();
@@ -105,8 +106,9 @@ void sup_notify_turn(struct sup *s)
                 if (json_object_object_get_ex(st, keys[i], &v))
                         val[i] = json_object_get_int64(v);
         json_object_put(st);
-        sd_notifyf(0, "STATUS=active %lld/%lld slots, %lld leases; queued %lld", val[0], val[1],
-                   val[2], val[3]);
+        sup_provision_load(s, &pq, &pb);
+        sd_notifyf(0, "STATUS=active %lld/%lld slots, %lld leases; queued %lld; provisioning %d (+%d waiting)",
+                   val[0], val[1], val[2], val[3], pb, pq);
 }
 
 void sup_notify_stopping(void)

@@ -23,8 +23,10 @@ static void on_granted(void *ud, const char *ticket, const char *lease, const ch
         char tenant[AUDIT_TENANT_MAX];
         const char *bare;
 
-        if (s->provider && s->n_granted < SUP_GRANTED_MAX)
-                snprintf(s->granted[s->n_granted++], sizeof(s->granted[0]), "%s", lease);
+        if (s->provider && sup_provision_submit(s, lease) == -ENOSPC)
+                log_warn(LOG_KV({ "LEASE_ID", lease }),
+                         "provisioning queue full: the lease waits for the recovery (%d ms)",
+                         SUP_RECOVER_AGE_MS);
         metrics_add("broker_tickets_granted_total", 1);
         metrics_grant_wait(s->redis, &s->cfg, ticket);
         log_info(LOG_KV({ "TICKET_ID", ticket }, { "LEASE_ID", lease }, { "USER_ID", user },

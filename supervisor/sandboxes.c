@@ -1,31 +1,16 @@
-/* sandboxes: the supervisor's side of sandbox life: sandboxes for the
- * leases it granted from the queue, teardown of released ones, and the
- * reconciler that heals crashes (docs/ARCHITECTURE.md §5: no container outlives its record). */
+/* sandboxes: the supervisor's side of sandbox life: teardown of released
+ * sandboxes, the recovery of leases left 'provisioning' (handed to the
+ * provisioning workers, provision.c), and the reconciler that heals crashes (docs/ARCHITECTURE.md §5: no container outlives its record). */
 #include <errno.h>
 #include <string.h>
 
 #include "audit.h"
+#include "lease.h"
 #include "log.h"
 #include "sandbox.h"
 #include "supervisor.h"
 
 #define TEARDOWN_BATCH 8 /* per loop turn, so grants are not starved */
-
-void sup_sandboxes_provision(struct sup *s)
-{
-        char err[SANDBOX_ERR_MAX];
-
-        for (int i = 0; i < s->n_granted; i++) {
-                const char *id = s->granted[i];
-                int r = sandbox_lease_ready(s->redis, s->provider, &s->cfg, id, NULL, err);
-                sup_notify_progress(); /* each sandbox made is progress; a batch may be long */
-                if (r == 0)
-                        log_info(LOG_KV({ "LEASE_ID", id }), "sandbox ready for a lease granted from the queue");
-                else if (r != -ENOENT)
-                        log_err(LOG_KV({ "LEASE_ID", id }), "sandbox for a queued lease failed: %s", err);
-        }
-        s->n_granted = 0;
-}
 
 /* A sandbox the teardown removed because its lease or its parking expired
  * gets a sandbox.expired event (removals a client asked for are the
@@ -69,14 +54,27 @@ void sup_sandboxes_teardown(struct sup *s)
 
 void sup_sandboxes_recover(struct sup *s)
 {
+        redisReply *rep = NULL;
         int r;
 
         if (!s->provider)
                 return;
-        r = sandbox_recover_provisioning(s->redis, s->provider, &s->cfg, SUP_RECOVER_AGE_MS,
-                                         SUP_GRANTED_MAX);
-        if (r < 0)
+        r = lease_stale(s->redis, SUP_RECOVER_AGE_MS, SUP_RECOVER_LIMIT, &rep);
+        if (r < 0) {
                 log_warn(NULL, "recovery of abandoned provisioning: %s", strerror(-r));
+                return;
+        }
+        for (size_t i = 0; i < rep->elements; i++) {
+                const redisReply *id = rep->element[i];
+
+                if (id->type != REDIS_REPLY_STRING)
+                        continue;
+                r = sup_provision_submit(s, id->str);
+                if (r == 0)
+                        log_info(LOG_KV({ "LEASE_ID", id->str }),
+                                 "a lease left provisioning (by a process that stopped, or a full queue) goes to the workers");
+        }
+        reply_free(rep);
 }
 
 void sup_sandboxes_reconcile(struct sup *s)

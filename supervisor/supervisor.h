@@ -15,7 +15,8 @@
 #include "redis_conn.h"
 
 #define SUP_FIFO_MAX 1024 /* Kafka messages held before pausing the partition */
-#define SUP_GRANTED_MAX 64 /* leases granted by one step, waiting for their sandbox */
+#define SUP_PROVISION_QUEUE 256 /* leases waiting for a provisioning worker */
+#define SUP_RECOVER_LIMIT 64     /* abandoned leases offered to the workers per check */
 
 struct sup_fifo_entry {
         struct kafka_msg *msg;
@@ -38,12 +39,11 @@ struct sup {
         int64_t last_offset;     /* highest offset taken into the fifo, -1 none */
         bool redis_down;         /* to log a Redis outage once, not per tick */
         struct provider *provider; /* NULL: SANDBOX_PROVIDER=none */
-        char granted[SUP_GRANTED_MAX][33]; /* leases to give a sandbox */
-        int n_granted;
         int64_t next_reconcile;  /* monotonic ms */
         int64_t next_recover;    /* monotonic ms: abandoned provisioning (SUP_RECOVER_MS) */
         struct sup_watch *watch; /* watch.c; NULL: none */
         struct sup_pool *pool;   /* pool.c; NULL: no POOL */
+        struct sup_provision *provision; /* provision.c; NULL: no provider */
 };
 
 /* queue.c: take messages from Kafka and grant in order. */
@@ -65,24 +65,38 @@ int sup_reap_expired(struct sup *s);
  * expire tickets). */
 void sup_ticket_expired(struct sup *s, const char *ticket_id);
 
-/* sandboxes.c: give granted leases their sandboxes, run teardowns, and
- * reconcile records with the provider. No-ops without a provider. */
-void sup_sandboxes_provision(struct sup *s);
+/* sandboxes.c: run teardowns and reconcile records with the provider.
+ * No-ops without a provider. */
 void sup_sandboxes_teardown(struct sup *s);
 void sup_sandboxes_reconcile(struct sup *s);
 /* Leases another process left 'provisioning' (a supervisor killed between a
  * grant and its sandbox): finished within seconds, not at the reconciler's
  * lease-age bound. Checked every SUP_RECOVER_MS; a lease counts once it is
- * SUP_RECOVER_AGE_MS old and its sandbox lock is free. */
+ * SUP_RECOVER_AGE_MS old and its sandbox lock is free, and is handed to the
+ * provisioning workers (those it waits for already are skipped). */
 #define SUP_RECOVER_MS 1000
 #define SUP_RECOVER_AGE_MS 3000
 void sup_sandboxes_recover(struct sup *s);
 
 /* watch.c: a thread following the provider's events, so that a sandbox
- * whose entrypoint ends reads Failed at once (not at the next reconcile).
- * No-op without a provider or a backend without events. */
+ * that exits, is killed, paused, unpaused or OOM-killed behind the broker's
+ * back shows it in its record at once (not at the next reconcile). No-op
+ * without a provider or a backend without events. */
 int sup_watch_start(struct sup *s);
 void sup_watch_stop(struct sup *s);
+
+/* provision.c: PROVISION_WORKERS threads making the sandboxes of granted
+ * leases, fed by a bounded queue, so the loop never waits for the provider.
+ * sup_provision_submit() queues a lease id: 0, -EALREADY (queued or being
+ * made here already), -ENOSPC (queue full: the lease stays 'provisioning'
+ * and sup_sandboxes_recover() offers it again), -ENOTCONN (no workers).
+ * sup_provision_stop() lets each worker finish the sandbox in hand and
+ * leaves the queued leases to the next supervisor's recovery.
+ * sup_provision_load() reads the queue length and the busy workers. */
+int sup_provision_start(struct sup *s);
+int sup_provision_submit(struct sup *s, const char *lease_id);
+void sup_provision_load(struct sup *s, int *queued, int *busy);
+void sup_provision_stop(struct sup *s);
 
 /* pool.c: a thread keeping the warm pools (POOL) filled. No-op without a
  * provider or a pool. */

@@ -1,14 +1,24 @@
-/* watch: a sandbox whose entrypoint ends shows it at once (docs/AGENT.md,
- * "Entrypoint"). A thread of the supervisor follows the provider's event
- * stream (Docker: GET /events, filtered to our containers' "die") with a
- * provider and a Redis connection of its own, and marks the record of every
- * sandbox that stopped running while its record said Running as Failed
- * (sandbox_exited). What the stream misses while it reconnects, the
- * reconciler finds. Backends without a stream (Daytona) leave it to the
- * reconciler alone. */
+/* watch: the world watched, not assumed (docs/OPERATIONS.md, "What the
+ * supervisor watches"). A thread of the supervisor follows the provider's
+ * event stream (Docker: GET /events, filtered to our containers' "die",
+ * "pause", "unpause" and "oom") with a provider and a Redis connection of
+ * its own, and keeps records in step with what happened behind the
+ * broker's back:
+ *   die      a Running or Paused record goes Failed (sandbox_exited):
+ *            ENTRYPOINT_EXITED, or OOM_KILLED when an "oom" of the same
+ *            sandbox came within WATCH_OOM_MS before it;
+ *   pause    Running -> Paused, unpause Paused -> Running
+ *            (sandbox_paused_outside; the broker's own pause/resume moves
+ *            the record itself and wins the reason);
+ *   oom      remembered for the die that usually follows (a process killed
+ *            by the kernel while PID 1 lives on changes nothing).
+ * What the stream misses while it reconnects, the reconciler finds (exits
+ * and vanished containers). Backends without a stream (Daytona) leave it to
+ * the reconciler alone. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -17,8 +27,11 @@
 #include "provider_factory.h"
 #include "sandbox.h"
 #include "supervisor.h"
+#include "timeutil.h"
 
 #define WATCH_RETRY_MS 1000
+#define WATCH_OOM_MS 30000 /* an oom counts for a die this soon after it */
+#define WATCH_OOM_MAX 64   /* sandboxes remembered at once (oldest go first) */
 
 struct sup_watch {
         struct broker_config cfg;
@@ -26,6 +39,12 @@ struct sup_watch {
         struct redis_conn *redis;
         pthread_t thread;
         atomic_bool stop;
+        /* recent "oom" events: only this thread reads and writes them */
+        struct {
+                char sid[64];
+                int64_t at; /* monotonic ms */
+        } oom[WATCH_OOM_MAX];
+        int oom_next;
 };
 
 static bool watch_stop(void *ud)
@@ -35,15 +54,51 @@ static bool watch_stop(void *ud)
         return atomic_load(&w->stop);
 }
 
-static void watch_exit(void *ud, const char *sid, const char *ref, int exit_code)
+/* Was sid out of memory within WATCH_OOM_MS? Forgets it either way. */
+static bool oom_take(struct sup_watch *w, const char *sid, int64_t now)
+{
+        bool seen = false;
+
+        for (int i = 0; i < WATCH_OOM_MAX; i++) {
+                if (!w->oom[i].sid[0] || strcmp(w->oom[i].sid, sid))
+                        continue;
+                seen = seen || now - w->oom[i].at <= WATCH_OOM_MS;
+                w->oom[i].sid[0] = '\0';
+        }
+        return seen;
+}
+
+static void oom_note(struct sup_watch *w, const char *sid, int64_t now)
+{
+        snprintf(w->oom[w->oom_next].sid, sizeof(w->oom[0].sid), "%s", sid);
+        w->oom[w->oom_next].at = now;
+        w->oom_next = (w->oom_next + 1) % WATCH_OOM_MAX;
+}
+
+static void watch_event(void *ud, const struct sandbox_event *ev)
 {
         struct sup_watch *w = ud;
-        int r = sandbox_exited(w->redis, sid, exit_code);
+        const char *sid = ev->info.sandbox_id;
+        int64_t now = timeutil_mono_ms();
+        int r = 0;
 
-        (void)ref;
+        switch (ev->kind) {
+        case SANDBOX_EVENT_EXITED:
+                r = sandbox_exited(w->redis, sid, ev->info.exit_code, oom_take(w, sid, now));
+                break;
+        case SANDBOX_EVENT_PAUSED:
+        case SANDBOX_EVENT_UNPAUSED:
+                r = sandbox_paused_outside(w->redis, sid, ev->kind == SANDBOX_EVENT_PAUSED);
+                break;
+        case SANDBOX_EVENT_OOM:
+                oom_note(w, sid, now);
+                log_warn(LOG_KV({ "SANDBOX_ID", sid }),
+                         "watch: the sandbox hit its memory limit; the kernel killed a process in it");
+                break;
+        }
         if (r < 0)
                 log_warn(LOG_KV({ "SANDBOX_ID", sid }),
-                         "watch: sandbox stopped running, record not updated (%s); the reconciler will",
+                         "watch: the sandbox's container changed, record not updated (%s); the reconciler will",
                          strerror(-r));
 }
 
@@ -54,8 +109,8 @@ static void *watch_main(void *arg)
 
         while (!atomic_load(&w->stop)) {
                 char err[PROVIDER_ERR_MAX] = "";
-                int r = provider_watch_exits(w->provider, w->cfg.key_prefix, watch_exit, watch_stop,
-                                             w, err);
+                int r = provider_watch_events(w->provider, w->cfg.key_prefix, watch_event,
+                                              watch_stop, w, err);
 
                 if (r == 0 || r == -EOPNOTSUPP)
                         break;
@@ -76,7 +131,7 @@ int sup_watch_start(struct sup *s)
         char err[PROVIDER_ERR_MAX];
         struct sup_watch *w;
 
-        if (!s->provider || !s->provider->ops->watch_exits)
+        if (!s->provider || !s->provider->ops->watch_events)
                 return 0;
         w = calloc(1, sizeof(*w));
         if (!w)

@@ -3,6 +3,7 @@
 #include <stddef.h>
 
 #define CONFIG_POOLS_MAX 8
+#define PROVISION_WORKERS_MAX 32 /* bound of PROVISION_WORKERS */
 
 struct broker_config {
         char redis_host[256];
@@ -54,6 +55,7 @@ struct broker_config {
         int exec_max_output;      /* bytes per stream */
         int file_max_bytes;
         int reconcile_ms;
+        int provision_workers; /* supervisor threads making sandboxes (PROVISION_WORKERS) */
         /* SANDBOX_PROVIDER=daytona (docs/DAYTONA.md); the key is never logged */
         char daytona_api_url[512];
         char daytona_api_key[512];

@@ -30,6 +30,7 @@ static const char *const hist_names[METRICS_HIST_N] = {
         [METRICS_GRANT_WAIT] = "broker_grant_wait_seconds",
         [METRICS_SANDBOX_CREATE] = "broker_sandbox_create_seconds",
         [METRICS_SANDBOX_EXEC] = "broker_sandbox_exec_seconds",
+        [METRICS_PROVISION_WAIT] = "broker_provision_queue_wait_seconds",
 };
 
 static struct {
@@ -326,6 +327,8 @@ static const struct family counters[] = {
           "Egress requests of sandboxes allowed by their policy (sandbox-egress-acl; docs/EGRESS.md).", false },
         { "broker_egress_denied_total", "counter",
           "Egress requests of sandboxes denied (policy, no policy, or no sandbox identity).", false },
+        { "broker_provisions_total", "counter",
+          "Sandboxes of granted leases made by the supervisor's provisioning workers, by result (ready, failed, gone: released meanwhile).", true },
         { DROPPED, "counter", "Counts dropped because a process had too many distinct series.", false },
 };
 
@@ -333,6 +336,7 @@ static const char *const hist_help[METRICS_HIST_N] = {
         [METRICS_GRANT_WAIT] = "Wait of queued tickets from creation to grant (immediate grants have no ticket).",
         [METRICS_SANDBOX_CREATE] = "Time to make a sandbox run: provider create and start.",
         [METRICS_SANDBOX_EXEC] = "Duration of exec calls of the runtime API, command included.",
+        [METRICS_PROVISION_WAIT] = "Wait of granted leases for a supervisor's provisioning worker (PROVISION_WORKERS).",
 };
 
 static const struct { const char *key, *name, *help; } gauges[] = {

@@ -26,6 +26,7 @@ enum metrics_hist {
         METRICS_GRANT_WAIT,     /* queued ticket: createdAt -> grantedAt */
         METRICS_SANDBOX_CREATE, /* provider create + start until Running */
         METRICS_SANDBOX_EXEC,   /* one exec call of the runtime API */
+        METRICS_PROVISION_WAIT, /* granted lease queued -> a provisioning worker takes it */
         METRICS_HIST_N,
 };
 

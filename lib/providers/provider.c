@@ -62,16 +62,15 @@ int provider_exec_stream(struct provider *p, const char *ref, const struct exec_
         return r;
 }
 
-int provider_watch_exits(struct provider *p, const char *prefix,
-                         void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
-                                         int exit_code),
-                         bool (*stop)(void *ud), void *ud, char *ret_err)
+int provider_watch_events(struct provider *p, const char *prefix,
+                          void (*on_event)(void *ud, const struct sandbox_event *ev),
+                          bool (*stop)(void *ud), void *ud, char *ret_err)
 {
-        if (!p->ops->watch_exits) {
+        if (!p->ops->watch_events) {
                 provider_errf(ret_err, "%s: no event stream", p->ops->name);
                 return -EOPNOTSUPP;
         }
-        return p->ops->watch_exits(p, prefix, on_exit, stop, ud, ret_err);
+        return p->ops->watch_events(p, prefix, on_event, stop, ud, ret_err);
 }
 
 int provider_image_ensure(struct provider *p, const char *image, const struct image_auth *auth,

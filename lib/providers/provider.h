@@ -195,7 +195,20 @@ struct sandbox_info {
         char prefix[64];
         char ref[PROVIDER_REF_MAX];
         bool agent;    /* runs sandbox-agent (Docker: PROVIDER_LABEL_AGENT) */
-        int exit_code; /* SANDBOX_RUN_EXITED: the entrypoint's code (inspect only) */
+        int exit_code; /* SANDBOX_RUN_EXITED: the entrypoint's code (inspect, events) */
+};
+
+/* What a backend's event stream reports of a sandbox (ops->watch_events). */
+enum sandbox_event_kind {
+        SANDBOX_EVENT_EXITED,   /* stopped running: its entrypoint ended, it was killed or stopped */
+        SANDBOX_EVENT_PAUSED,   /* frozen (Docker: pause) */
+        SANDBOX_EVENT_UNPAUSED, /* running again after a pause */
+        SANDBOX_EVENT_OOM,      /* hit its memory limit: the kernel killed a process in it */
+};
+
+struct sandbox_event {
+        enum sandbox_event_kind kind;
+        struct sandbox_info info; /* sandbox_id, prefix, ref; exit_code of EXITED (-1: unknown) */
 };
 
 struct provider;
@@ -232,15 +245,15 @@ struct provider_ops {
                            size_t max_len, void **ret_tar, size_t *ret_len, char *ret_err);
         int (*ping)(struct provider *p, char *ret_err);
         /* Optional (NULL if the backend cannot): follow the backend's events
-         * and call on_exit for every sandbox of key prefix `prefix` that stops
-         * running (its entrypoint ended, it was killed or stopped), with its
-         * exit code, as it happens; until stop(ud) (asked about once a
-         * second) says true (returns 0) or the stream breaks (a negative
-         * errno: the caller follows again, and reconciles what it missed). */
-        int (*watch_exits)(struct provider *p, const char *prefix,
-                           void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
-                                           int exit_code),
-                           bool (*stop)(void *ud), void *ud, char *ret_err);
+         * and call on_event for every sandbox of key prefix `prefix` that
+         * stops running (its entrypoint ended, it was killed or stopped;
+         * with its exit code), is paused or unpaused, or runs out of memory,
+         * as it happens; until stop(ud) (asked about once a second) says
+         * true (returns 0) or the stream breaks (a negative errno: the
+         * caller follows again, and reconciles what it missed). */
+        int (*watch_events)(struct provider *p, const char *prefix,
+                            void (*on_event)(void *ud, const struct sandbox_event *ev),
+                            bool (*stop)(void *ud), void *ud, char *ret_err);
         /* Optional (NULL if the backend cannot): read path inside the
          * sandbox from offset (>= 0), len bytes (-1: to the end), handed to
          * on_data in pieces as they come (first, when the backend knows
@@ -359,11 +372,10 @@ int provider_exec(struct provider *p, const char *ref, const struct exec_spec *s
 int provider_exec_stream(struct provider *p, const char *ref, const struct exec_spec *spec,
                          const struct exec_stream_cb *cb, struct exec_result *ret, char *ret_err);
 
-/* ops->watch_exits, or -EOPNOTSUPP when the backend has none. */
-int provider_watch_exits(struct provider *p, const char *prefix,
-                         void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
-                                         int exit_code),
-                         bool (*stop)(void *ud), void *ud, char *ret_err);
+/* ops->watch_events, or -EOPNOTSUPP when the backend has none. */
+int provider_watch_events(struct provider *p, const char *prefix,
+                          void (*on_event)(void *ud, const struct sandbox_event *ev),
+                          bool (*stop)(void *ud), void *ud, char *ret_err);
 
 /* Can p read and write a sandbox's files itself (ops->read_file and
  * ops->write_file)? Even when it says so, one sandbox may not

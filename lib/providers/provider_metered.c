@@ -123,12 +123,11 @@ static int m_write_file(struct provider *p, const char *ref, const char *path, c
 }
 
 /* not counted: one call lives as long as the stream */
-static int m_watch_exits(struct provider *p, const char *prefix,
-                         void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
-                                         int exit_code),
-                         bool (*stop)(void *ud), void *ud, char *ret_err)
+static int m_watch_events(struct provider *p, const char *prefix,
+                          void (*on_event)(void *ud, const struct sandbox_event *ev),
+                          bool (*stop)(void *ud), void *ud, char *ret_err)
 {
-        return INNER(p)->ops->watch_exits(INNER(p), prefix, on_exit, stop, ud, ret_err);
+        return INNER(p)->ops->watch_events(INNER(p), prefix, on_event, stop, ud, ret_err);
 }
 
 /* not counted: a refused or missing image is the request's, not the backend's */
@@ -220,7 +219,7 @@ int provider_metered(struct provider **p)
                 .exec = MIRROR(exec), .exec_stream = MIRROR(exec_stream), .inspect = MIRROR(inspect),
                 .list_managed = MIRROR(list_managed), .put_archive = MIRROR(put_archive),
                 .get_archive = MIRROR(get_archive), .ping = MIRROR(ping),
-                .watch_exits = MIRROR(watch_exits), .read_file = MIRROR(read_file),
+                .watch_events = MIRROR(watch_events), .read_file = MIRROR(read_file),
                 .write_file = MIRROR(write_file), .image_ensure = MIRROR(image_ensure),
                 .update_limits = MIRROR(update_limits),
                 .snapshot_create = MIRROR(snapshot_create), .snapshot_delete = MIRROR(snapshot_delete),

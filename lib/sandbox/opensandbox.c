@@ -358,8 +358,10 @@ rest:
                 strcpy(c->metadata, "{}");
         }
         if (json_object_object_get_ex(body, "platform", &v) && !json_object_is_type(v, json_type_null)) {
-                struct json_object *os, *arch;
+                struct json_object *os = NULL, *arch = NULL;
+                /* strings only: a JSON null reads as a NULL object here */
                 if (!json_object_object_get_ex(v, "os", &os) || !json_object_object_get_ex(v, "arch", &arch) ||
+                    !json_object_is_type(os, json_type_string) || !json_object_is_type(arch, json_type_string) ||
                     strcmp(json_object_get_string(os), "linux") || strcmp(json_object_get_string(arch), "amd64")) {
                         snprintf(err, OSB_ERR_MAX, "platform: this server runs linux/amd64 only");
                         return -EINVAL;

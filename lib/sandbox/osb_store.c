@@ -197,7 +197,12 @@ int osb_store_pause_resume(struct redis_conn *c, struct provider *pv, const char
 
         if (r < 0)
                 return r;
-        r = sandbox_transition(c, sid, pause ? "Running" : "Paused", pause ? "Paused" : "Running",
-                               pause ? "user_pause" : "user_resume", "", "");
+        const char *to = pause ? "Paused" : "Running", *why = pause ? "user_pause" : "user_resume";
+
+        r = sandbox_transition(c, sid, pause ? "Running" : "Paused", to, why, "", "");
+        /* the supervisor's watch may have seen the container move first
+         * (CONTAINER_PAUSED): the reason is still ours */
+        if (r == -EBUSY)
+                r = sandbox_transition(c, sid, to, to, why, "", "");
         return r == -EBUSY ? 0 : r; /* moved meanwhile (e.g. deleted): the call itself worked */
 }

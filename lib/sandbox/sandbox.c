@@ -97,24 +97,47 @@ int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from,
         return r;
 }
 
-int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code)
+int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code, bool oom)
 {
-        char msg[96], code[16] = "";
+        const char *reason = oom ? SANDBOX_REASON_OOM : SANDBOX_REASON_EXITED;
+        char msg[128], code[16] = "";
         int r;
 
         if (exit_code >= 0)
                 snprintf(code, sizeof(code), "%d", exit_code);
-        if (exit_code >= 0)
+        if (oom)
+                snprintf(msg, sizeof(msg),
+                         "the sandbox ran out of memory (its memory limit) and stopped%s%s",
+                         code[0] ? " with code " : "", code);
+        else if (exit_code >= 0)
                 snprintf(msg, sizeof(msg), "the sandbox's entrypoint exited with code %d", exit_code);
         else
                 snprintf(msg, sizeof(msg), "the sandbox stopped running");
-        r = sandbox_transition(rc, sid, "Running", "Failed", "ENTRYPOINT_EXITED", msg, "");
+        r = sandbox_transition(rc, sid, "Running", "Failed", reason, msg, "");
+        if (r == -EBUSY) /* killed while paused */
+                r = sandbox_transition(rc, sid, "Paused", "Failed", reason, msg, "");
         if (r == -EBUSY || r == -ENOENT)
                 return 0;
         if (r < 0)
                 return r;
         log_warn(LOG_KV({ "SANDBOX_ID", sid }, { "EXIT_CODE", code }),
                  "%s; marked Failed", msg);
+        return 1;
+}
+
+int sandbox_paused_outside(struct redis_conn *rc, const char *sid, bool paused)
+{
+        int r = paused ? sandbox_transition(rc, sid, "Running", "Paused", "CONTAINER_PAUSED",
+                                            "the sandbox's container was paused", "")
+                       : sandbox_transition(rc, sid, "Paused", "Running", "CONTAINER_UNPAUSED",
+                                            "the sandbox's container was unpaused", "");
+
+        if (r == -EBUSY || r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        log_warn(LOG_KV({ "SANDBOX_ID", sid }), "the sandbox's container was %s; marked %s",
+                 paused ? "paused" : "unpaused", paused ? "Paused" : "Running");
         return 1;
 }
 
@@ -574,36 +597,6 @@ fail:
         return r;
 }
 
-int sandbox_recover_provisioning(struct redis_conn *rc, struct provider *pv,
-                                 const struct broker_config *cfg, int older_ms, int limit)
-{
-        redisReply *rep = NULL;
-        int r, done = 0;
-
-        r = lease_stale(rc, older_ms, limit, &rep);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < rep->elements; i++) {
-                char why[SANDBOX_ERR_MAX];
-                const char *id;
-
-                if (!str_reply(rep->element[i]))
-                        continue;
-                id = rep->element[i]->str;
-                r = sandbox_lease_ready(rc, pv, cfg, id, NULL, why);
-                if (r == 0) {
-                        done++;
-                        log_info(LOG_KV({ "LEASE_ID", id }),
-                                 "finished a lease left provisioning by a process that stopped");
-                } else if (r != -ENOENT) {
-                        log_warn(LOG_KV({ "LEASE_ID", id }),
-                                 "a lease left provisioning could not be finished: %s", why);
-                }
-        }
-        reply_free(rep);
-        return done;
-}
-
 /* deleteOnSandboxTermination (volume.h): the named volumes the removed
  * sandbox's create made. A failure leaves them to the tenant's
  * DELETE /v1/volumes. */
@@ -968,7 +961,7 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
                 live = seen != NULL;
                 /* an exit the event stream missed (a restart, a broken stream) */
                 if (seen && seen->state == SANDBOX_RUN_EXITED && !strcmp(bstate, "Running") &&
-                    sandbox_exited(rc, sid, -1) == 1)
+                    sandbox_exited(rc, sid, -1, false) == 1)
                         st->records_failed++;
                 if (live)
                         continue;

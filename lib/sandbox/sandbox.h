@@ -81,23 +81,27 @@ int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from,
                        const char *reason, const char *message, const char *ref);
 
 /* The provider says sid's container stopped running with exit_code (-1:
- * unknown). A record still Running means nobody of ours stopped it (every
- * stop of the broker leaves Running first): its entrypoint ended, or it was
- * killed. It goes Failed (reason ENTRYPOINT_EXITED, the code in its
- * message). Returns 1 when the record changed, 0 when it was not Running
- * (or is gone), or an error of redis_conn_script. */
-int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code);
+ * unknown). A record still Running or Paused means nobody of ours stopped
+ * it (every stop of the broker leaves those states first): its entrypoint
+ * ended, or it was killed. It goes Failed: reason OOM_KILLED when oom (the
+ * backend reported it out of memory just before), else ENTRYPOINT_EXITED,
+ * the code in its message. Returns 1 when the record changed, 0 when it was
+ * neither (or is gone), or an error of redis_conn_script. */
+#define SANDBOX_REASON_EXITED "ENTRYPOINT_EXITED"
+#define SANDBOX_REASON_OOM "OOM_KILLED"
+int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code, bool oom);
+
+/* The provider says sid's container was paused (paused) or unpaused behind
+ * the broker's back: a Running record goes Paused (reason CONTAINER_PAUSED),
+ * a Paused one Running (CONTAINER_UNPAUSED), so the record and the data
+ * plane agree. A pause or resume of the broker's own has moved the record
+ * already (or does so next): then nothing changes. Returns 1 when the
+ * record changed, 0 when not, or an error of redis_conn_script. */
+int sandbox_paused_outside(struct redis_conn *rc, const char *sid, bool paused);
 
 /* The longest a sandbox's provisioning may take (its lock's life): a lease
  * 'provisioning' for longer was abandoned. */
 int sandbox_provision_max_ms(const struct broker_config *cfg);
-
-/* Finish leases a dead process left 'provisioning' (a supervisor killed
- * between a grant and its sandbox): those older than older_ms whose sandbox
- * nobody is making (lease_stale) are made ready here, as sandbox_lease_ready
- * (at most limit). Returns how many were finished, or a Redis error. */
-int sandbox_recover_provisioning(struct redis_conn *rc, struct provider *pv,
-                                 const struct broker_config *cfg, int older_ms, int limit);
 
 /* The reconciler: requeue interrupted teardowns, remove managed containers
  * with no live record, fail records whose container vanished, and finish

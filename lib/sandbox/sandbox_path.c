@@ -76,7 +76,11 @@ int sandbox_path_resolve(const char *workdir, const char *path, bool confine, ch
                 out[o++] = '/';
         }
         out[o] = '\0';
+        /* the workdir without trailing '/': "/" confines to everything, and
+         * "/workspace/" is "/workspace" */
         wlen = strlen(workdir);
+        while (wlen > 0 && workdir[wlen - 1] == '/')
+                wlen--;
         if (confine && !(strncmp(out, workdir, wlen) == 0 && (out[wlen] == '\0' || out[wlen] == '/'))) {
                 snprintf(why, 128, "path must stay inside %s", workdir);
                 return -EINVAL;

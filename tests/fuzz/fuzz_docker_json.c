@@ -3,8 +3,9 @@
  * as a response body (NUL-terminated, as http_buf hands it over) and fed to
  * every docker_json reader: the create answer's Id (into buffers of several
  * sizes), container inspect, container list, exec inspect, volume inspect
- * and list, the error message,
- * and the State.Status mapping. Outputs go into buffers malloc'ed at exactly
+ * and list, the error message, and the State.Status mapping; and as one
+ * line of the event stream (not NUL-terminated: the parser must read only
+ * the given length). Outputs go into buffers malloc'ed at exactly
  * their size and pre-filled with garbage, so an over-write is a sanitizer
  * report and a missing NUL a contract failure. Any crash, sanitizer report or
  * abort() is a bug. */
@@ -161,6 +162,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(strnlen(err, PROVIDER_ERR_MAX) < PROVIDER_ERR_MAX);
         docker_json_error_message("fuzz", status, body, NULL);
         free(err);
+
+        /* an event line: straight from data, its length only */
+        {
+                struct sandbox_event *ev = malloc(sizeof(*ev));
+
+                CHECK(ev);
+                memset(ev, 0xA5, sizeof(*ev));
+                r = docker_json_parse_event((const char *)data, size, ev);
+                CHECK(r == 0 || r == 1 || r == -EPROTO || r == -ENOMEM);
+                if (r == 1) {
+                        CHECK(ev->kind == SANDBOX_EVENT_EXITED || ev->kind == SANDBOX_EVENT_PAUSED ||
+                              ev->kind == SANDBOX_EVENT_UNPAUSED || ev->kind == SANDBOX_EVENT_OOM);
+                        check_info(&ev->info);
+                        CHECK(ev->info.exit_code >= -1 && ev->info.exit_code <= 999);
+                        CHECK(ev->kind == SANDBOX_EVENT_EXITED || ev->info.exit_code == -1);
+                }
+                free(ev);
+        }
 
         free(body);
         return 0;

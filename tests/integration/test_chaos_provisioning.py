@@ -5,7 +5,7 @@ Each kill lands just after a grant, while its lease is 'provisioning' and
 its sandbox is being made (or not yet started): the list of sandboxes to
 make lived only in the dead process. The lease must not be reaped for
 missing heartbeats (nobody could heartbeat it yet), and the next supervisor
-finishes it within seconds (lease_stale.lua, sandbox_recover_provisioning).
+finishes it within seconds (lease_stale.lua, supervisor/provision.c).
 
 Every ticket is granted exactly once and gets a running sandbox; active
 slots never exceed capacity; no container is left over at the end.

@@ -99,6 +99,7 @@ static const struct int_spec int_specs[] = {
         INT_SPEC("EXEC_MAX_OUTPUT", exec_max_output, 1048576, 1024, 64 * 1024 * 1024),
         INT_SPEC("FILE_MAX_BYTES", file_max_bytes, 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
         INT_SPEC("RECONCILE_MS", reconcile_ms, 30000, 500, 3600000),
+        INT_SPEC("PROVISION_WORKERS", provision_workers, 4, 1, PROVISION_WORKERS_MAX),
 };
 
 struct str_spec {

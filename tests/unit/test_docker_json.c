@@ -261,20 +261,83 @@ static void test_parse_event(void **state)
                 "\"" PROVIDER_LABEL_SANDBOX "\":\"sid-1\",\"" PROVIDER_LABEL_PREFIX "\":\"p:\"}}}";
         static const char start[] =
                 "{\"Type\":\"container\",\"Action\":\"start\",\"Actor\":{\"ID\":\"abc\"}}";
-        struct sandbox_info info;
+        struct sandbox_event ev;
 
         (void)state;
-        assert_int_equal(docker_json_parse_event(die, strlen(die), &info), 1);
-        assert_string_equal(info.ref, "abc123");
-        assert_string_equal(info.sandbox_id, "sid-1");
-        assert_string_equal(info.prefix, "p:");
-        assert_int_equal(info.exit_code, 3);
-        assert_int_equal(info.state, SANDBOX_RUN_EXITED);
-        assert_int_equal(docker_json_parse_event(start, strlen(start), &info), 0);
+        assert_int_equal(docker_json_parse_event(die, strlen(die), &ev), 1);
+        assert_int_equal(ev.kind, SANDBOX_EVENT_EXITED);
+        assert_string_equal(ev.info.ref, "abc123");
+        assert_string_equal(ev.info.sandbox_id, "sid-1");
+        assert_string_equal(ev.info.prefix, "p:");
+        assert_int_equal(ev.info.exit_code, 3);
+        assert_int_equal(ev.info.state, SANDBOX_RUN_EXITED);
+        assert_int_equal(docker_json_parse_event(start, strlen(start), &ev), 0);
         /* only the given length is read: a prefix of a valid event is not one */
-        assert_int_equal(docker_json_parse_event(die, 40, &info), -EPROTO);
-        assert_int_equal(docker_json_parse_event("[1,2]", 5, &info), -EPROTO);
-        assert_int_equal(docker_json_parse_event("", 0, &info), -EPROTO);
+        assert_int_equal(docker_json_parse_event(die, 40, &ev), -EPROTO);
+        assert_int_equal(docker_json_parse_event("[1,2]", 5, &ev), -EPROTO);
+        assert_int_equal(docker_json_parse_event("", 0, &ev), -EPROTO);
+}
+
+static int parse_action(const char *action, const char *attrs, struct sandbox_event *ev)
+{
+        char line[512];
+
+        snprintf(line, sizeof(line),
+                 "{\"Type\":\"container\",\"Action\":\"%s\",\"Actor\":{\"ID\":\"c1\","
+                 "\"Attributes\":{%s\"" PROVIDER_LABEL_SANDBOX "\":\"s1\",\"" PROVIDER_LABEL_PREFIX
+                 "\":\"p:\"}}}",
+                 action, attrs);
+        return docker_json_parse_event(line, strlen(line), ev);
+}
+
+/* pause, unpause and oom are events too (the supervisor's watch); kill is
+ * not (its die follows); the exit code is a small number or unknown. */
+static void test_parse_event_kinds(void **state)
+{
+        struct sandbox_event ev;
+
+        (void)state;
+        assert_int_equal(parse_action("pause", "", &ev), 1);
+        assert_int_equal(ev.kind, SANDBOX_EVENT_PAUSED);
+        assert_int_equal(ev.info.state, SANDBOX_RUN_PAUSED);
+        assert_string_equal(ev.info.sandbox_id, "s1");
+        assert_string_equal(ev.info.ref, "c1");
+        assert_int_equal(ev.info.exit_code, -1);
+        assert_int_equal(parse_action("unpause", "", &ev), 1);
+        assert_int_equal(ev.kind, SANDBOX_EVENT_UNPAUSED);
+        assert_int_equal(ev.info.state, SANDBOX_RUN_RUNNING);
+        assert_int_equal(parse_action("oom", "", &ev), 1);
+        assert_int_equal(ev.kind, SANDBOX_EVENT_OOM);
+        /* an exit code on anything but die is ignored */
+        assert_int_equal(parse_action("oom", "\"exitCode\":\"137\",", &ev), 1);
+        assert_int_equal(ev.info.exit_code, -1);
+        assert_int_equal(parse_action("kill", "\"signal\":\"9\",", &ev), 0);
+        assert_int_equal(parse_action("start", "", &ev), 0);
+        assert_int_equal(parse_action("Die", "", &ev), 0); /* actions are case-sensitive */
+        assert_int_equal(parse_action("die", "\"exitCode\":\"137\",", &ev), 1);
+        assert_int_equal(ev.info.exit_code, 137);
+        assert_int_equal(ev.info.state, SANDBOX_RUN_EXITED);
+        /* not a small decimal: unknown, never an overflowing atoi */
+        assert_int_equal(parse_action("die", "\"exitCode\":\"99999999999\",", &ev), 1);
+        assert_int_equal(ev.info.exit_code, -1);
+        assert_int_equal(parse_action("die", "\"exitCode\":\"-1\",", &ev), 1);
+        assert_int_equal(ev.info.exit_code, -1);
+        assert_int_equal(parse_action("die", "\"exitCode\":\"\",", &ev), 1);
+        assert_int_equal(ev.info.exit_code, -1);
+        assert_int_equal(parse_action("die", "\"exitCode\":3,", &ev), 1); /* not a string */
+        assert_int_equal(ev.info.exit_code, -1);
+        /* no labels: an event, but of no sandbox (the watcher skips it) */
+        static const char bare[] = "{\"Type\":\"container\",\"Action\":\"pause\","
+                                   "\"Actor\":{\"ID\":\"c2\",\"Attributes\":{}}}";
+        assert_int_equal(docker_json_parse_event(bare, strlen(bare), &ev), 1);
+        assert_string_equal(ev.info.sandbox_id, "");
+        /* a wanted action without its Actor is malformed */
+        static const char noactor[] = "{\"Type\":\"container\",\"Action\":\"oom\"}";
+        assert_int_equal(docker_json_parse_event(noactor, strlen(noactor), &ev), -EPROTO);
+        /* an image's or network's "pause" is not a container's */
+        static const char image[] = "{\"Type\":\"image\",\"Action\":\"pause\","
+                                    "\"Actor\":{\"ID\":\"c2\",\"Attributes\":{}}}";
+        assert_int_equal(docker_json_parse_event(image, strlen(image), &ev), 0);
 }
 
 static void test_create_body_minimal(void **state)
@@ -509,6 +572,7 @@ int main(void)
                 cmocka_unit_test(test_create_body_full),   cmocka_unit_test(test_create_body_minimal),
                 cmocka_unit_test(test_create_body_agent),
                 cmocka_unit_test(test_create_body_agent_env_file),  cmocka_unit_test(test_parse_event),
+                cmocka_unit_test(test_parse_event_kinds),
                 cmocka_unit_test(test_create_body_escaping), cmocka_unit_test(test_create_body_invalid),
                 cmocka_unit_test(test_exec_body),          cmocka_unit_test(test_parse_id),
                 cmocka_unit_test(test_states),             cmocka_unit_test(test_parse_inspect),

@@ -900,7 +900,7 @@ static int docker_agent_dir_name(struct provider *p, const char *ref, char *buf,
 struct watch {
         struct linebuf lb;
         const char *prefix;
-        void (*on_exit)(void *ud, const char *sandbox_id, const char *ref, int exit_code);
+        void (*on_event)(void *ud, const struct sandbox_event *ev);
         bool (*stop)(void *ud);
         void *ud;
 };
@@ -908,13 +908,13 @@ struct watch {
 static int watch_line(void *ud, const char *line, size_t len)
 {
         struct watch *w = ud;
-        struct sandbox_info info;
+        struct sandbox_event ev;
 
         /* a piece of an over-long line (linebuf cuts them) parses as
          * garbage and is skipped like any other non-event */
-        if (docker_json_parse_event(line, len, &info) == 1 && info.sandbox_id[0] &&
-            !strcmp(info.prefix, w->prefix))
-                w->on_exit(w->ud, info.sandbox_id, info.ref, info.exit_code);
+        if (docker_json_parse_event(line, len, &ev) == 1 && ev.info.sandbox_id[0] &&
+            !strcmp(ev.info.prefix, w->prefix))
+                w->on_event(w->ud, &ev);
         return 0;
 }
 
@@ -932,15 +932,15 @@ static int watch_tick(void *ud)
         return w->stop(w->ud) ? -ECANCELED : 0;
 }
 
-/* GET /events, filtered by Docker to our containers' "die": one JSON object
- * per line, streamed for as long as the request lives. */
-static int docker_watch_exits(struct provider *p, const char *prefix,
-                              void (*on_exit)(void *ud, const char *sandbox_id, const char *ref,
-                                              int exit_code),
-                              bool (*stop)(void *ud), void *ud, char *ret_err)
+/* GET /events, filtered by Docker to our containers' "die", "pause",
+ * "unpause" and "oom": one JSON object per line, streamed for as long as the
+ * request lives. */
+static int docker_watch_events(struct provider *p, const char *prefix,
+                               void (*on_event)(void *ud, const struct sandbox_event *ev),
+                               bool (*stop)(void *ud), void *ud, char *ret_err)
 {
         struct docker *d = impl(p);
-        struct watch w = { .lb.max = EVENT_LINE_MAX, .prefix = prefix, .on_exit = on_exit,
+        struct watch w = { .lb.max = EVENT_LINE_MAX, .prefix = prefix, .on_event = on_event,
                            .stop = stop, .ud = ud };
         struct http_buf resp = { 0 };
         char filters[512], *path = NULL;
@@ -948,7 +948,8 @@ static int docker_watch_exits(struct provider *p, const char *prefix,
         int r;
 
         snprintf(filters, sizeof(filters),
-                 "{\"type\":[\"container\"],\"event\":[\"die\"],\"label\":[\"%s=1\"]}",
+                 "{\"type\":[\"container\"],\"event\":[\"die\",\"pause\",\"unpause\",\"oom\"],"
+                 "\"label\":[\"%s=1\"]}",
                  PROVIDER_LABEL_MANAGED);
         path = path_fmt("/events?filters=%s", filters, NULL);
         struct docker_request req = {
@@ -1038,7 +1039,7 @@ static const struct provider_ops docker_ops = {
         .put_archive = docker_put_archive,
         .get_archive = docker_get_archive,
         .ping = docker_ping,
-        .watch_exits = docker_watch_exits,
+        .watch_events = docker_watch_events,
         .read_file = docker_read_file,
         .write_file = docker_write_file,
         .image_ensure = docker_ensure_image,

@@ -405,11 +405,23 @@ void docker_json_error_message(const char *what, long status, const char *body, 
         json_put(o);
 }
 
-int docker_json_parse_event(const char *line, size_t len, struct sandbox_info *ret)
+static const struct {
+        const char *action;
+        enum sandbox_event_kind kind;
+        enum sandbox_run_state state;
+} event_actions[] = {
+        { "die", SANDBOX_EVENT_EXITED, SANDBOX_RUN_EXITED },
+        { "pause", SANDBOX_EVENT_PAUSED, SANDBOX_RUN_PAUSED },
+        { "unpause", SANDBOX_EVENT_UNPAUSED, SANDBOX_RUN_RUNNING },
+        { "oom", SANDBOX_EVENT_OOM, SANDBOX_RUN_RUNNING },
+};
+
+int docker_json_parse_event(const char *line, size_t len, struct sandbox_event *ret)
 {
         struct json_tokener *tok = json_tokener_new_ex(8);
         struct json_object *o = NULL, *actor = NULL, *attrs = NULL;
         const char *type, *action, *id, *code;
+        size_t a;
         int r = -EPROTO;
 
         memset(ret, 0, sizeof(*ret));
@@ -423,18 +435,27 @@ int docker_json_parse_event(const char *line, size_t len, struct sandbox_info *r
         type = json_get_str(o, "Type");
         action = json_get_str(o, "Action");
         r = 0;
-        if (!type || !action || strcmp(type, "container") || strcmp(action, "die"))
+        if (!type || !action || strcmp(type, "container"))
+                goto out;
+        for (a = 0; a < sizeof(event_actions) / sizeof(event_actions[0]); a++)
+                if (!strcmp(action, event_actions[a].action))
+                        break;
+        if (a == sizeof(event_actions) / sizeof(event_actions[0]))
                 goto out;
         r = -EPROTO;
         if (!json_object_object_get_ex(o, "Actor", &actor) ||
             !json_object_object_get_ex(actor, "Attributes", &attrs) ||
             !(id = json_get_str(actor, "ID")))
                 goto out;
-        info_fill(ret, id, "exited", attrs);
+        info_fill(&ret->info, id, "", attrs);
+        ret->kind = event_actions[a].kind;
+        ret->info.state = event_actions[a].state;
+        ret->info.exit_code = -1;
         code = json_get_str(attrs, "exitCode");
-        ret->exit_code = -1;
-        if (code && code[0] && strlen(code) < 12 && strspn(code, "0123456789") == strlen(code))
-                ret->exit_code = atoi(code);
+        /* at most 3 digits: an exit status is 0..255 */
+        if (ret->kind == SANDBOX_EVENT_EXITED && code && code[0] && strlen(code) <= 3 &&
+            strspn(code, "0123456789") == strlen(code))
+                ret->info.exit_code = atoi(code);
         r = 1;
 out:
         json_put(o);

@@ -49,11 +49,12 @@ int docker_json_parse_list(const char *body, void (*fn)(void *ud, const struct s
                            void *ud);
 
 /* One event of GET /events (a JSON object per line, len bytes, not
- * NUL-terminated): for a container's "die", its sandbox id (label), key
- * prefix (label), container id and exit code (-1 when absent) into *ret
- * (state SANDBOX_RUN_EXITED) and 1; 0 for any other event; -EPROTO when it
- * is not an event object. */
-int docker_json_parse_event(const char *line, size_t len, struct sandbox_info *ret);
+ * NUL-terminated): for a container's "die", "pause", "unpause" or "oom",
+ * the kind (SANDBOX_EVENT_EXITED, _PAUSED, _UNPAUSED, _OOM), its sandbox id
+ * (label), key prefix (label), container id and, for "die", the exit code
+ * (-1 when absent or not a number) into *ret, and 1; 0 for any other event
+ * (kill, start, ...); -EPROTO when it is not an event object. */
+int docker_json_parse_event(const char *line, size_t len, struct sandbox_event *ret);
 
 /* Parse GET /exec/{id}/json: *ret_running and *ret_exit_code (-1 if null).
  * Errors: -EPROTO. */

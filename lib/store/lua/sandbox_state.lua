@@ -1,7 +1,11 @@
 -- sandbox_state: one transition of a sandbox record.
 -- ARGV = prefix, sandboxId, fromState ('' = any), toState, reason, message, ref ('' = keep)
 -- Terminated records leave the index and expire; a Stopped record with
--- teardown 'stop' is parked for its slot's next lease.
+-- teardown 'stop' is parked for its slot's next lease. An OpenSandbox
+-- sandbox that was live (Running, Paused) and failed gives its slot back:
+-- its lease is the broker's own, no client could release it (the record
+-- stays readable, a DELETE still works; the reconciler removes the
+-- container). A lease sandbox's slot forgets it, as any finished record.
 -- Returns {'ok', previousState} | {'conflict', currentState} | {'notfound'}
 local sid, from, to, reason, message, ref = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local cur = redis.call('HMGET', sandbox_key(sid), 'state', 'slot', 'teardown')
@@ -15,6 +19,15 @@ end
 if ref ~= '' then redis.call('HSET', sandbox_key(sid), 'ref', ref) end
 if to == 'Terminated' or to == 'Failed' then
   sandbox_finish(sid, to, reason, message)
+  local tenant = redis.call('HGET', sandbox_key(sid), 'tenant')
+  if to == 'Failed' and (cur[1] == 'Running' or cur[1] == 'Paused') and tenant and tenant ~= '' then
+    -- after sandbox_finish: its slot no longer names it, so the release
+    -- frees the slot without scheduling a teardown over the Failed record
+    local lease = redis.call('GET', session_key(osb_user(tenant), sid))
+    if lease and redis.call('EXISTS', lease_key(lease)) == 1 then
+      release_lease(lease, 'remove', reason)
+    end
+  end
 elseif to == 'Stopped' and cur[1] == 'Stopping' then
   redis.call('HDEL', sandbox_key(sid), 'teardown')
   local slot = cur[2]

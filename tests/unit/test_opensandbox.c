@@ -1,0 +1,578 @@
+/* Unit tests for lib/sandbox/opensandbox.c: the OpenSandbox model
+ * (sandbox-lifecycle.yml): resource quantities, metadata labels, states,
+ * timestamps, create-request validation with its caps, and the rendering of
+ * a record as the spec's Sandbox object. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "opensandbox.h"
+
+static void test_parse_cpu(void **state)
+{
+        int64_t n = -1;
+
+        (void)state;
+        assert_int_equal(osb_parse_cpu("500m", &n), 0);
+        assert_int_equal(n, 500000000);
+        assert_int_equal(osb_parse_cpu("1", &n), 0);
+        assert_int_equal(n, 1000000000);
+        assert_int_equal(osb_parse_cpu("0.25", &n), 0);
+        assert_int_equal(n, 250000000);
+        assert_int_equal(osb_parse_cpu("10m", &n), 0); /* the floor: 0.01 */
+        assert_int_equal(n, 10000000);
+        assert_int_equal(osb_parse_cpu("64", &n), 0); /* the ceiling */
+        n = 7;
+        assert_int_equal(osb_parse_cpu("9m", &n), -EINVAL);
+        assert_int_equal(n, 7); /* untouched on error */
+        assert_int_equal(osb_parse_cpu("64.001", &n), -EINVAL);
+        assert_int_equal(osb_parse_cpu("0", &n), -EINVAL);
+        assert_int_equal(osb_parse_cpu("-1", &n), -EINVAL);
+        assert_int_equal(osb_parse_cpu("", &n), -EINVAL);
+        assert_int_equal(osb_parse_cpu(" 1", &n), -EINVAL);
+        assert_int_equal(osb_parse_cpu("1 ", &n), -EINVAL);
+        assert_int_equal(osb_parse_cpu("1mm", &n), -EINVAL);
+        assert_int_equal(osb_parse_cpu("1k", &n), -EINVAL);
+        assert_int_equal(osb_parse_cpu("m", &n), -EINVAL);
+        assert_int_equal(osb_parse_cpu("nan", &n), -EINVAL);
+        assert_int_equal(osb_parse_cpu("inf", &n), -EINVAL);
+        assert_int_equal(osb_parse_cpu("1e400", &n), -EINVAL);
+        assert_int_equal(n, 7);
+}
+
+static void test_parse_memory(void **state)
+{
+        int64_t b = -1;
+
+        (void)state;
+        assert_int_equal(osb_parse_memory("512Mi", &b), 0);
+        assert_int_equal(b, 512LL << 20);
+        assert_int_equal(osb_parse_memory("2Gi", &b), 0);
+        assert_int_equal(b, 2LL << 30);
+        assert_int_equal(osb_parse_memory("1G", &b), 0);
+        assert_int_equal(b, 1000000000LL);
+        assert_int_equal(osb_parse_memory("6Mi", &b), 0); /* Docker's floor */
+        assert_int_equal(b, 6LL << 20);
+        assert_int_equal(osb_parse_memory("6291456", &b), 0); /* plain bytes */
+        assert_int_equal(osb_parse_memory("1Ti", &b), 0);   /* the ceiling */
+        assert_int_equal(b, 1LL << 40);
+        b = 7;
+        assert_int_equal(osb_parse_memory("6291455", &b), -EINVAL);
+        assert_int_equal(osb_parse_memory("5Mi", &b), -EINVAL);
+        assert_int_equal(osb_parse_memory("1025Gi", &b), -EINVAL);
+        assert_int_equal(osb_parse_memory("2Ti", &b), -EINVAL);
+        assert_int_equal(osb_parse_memory("1Ki", &b), -EINVAL);
+        assert_int_equal(osb_parse_memory("512mi", &b), -EINVAL); /* suffixes are case-sensitive */
+        assert_int_equal(osb_parse_memory("512 Mi", &b), -EINVAL);
+        assert_int_equal(osb_parse_memory("512Qi", &b), -EINVAL);
+        assert_int_equal(osb_parse_memory("Mi", &b), -EINVAL);
+        assert_int_equal(osb_parse_memory("", &b), -EINVAL);
+        assert_int_equal(osb_parse_memory("-1Gi", &b), -EINVAL);
+        assert_int_equal(osb_parse_memory("+1Gi", &b), -EINVAL);
+        assert_int_equal(osb_parse_memory(".5Gi", &b), -EINVAL);
+        assert_int_equal(osb_parse_memory("1e400", &b), -EINVAL);
+        assert_int_equal(b, 7);
+}
+
+static void test_metadata_keys_and_values(void **state)
+{
+        char key[400];
+
+        (void)state;
+        assert_true(osb_metadata_key_valid("team"));
+        assert_true(osb_metadata_key_valid("Team_1.x-y"));
+        assert_true(osb_metadata_key_valid("example.com/owner"));
+        assert_true(osb_metadata_key_valid("a.b-c.d/N"));
+        assert_false(osb_metadata_key_valid(""));
+        assert_false(osb_metadata_key_valid("-team"));
+        assert_false(osb_metadata_key_valid("team-"));
+        assert_false(osb_metadata_key_valid("te am"));
+        assert_false(osb_metadata_key_valid("/name"));
+        assert_false(osb_metadata_key_valid("example.com/"));
+        assert_false(osb_metadata_key_valid("Example.com/name")); /* prefix: lower case */
+        assert_false(osb_metadata_key_valid("a..b/name"));
+        assert_false(osb_metadata_key_valid("a/b/c"));
+        assert_false(osb_metadata_key_valid("opensandbox.io/anything")); /* reserved */
+        /* name at most 63, prefix at most 253 */
+        memset(key, 'k', 63);
+        key[63] = '\0';
+        assert_true(osb_metadata_key_valid(key));
+        key[63] = 'k';
+        key[64] = '\0';
+        assert_false(osb_metadata_key_valid(key));
+        snprintf(key, sizeof(key), "%.63s.%.63s.%.63s.%.61s/n", /* 253-byte prefix */
+                 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+                 "ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc",
+                 "ddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
+        assert_true(osb_metadata_key_valid(key));
+        snprintf(key, sizeof(key), "%.63s.%.63s.%.63s.%.62s/n", /* 254 */
+                 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+                 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+                 "ccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc",
+                 "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
+        assert_false(osb_metadata_key_valid(key));
+
+        assert_true(osb_metadata_value_valid(""));
+        assert_true(osb_metadata_value_valid("v1.2_rc-3"));
+        assert_false(osb_metadata_value_valid("-v"));
+        assert_false(osb_metadata_value_valid("v/1"));
+        assert_false(osb_metadata_value_valid("v 1"));
+        assert_false(osb_metadata_value_valid("\xc3\xa9"));
+        memset(key, 'v', 64);
+        key[64] = '\0';
+        assert_false(osb_metadata_value_valid(key));
+        key[63] = '\0';
+        assert_true(osb_metadata_value_valid(key));
+}
+
+static struct json_object *parse(const char *s)
+{
+        struct json_object *o = json_tokener_parse(s);
+
+        assert_non_null(o);
+        return o;
+}
+
+static void test_metadata_check_and_patch(void **state)
+{
+        char err[OSB_ERR_MAX];
+        struct json_object *o;
+
+        (void)state;
+        o = parse("{\"team\":\"a\",\"x.io/owner\":\"\"}");
+        assert_int_equal(osb_metadata_check(o, err), 0);
+        json_object_put(o);
+        o = parse("{\"team\":1}");
+        assert_int_equal(osb_metadata_check(o, err), -EINVAL);
+        assert_non_null(strstr(err, "team"));
+        json_object_put(o);
+        o = parse("{\"team\":null}"); /* null deletes in a patch, never in a create */
+        assert_int_equal(osb_metadata_check(o, err), -EINVAL);
+        assert_int_equal(osb_metadata_patch_check(o, err), 0);
+        json_object_put(o);
+        o = parse("{\"opensandbox.io/x\":\"a\"}");
+        assert_int_equal(osb_metadata_check(o, err), -EINVAL);
+        assert_int_equal(osb_metadata_patch_check(o, err), -EINVAL);
+        assert_non_null(strstr(err, "reserved"));
+        json_object_put(o);
+        o = parse("[\"team\"]");
+        assert_int_equal(osb_metadata_check(o, err), -EINVAL);
+        assert_int_equal(osb_metadata_patch_check(o, err), -EINVAL);
+        json_object_put(o);
+        o = parse("{\"team\":{\"nested\":\"x\"}}");
+        assert_int_equal(osb_metadata_patch_check(o, err), -EINVAL);
+        json_object_put(o);
+}
+
+static void test_state_canonical(void **state)
+{
+        (void)state;
+        assert_string_equal(osb_state_canonical("running"), "Running");
+        assert_string_equal(osb_state_canonical("PAUSED"), "Paused");
+        assert_string_equal(osb_state_canonical("Failed"), "Failed");
+        assert_string_equal(osb_state_canonical("terminated"), "Terminated");
+        assert_null(osb_state_canonical(""));
+        assert_null(osb_state_canonical("Run"));
+        assert_null(osb_state_canonical("Running "));
+        assert_null(osb_state_canonical("Deleted"));
+}
+
+static void test_parse_time(void **state)
+{
+        int64_t ms = -1;
+
+        (void)state;
+        assert_int_equal(osb_parse_time("1970-01-01T00:00:00Z", &ms), 0);
+        assert_int_equal(ms, 0);
+        assert_int_equal(osb_parse_time("2025-11-16T14:30:45Z", &ms), 0);
+        assert_int_equal(ms, 1763303445000LL);
+        assert_int_equal(osb_parse_time("2025-11-16T14:30:45.5z", &ms), 0);
+        assert_int_equal(ms, 1763303445500LL);
+        assert_int_equal(osb_parse_time("2025-11-16T14:30:45.123456789Z", &ms), 0); /* ms kept */
+        assert_int_equal(ms, 1763303445123LL);
+        assert_int_equal(osb_parse_time("2025-11-16T16:30:45+02:00", &ms), 0);
+        assert_int_equal(ms, 1763303445000LL);
+        assert_int_equal(osb_parse_time("2025-11-16T12:30:45-02:00", &ms), 0);
+        assert_int_equal(ms, 1763303445000LL);
+        ms = 7;
+        assert_int_equal(osb_parse_time("2025-11-16T14:30:45", &ms), -EINVAL); /* no zone */
+        assert_int_equal(osb_parse_time("2025-11-16 14:30:45Z", &ms), -EINVAL);
+        assert_int_equal(osb_parse_time("2025-11-16T14:30:45.Z", &ms), -EINVAL);
+        assert_int_equal(osb_parse_time("2025-11-16T14:30:45Zjunk", &ms), -EINVAL);
+        assert_int_equal(osb_parse_time("2025-13-16T14:30:45Z", &ms), -EINVAL);
+        assert_int_equal(osb_parse_time("2025-11-00T14:30:45Z", &ms), -EINVAL);
+        assert_int_equal(osb_parse_time("2025-11-16T24:00:00Z", &ms), -EINVAL);
+        assert_int_equal(osb_parse_time("2025-11-16T14:60:00Z", &ms), -EINVAL);
+        assert_int_equal(osb_parse_time("2025-11-16T14:30:45+0200", &ms), -EINVAL);
+        assert_int_equal(osb_parse_time("25-11-16T14:30:45Z", &ms), -EINVAL);
+        assert_int_equal(osb_parse_time("", &ms), -EINVAL);
+        assert_int_equal(osb_parse_time("2025-11-16T14:30:45.000000000000000000000000000000000Z", &ms),
+                         -EINVAL); /* over 40 bytes */
+        assert_int_equal(ms, 7);
+}
+
+/* ---- create requests ---- */
+
+static struct broker_config cfg;
+
+static int setup(void **state)
+{
+        (void)state;
+        memset(&cfg, 0, sizeof(cfg));
+        cfg.sandbox_millicpus = 500;
+        cfg.sandbox_memory_mb = 512;
+        cfg.osb_max_timeout_s = 86400;
+        return 0;
+}
+
+static int create(const char *body, struct osb_create *c, char *err)
+{
+        struct json_object *o = parse(body);
+        int r;
+
+        err[0] = '\0';
+        r = osb_create_parse(&cfg, o, c, err);
+        json_object_put(o);
+        return r;
+}
+
+#define MIN_BODY "\"image\":{\"uri\":\"busybox:1\"},\"entrypoint\":[\"sleep\",\"infinity\"]"
+
+static void expect_create_refused(const char *body, const char *want)
+{
+        struct osb_create *c = malloc(sizeof(*c));
+        char err[OSB_ERR_MAX];
+
+        assert_non_null(c);
+        assert_int_equal(create(body, c, err), -EINVAL);
+        if (!strstr(err, want))
+                fail_msg("%s: error '%s' does not name '%s'", body, err, want);
+        osb_create_wipe(c);
+        free(c);
+}
+
+static void test_create_minimal_and_full(void **state)
+{
+        struct osb_create *c = malloc(sizeof(*c));
+        char err[OSB_ERR_MAX];
+
+        (void)state;
+        assert_non_null(c);
+        assert_int_equal(create("{" MIN_BODY "}", c, err), 0);
+        assert_string_equal(c->image, "busybox:1");
+        assert_string_equal(c->entrypoint, "[\"sleep\",\"infinity\"]");
+        assert_string_equal(c->env, "{}");
+        assert_string_equal(c->metadata, "{}");
+        assert_int_equal(c->timeout_s, -1);
+        assert_int_equal(c->nano_cpus, 500000000); /* the broker's defaults */
+        assert_int_equal(c->memory_bytes, 512LL << 20);
+        assert_false(c->has_auth);
+
+        assert_int_equal(create("{\"image\":{\"uri\":\"r.example/app:2\",\"auth\":{\"username\":\"u\","
+                                "\"password\":\"p/w\"}},\"entrypoint\":[\"/bin/app\",\"\"],\"timeout\":60,"
+                                "\"resourceLimits\":{\"cpu\":\"250m\",\"memory\":\"128Mi\",\"gpu\":\"0\"},"
+                                "\"env\":{\"A_1\":\"x=y\",\"_B\":\"\"},\"metadata\":{\"team\":\"t\"},"
+                                "\"platform\":{\"os\":\"linux\",\"arch\":\"amd64\"},\"volumes\":[],"
+                                "\"extensions\":{\"anything\":1}}",
+                                c, err),
+                         0);
+        assert_int_equal(c->timeout_s, 60);
+        assert_int_equal(c->nano_cpus, 250000000);
+        assert_int_equal(c->memory_bytes, 128LL << 20);
+        assert_string_equal(c->env, "{\"A_1\":\"x=y\",\"_B\":\"\"}");
+        assert_string_equal(c->metadata, "{\"team\":\"t\"}");
+        assert_string_equal(c->entrypoint, "[\"/bin/app\",\"\"]"); /* later args may be empty */
+        assert_true(c->has_auth);
+        assert_string_equal(c->auth_user, "u");
+        assert_string_equal(c->auth_pass, "p/w");
+        osb_create_wipe(c);
+        assert_false(c->has_auth);
+        assert_string_equal(c->auth_user, "");
+        assert_string_equal(c->auth_pass, "");
+        free(c);
+}
+
+static void test_create_refusals(void **state)
+{
+        (void)state;
+        expect_create_refused("{\"entrypoint\":[\"sh\"]}", "image.uri");
+        expect_create_refused("{\"image\":\"busybox\",\"entrypoint\":[\"sh\"]}", "image.uri");
+        expect_create_refused("{\"image\":{\"uri\":\"\"},\"entrypoint\":[\"sh\"]}", "image.uri");
+        expect_create_refused("{\"image\":{\"uri\":\"a b\"},\"entrypoint\":[\"sh\"]}", "spaces");
+        expect_create_refused("{\"image\":{\"uri\":\"a\\nb\"},\"entrypoint\":[\"sh\"]}", "control");
+        expect_create_refused("{\"image\":{\"uri\":\"a\"}}", "entrypoint is required");
+        expect_create_refused("{\"image\":{\"uri\":\"a\"},\"entrypoint\":[]}", "1 to 64");
+        expect_create_refused("{\"image\":{\"uri\":\"a\"},\"entrypoint\":\"sh\"}", "1 to 64");
+        expect_create_refused("{\"image\":{\"uri\":\"a\"},\"entrypoint\":[\"\"]}", "entrypoint[0]");
+        expect_create_refused("{\"image\":{\"uri\":\"a\"},\"entrypoint\":[\"sh\",1]}", "entrypoint[1]");
+        expect_create_refused("{\"image\":{\"uri\":\"a\"},\"entrypoint\":[\"s\\u0000h\"]}", "entrypoint[0]");
+        expect_create_refused("{" MIN_BODY ",\"snapshotId\":\"s\"}", "snapshotId");
+        expect_create_refused("{" MIN_BODY ",\"timeout\":59}", "timeout");
+        expect_create_refused("{" MIN_BODY ",\"timeout\":86401}", "timeout");
+        expect_create_refused("{" MIN_BODY ",\"timeout\":60.5}", "timeout");
+        expect_create_refused("{" MIN_BODY ",\"timeout\":\"60\"}", "timeout");
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":[]}", "resourceLimits");
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"cpu\":1}}", "resourceLimits.cpu");
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"cpu\":\"100\"}}", "resourceLimits.cpu");
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"memory\":\"1Ki\"}}", "resourceLimits.memory");
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"gpu\":\"1\"}}", "GPU");
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"disk\":\"1Gi\"}}", "resourceLimits.disk");
+        expect_create_refused("{" MIN_BODY ",\"env\":[]}", "env");
+        expect_create_refused("{" MIN_BODY ",\"env\":{\"1A\":\"x\"}}", "env");
+        expect_create_refused("{" MIN_BODY ",\"env\":{\"A-B\":\"x\"}}", "env");
+        expect_create_refused("{" MIN_BODY ",\"env\":{\"\":\"x\"}}", "env");
+        expect_create_refused("{" MIN_BODY ",\"env\":{\"A\":1}}", "env");
+        expect_create_refused("{" MIN_BODY ",\"env\":{\"A\":\"x\\u0000y\"}}", "env");
+        expect_create_refused("{" MIN_BODY ",\"metadata\":{\"-bad\":\"x\"}}", "metadata key");
+        expect_create_refused("{" MIN_BODY ",\"platform\":{\"os\":\"windows\",\"arch\":\"amd64\"}}", "linux/amd64");
+        expect_create_refused("{" MIN_BODY ",\"platform\":{\"os\":\"linux\"}}", "linux/amd64");
+        expect_create_refused("{\"image\":{\"uri\":\"a\",\"auth\":\"u:p\"},\"entrypoint\":[\"sh\"]}", "image.auth");
+        expect_create_refused("{\"image\":{\"uri\":\"a\",\"auth\":{\"token\":\"t\"}},\"entrypoint\":[\"sh\"]}",
+                              "unknown field");
+        expect_create_refused("{\"image\":{\"uri\":\"a\",\"auth\":{\"username\":\"u\\r\\nX: y\"}},"
+                              "\"entrypoint\":[\"sh\"]}", "control");
+        expect_create_refused("{\"image\":{\"uri\":\"a\",\"auth\":{\"password\":7}},\"entrypoint\":[\"sh\"]}",
+                              "image.auth.password");
+}
+
+/* null, or a non-string, where platform wants strings: a clear refusal */
+static void test_create_platform_types(void **state)
+{
+        (void)state;
+        expect_create_refused("{" MIN_BODY ",\"platform\":{\"os\":null,\"arch\":\"amd64\"}}", "linux/amd64");
+        expect_create_refused("{" MIN_BODY ",\"platform\":{\"os\":\"linux\",\"arch\":null}}", "linux/amd64");
+        expect_create_refused("{" MIN_BODY ",\"platform\":{\"os\":[\"linux\"],\"arch\":\"amd64\"}}", "linux/amd64");
+        expect_create_refused("{" MIN_BODY ",\"platform\":\"linux/amd64\"}", "linux/amd64");
+}
+
+#define BODY_CAP (2 * OSB_ENV_MAX + 1024)
+
+/* Append to a body of BODY_CAP bytes at *o (checked). */
+static void __attribute__((format(printf, 3, 4))) put(char *body, size_t *o, const char *fmt, ...)
+{
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(body + *o, BODY_CAP - *o, fmt, ap);
+        va_end(ap);
+        assert_true(n >= 0 && (size_t)n < BODY_CAP - *o);
+        *o += (size_t)n;
+}
+
+static void fill(char *body, size_t *o, char c, size_t n)
+{
+        assert_true(*o + n < BODY_CAP);
+        memset(body + *o, c, n);
+        *o += n;
+        body[*o] = '\0';
+}
+
+static void test_create_caps(void **state)
+{
+        char *body = malloc(BODY_CAP);
+        struct osb_create *c = malloc(sizeof(*c));
+        char err[OSB_ERR_MAX];
+        size_t o, mark;
+
+        (void)state;
+        assert_non_null(body);
+        assert_non_null(c);
+        /* 64 entrypoint strings pass, 65 do not */
+        o = 0;
+        put(body, &o, "{\"image\":{\"uri\":\"a\"},\"entrypoint\":[\"x\"");
+        for (int i = 1; i < 64; i++)
+                put(body, &o, ",\"x\"");
+        mark = o;
+        put(body, &o, "]}");
+        assert_int_equal(create(body, c, err), 0);
+        o = mark;
+        put(body, &o, ",\"x\"]}");
+        assert_int_equal(create(body, c, err), -EINVAL);
+        /* an entrypoint over OSB_ENTRYPOINT_MAX bytes as JSON */
+        o = 0;
+        put(body, &o, "{\"image\":{\"uri\":\"a\"},\"entrypoint\":[\"x\",\"");
+        fill(body, &o, 'y', OSB_ENTRYPOINT_MAX);
+        put(body, &o, "\"]}");
+        assert_int_equal(create(body, c, err), -EINVAL);
+        assert_non_null(strstr(err, "entrypoint is larger"));
+        /* 128 env entries pass, 129 do not */
+        o = 0;
+        put(body, &o, "{" MIN_BODY ",\"env\":{\"V0\":\"\"");
+        for (int i = 1; i < 128; i++)
+                put(body, &o, ",\"V%d\":\"\"", i);
+        mark = o;
+        put(body, &o, "}}");
+        assert_int_equal(create(body, c, err), 0);
+        o = mark;
+        put(body, &o, ",\"V128\":\"\"}}");
+        assert_int_equal(create(body, c, err), -EINVAL);
+        /* env over OSB_ENV_MAX bytes as JSON */
+        o = 0;
+        put(body, &o, "{" MIN_BODY ",\"env\":{\"BIG\":\"");
+        fill(body, &o, 'e', OSB_ENV_MAX);
+        put(body, &o, "\"}}");
+        assert_int_equal(create(body, c, err), -EINVAL);
+        assert_non_null(strstr(err, "env is larger"));
+        /* an image name of 255 bytes fits, 256 do not */
+        o = 0;
+        put(body, &o, "{\"entrypoint\":[\"sh\"],\"image\":{\"uri\":\"");
+        mark = o;
+        fill(body, &o, 'i', 255);
+        put(body, &o, "\"}}");
+        assert_int_equal(create(body, c, err), 0);
+        assert_int_equal(strlen(c->image), 255);
+        o = mark;
+        fill(body, &o, 'i', 256);
+        put(body, &o, "\"}}");
+        assert_int_equal(create(body, c, err), -EINVAL);
+        /* a password up to OSB_AUTH_PASS_MAX - 1 */
+        o = 0;
+        put(body, &o, "{\"entrypoint\":[\"sh\"],\"image\":{\"uri\":\"a\",\"auth\":{\"password\":\"");
+        mark = o;
+        fill(body, &o, 'p', OSB_AUTH_PASS_MAX);
+        put(body, &o, "\"}}}");
+        assert_int_equal(create(body, c, err), -EINVAL);
+        o = mark;
+        fill(body, &o, 'p', OSB_AUTH_PASS_MAX - 1);
+        put(body, &o, "\"}}}");
+        assert_int_equal(create(body, c, err), 0);
+        assert_int_equal(strlen(c->auth_pass), OSB_AUTH_PASS_MAX - 1);
+        osb_create_wipe(c);
+        free(c);
+        free(body);
+}
+
+/* ---- records as Sandbox objects ---- */
+
+static redisReply *hash_of(const char *const *kv, size_t n)
+{
+        redisReply *h = calloc(1, sizeof(*h));
+
+        assert_non_null(h);
+        h->type = REDIS_REPLY_ARRAY;
+        h->elements = n;
+        h->element = calloc(n ? n : 1, sizeof(*h->element));
+        for (size_t i = 0; i < n; i++) {
+                redisReply *e = calloc(1, sizeof(*e));
+                e->type = REDIS_REPLY_STRING;
+                e->str = strdup(kv[i]);
+                e->len = strlen(kv[i]);
+                h->element[i] = e;
+        }
+        return h;
+}
+
+static void hash_free(redisReply *h)
+{
+        for (size_t i = 0; i < h->elements; i++) {
+                free(h->element[i]->str);
+                free(h->element[i]);
+        }
+        free(h->element);
+        free(h);
+}
+
+static const char *str_at(struct json_object *o, const char *a, const char *b)
+{
+        struct json_object *v;
+
+        if (!json_object_object_get_ex(o, a, &v))
+                return NULL;
+        if (b && !json_object_object_get_ex(v, b, &v))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static void test_sandbox_json(void **state)
+{
+        static const char *const kv[] = {
+                "sandboxId", "s1", "state", "Failed", "reason", "OOM_KILLED", "message", "out of memory",
+                "lastTransitionAt", "1763303445000", "image", "busybox:1", "metadata", "{\"team\":\"t\"}",
+                "entrypoint", "[\"sh\"]", "expiresAt", "", "createdAt", "1763303445123",
+                "auth_pass", "never-shown",
+        };
+        redisReply *h = hash_of(kv, sizeof(kv) / sizeof(kv[0]));
+        struct json_object *o = NULL, *v;
+
+        (void)state;
+        assert_int_equal(osb_sandbox_json(h, true, &o), 0);
+        assert_string_equal(str_at(o, "id", NULL), "s1");
+        assert_string_equal(str_at(o, "image", "uri"), "busybox:1");
+        assert_string_equal(str_at(o, "status", "state"), "Failed");
+        assert_string_equal(str_at(o, "status", "reason"), "OOM_KILLED");
+        assert_string_equal(str_at(o, "status", "message"), "out of memory");
+        assert_string_equal(str_at(o, "status", "lastTransitionAt"), "2025-11-16T14:30:45.000Z");
+        assert_string_equal(str_at(o, "createdAt", NULL), "2025-11-16T14:30:45.123Z");
+        assert_string_equal(str_at(o, "metadata", "team"), "t");
+        assert_false(json_object_object_get_ex(o, "expiresAt", &v)); /* manual cleanup */
+        assert_null(strstr(json_object_to_json_string(o), "never-shown")); /* only known fields */
+        json_object_put(o);
+        /* the create answer's subset: no image */
+        assert_int_equal(osb_sandbox_json(h, false, &o), 0);
+        assert_false(json_object_object_get_ex(o, "image", &v));
+        json_object_put(o);
+        hash_free(h);
+}
+
+static void test_sandbox_json_bad_records(void **state)
+{
+        static const char *const no_state[] = { "sandboxId", "s1" };
+        static const char *const odd[] = { "sandboxId", "s1", "state" };
+        static const char *const junk[] = { "sandboxId", "s1", "state", "Running", "metadata", "{not json",
+                                            "entrypoint", "7" };
+        struct json_object *o = (struct json_object *)&o, *v;
+        redisReply *h;
+
+        (void)state;
+        h = hash_of(NULL, 0);
+        assert_int_equal(osb_sandbox_json(h, true, &o), -ENOENT);
+        assert_null(o);
+        hash_free(h);
+        h = hash_of(no_state, 2);
+        assert_int_equal(osb_sandbox_json(h, true, &o), -EPROTO);
+        hash_free(h);
+        h = hash_of(odd, 3);
+        assert_int_equal(osb_sandbox_json(h, true, &o), -EPROTO);
+        hash_free(h);
+        assert_int_equal(osb_sandbox_json(NULL, true, &o), -EPROTO);
+        /* unparsable stored JSON falls back to the defaults, never to garbage */
+        h = hash_of(junk, 8);
+        assert_int_equal(osb_sandbox_json(h, true, &o), 0);
+        assert_true(json_object_object_get_ex(o, "metadata", &v) && json_object_is_type(v, json_type_object));
+        assert_true(json_object_object_get_ex(o, "entrypoint", &v));
+        json_object_put(o);
+        hash_free(h);
+        assert_null(osb_record_field(NULL, "state"));
+        h = hash_of(junk, 8);
+        assert_string_equal(osb_record_field(h, "state"), "Running");
+        assert_null(osb_record_field(h, "ref"));
+        hash_free(h);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_parse_cpu),
+                cmocka_unit_test(test_parse_memory),
+                cmocka_unit_test(test_metadata_keys_and_values),
+                cmocka_unit_test(test_metadata_check_and_patch),
+                cmocka_unit_test(test_state_canonical),
+                cmocka_unit_test(test_parse_time),
+                cmocka_unit_test_setup(test_create_minimal_and_full, setup),
+                cmocka_unit_test_setup(test_create_refusals, setup),
+                cmocka_unit_test_setup(test_create_platform_types, setup),
+                cmocka_unit_test_setup(test_create_caps, setup),
+                cmocka_unit_test(test_sandbox_json),
+                cmocka_unit_test(test_sandbox_json_bad_records),
+        };
+        return cmocka_run_group_tests_name("opensandbox", tests, NULL, NULL);
+}
