@@ -147,6 +147,8 @@ def run_stack(env, *args, timeout=STACK_TIMEOUT, check=True):
 
 def base_env():
     env = {k: v for k, v in os.environ.items() if k not in CONFIG_VARS}
+    # scripts/stack's default is docker; a test that wants sandboxes asks for them
+    env["SANDBOX_PROVIDER"] = "none"
     return env
 
 
