@@ -390,7 +390,7 @@ static int parse_metadata_filter(const char *v, struct osb_list_filter *f)
 void h_osb_list(struct request *req)
 {
         static __thread struct osb_list_filter f;
-        struct json_object *items = NULL, *o, *pg;
+        struct json_object *items = NULL, *o;
         redisReply *ids = NULL;
         const char *cursor = req->query;
         char name[32], value[1024];
@@ -448,15 +448,7 @@ void h_osb_list(struct request *req)
                 if (osb_sandbox_json(ids->element[i], true, &sb) == 0)
                         json_object_array_add(items, sb);
         }
-        o = json_object_new_object();
-        pg = json_object_new_object();
-        json_object_object_add(o, "items", items);
-        json_object_object_add(pg, "page", json_object_new_int64(page));
-        json_object_object_add(pg, "pageSize", json_object_new_int64(size));
-        json_object_object_add(pg, "totalItems", json_object_new_int64(total));
-        json_object_object_add(pg, "totalPages", json_object_new_int64((total + size - 1) / size));
-        json_object_object_add(pg, "hasNextPage", json_object_new_boolean(page * size < total));
-        json_object_object_add(o, "pagination", pg);
+        o = osb_page_json(items, page, size, total);
         reply_json(req, 200, o);
         json_put(o);
         reply_free(ids);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "opensandbox.h"
 #include "routes.h"
 #include "snapshot.h"
 #include "snapshot_store.h"
@@ -150,7 +151,7 @@ void h_snap_get(struct request *req)
 
 void h_snap_list(struct request *req)
 {
-        struct json_object *items = NULL, *o, *pg;
+        struct json_object *items = NULL, *o;
         const char *cursor = req->query, *states[8];
         char qname[32], value[256], sid[64] = "", name[SNAPSHOT_NAME_MAX + 1] = "";
         long page = 1, size = 20, total;
@@ -217,15 +218,7 @@ void h_snap_list(struct request *req)
                 if (snapshot_json(rep->element[i], &s) == 0)
                         json_object_array_add(items, s);
         }
-        o = json_object_new_object();
-        pg = json_object_new_object();
-        json_object_object_add(o, "items", items);
-        json_object_object_add(pg, "page", json_object_new_int64(page));
-        json_object_object_add(pg, "pageSize", json_object_new_int64(size));
-        json_object_object_add(pg, "totalItems", json_object_new_int64(total));
-        json_object_object_add(pg, "totalPages", json_object_new_int64((total + size - 1) / size));
-        json_object_object_add(pg, "hasNextPage", json_object_new_boolean(page * size < total));
-        json_object_object_add(o, "pagination", pg);
+        o = osb_page_json(items, page, size, total);
         reply_json(req, 200, o);
         json_object_put(o);
         reply_free(rep);

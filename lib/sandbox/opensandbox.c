@@ -522,3 +522,17 @@ void osb_create_wipe(struct osb_create *c)
         explicit_bzero(c->auth_pass, sizeof(c->auth_pass));
         c->has_auth = false;
 }
+
+struct json_object *osb_page_json(struct json_object *items, long page, long size, long long total)
+{
+        struct json_object *o = json_object_new_object(), *pg = json_object_new_object();
+
+        json_object_object_add(o, "items", items);
+        json_object_object_add(pg, "page", json_object_new_int64(page));
+        json_object_object_add(pg, "pageSize", json_object_new_int64(size));
+        json_object_object_add(pg, "totalItems", json_object_new_int64(total));
+        json_object_object_add(pg, "totalPages", json_object_new_int64((total + size - 1) / size));
+        json_object_object_add(pg, "hasNextPage", json_object_new_boolean((long long)page * size < total));
+        json_object_object_add(o, "pagination", pg);
+        return o;
+}

@@ -87,3 +87,7 @@ int osb_sandbox_json(const redisReply *hash, bool full, struct json_object **ret
 /* Parse an RFC 3339 UTC timestamp ("2025-11-16T14:30:45Z", fractional
  * seconds and +00:00 accepted) to ms. Returns 0 or -EINVAL. */
 int osb_parse_time(const char *s, int64_t *ret_ms);
+
+/* The spec's paged list answer: {"items": items (taken over), "pagination":
+ * {page, pageSize, totalItems, totalPages, hasNextPage}}. */
+struct json_object *osb_page_json(struct json_object *items, long page, long size, long long total);

@@ -8,28 +8,6 @@
 #include "lua_scripts.h"
 #include "sandbox.h"
 
-static bool is_str(const redisReply *r, const char *s)
-{
-        return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) &&
-               (!s || strcmp(r->str, s) == 0);
-}
-
-/* Run a script whose reply is an array starting with a tag string. */
-static int tagged(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
-                  redisReply **ret)
-{
-        int r = redis_conn_script(c, id, argc, argv, ret);
-
-        if (r < 0)
-                return r;
-        if ((*ret)->type != REDIS_REPLY_ARRAY || (*ret)->elements < 1 || !is_str((*ret)->element[0], NULL)) {
-                reply_free(*ret);
-                *ret = NULL;
-                return -EPROTO;
-        }
-        return 0;
-}
-
 int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
                   redisReply **ret)
 {
@@ -59,13 +37,13 @@ int osb_store_create(struct redis_conn *c, const struct broker_config *cfg, cons
         argv[argc++] = pool_image ? pool_image : "";
         for (int i = 0; i < n; i++)
                 argv[argc++] = fields[i];
-        r = tagged(c, LUA_OSB_CREATE, argc, argv, &rep);
+        r = redis_conn_script_tagged(c, LUA_OSB_CREATE, argc, argv, &rep);
         if (r < 0)
                 return r;
-        if (is_str(rep->element[0], "limit") && rep->elements == 2) {
+        if (reply_is_str(rep->element[0], "limit") && rep->elements == 2) {
                 *ret_live = rep->element[1]->type == REDIS_REPLY_INTEGER ? rep->element[1]->integer : 0;
                 r = -EDQUOT;
-        } else if (!is_str(rep->element[0], "ok") || rep->elements != 3 ||
+        } else if (!reply_is_str(rep->element[0], "ok") || rep->elements != 3 ||
                    rep->element[1]->type != REDIS_REPLY_STRING || rep->element[1]->len >= 33 ||
                    rep->element[2]->type != REDIS_REPLY_STRING) {
                 r = -EPROTO;
@@ -81,14 +59,14 @@ int osb_store_delete(struct redis_conn *c, const char *sid, const char *tenant)
 {
         const char *argv[] = { sid, tenant };
         redisReply *rep = NULL;
-        int r = tagged(c, LUA_OSB_DELETE, 2, argv, &rep);
+        int r = redis_conn_script_tagged(c, LUA_OSB_DELETE, 2, argv, &rep);
 
         if (r < 0)
                 return r;
-        if (is_str(rep->element[0], "notfound"))
+        if (reply_is_str(rep->element[0], "notfound"))
                 r = -ENOENT;
-        else if (is_str(rep->element[0], "gone") && rep->elements == 2 &&
-                 is_str(rep->element[1], "Terminated"))
+        else if (reply_is_str(rep->element[0], "gone") && rep->elements == 2 &&
+                 reply_is_str(rep->element[1], "Terminated"))
                 r = -EALREADY;
         reply_free(rep);
         return r;
@@ -106,16 +84,16 @@ int osb_store_renew(struct redis_conn *c, const struct broker_config *cfg, const
         snprintf(latest, sizeof(latest), "%lld", latest_ms);
         snprintf(tttl, sizeof(tttl), "%d", cfg->ticket_ttl_ms);
         const char *argv[] = { sid, tenant, newms, latest, tttl };
-        r = tagged(c, LUA_OSB_RENEW, 5, argv, &rep);
+        r = redis_conn_script_tagged(c, LUA_OSB_RENEW, 5, argv, &rep);
         if (r < 0)
                 return r;
-        if (rep->elements == 2 && is_str(rep->element[1], NULL))
+        if (rep->elements == 2 && reply_is_str(rep->element[1], NULL))
                 snprintf(why, 256, "%s", rep->element[1]->str);
-        if (is_str(rep->element[0], "ok"))
+        if (reply_is_str(rep->element[0], "ok"))
                 r = 0;
-        else if (is_str(rep->element[0], "invalid"))
+        else if (reply_is_str(rep->element[0], "invalid"))
                 r = -EINVAL;
-        else if (is_str(rep->element[0], "conflict"))
+        else if (reply_is_str(rep->element[0], "conflict"))
                 r = -EBUSY;
         else
                 r = -ENOENT;
@@ -133,18 +111,18 @@ int osb_store_metadata_patch(struct redis_conn *c, const char *sid, const char *
         *ret = NULL;
         snprintf(maxs, sizeof(maxs), "%zu", max);
         const char *argv[] = { sid, tenant, maxs, patch };
-        r = tagged(c, LUA_OSB_METADATA, 4, argv, &rep);
+        r = redis_conn_script_tagged(c, LUA_OSB_METADATA, 4, argv, &rep);
         if (r < 0)
                 return r;
-        if (is_str(rep->element[0], "ok") && rep->elements == 2 &&
+        if (reply_is_str(rep->element[0], "ok") && rep->elements == 2 &&
             rep->element[1]->type == REDIS_REPLY_ARRAY) {
                 /* hand the record out: detach it from the reply */
                 *ret = rep->element[1];
                 rep->element[1] = NULL;
                 rep->elements = 1;
-        } else if (is_str(rep->element[0], "toolarge")) {
+        } else if (reply_is_str(rep->element[0], "toolarge")) {
                 r = -E2BIG;
-        } else if (is_str(rep->element[0], "notfound")) {
+        } else if (reply_is_str(rep->element[0], "notfound")) {
                 r = -ENOENT;
         } else {
                 r = -EPROTO;

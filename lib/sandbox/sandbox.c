@@ -22,14 +22,9 @@
 #define WAIT_STEP_US 100000
 #define SCAN_LIMIT 10000
 
-static bool str_reply(const redisReply *r)
-{
-        return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
-}
-
 static int copy_str(const redisReply *r, char *buf, size_t size)
 {
-        if (!str_reply(r) || r->len >= size)
+        if (!reply_is_str(r, NULL) || r->len >= size)
                 return -EPROTO;
         memcpy(buf, r->str, r->len + 1);
         return 0;
@@ -87,7 +82,7 @@ int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from,
 
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !str_reply(rep->element[0]))
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !reply_is_str(rep->element[0], NULL))
                 r = -EPROTO;
         else if (strcmp(rep->element[0]->str, "notfound") == 0)
                 r = -ENOENT;
@@ -169,7 +164,7 @@ static int claim(struct redis_conn *rc, const struct broker_config *cfg, const c
                 free(pol[i]);
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !str_reply(rep->element[0])) {
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !reply_is_str(rep->element[0], NULL)) {
                 r = -EPROTO;
         } else if (strcmp(rep->element[0]->str, "notfound") == 0) {
                 r = -ENOENT;
@@ -216,24 +211,24 @@ static int record_read(struct redis_conn *rc, const struct broker_config *cfg, c
                 return r;
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 10) {
                 r = -EPROTO;
-        } else if (!str_reply(rep->element[0])) {
+        } else if (!reply_is_str(rep->element[0], NULL)) {
                 r = -ENOENT;
         } else {
                 copy_str(rep->element[0], rec->state, sizeof(rec->state));
-                if (str_reply(rep->element[1]))
+                if (reply_is_str(rep->element[1], NULL))
                         copy_str(rep->element[1], rec->ref, sizeof(rec->ref));
-                if (str_reply(rep->element[2]))
+                if (reply_is_str(rep->element[2], NULL))
                         copy_str(rep->element[2], rec->image, sizeof(rec->image));
-                rec->nano_cpus = str_reply(rep->element[3]) ? atoll(rep->element[3]->str) : 0;
-                rec->memory = str_reply(rep->element[4]) ? atoll(rep->element[4]->str) : 0;
-                rec->pids = str_reply(rep->element[5]) ? atoll(rep->element[5]->str) : 0;
-                if (str_reply(rep->element[6]))
+                rec->nano_cpus = reply_is_str(rep->element[3], NULL) ? atoll(rep->element[3]->str) : 0;
+                rec->memory = reply_is_str(rep->element[4], NULL) ? atoll(rep->element[4]->str) : 0;
+                rec->pids = reply_is_str(rep->element[5], NULL) ? atoll(rep->element[5]->str) : 0;
+                if (reply_is_str(rep->element[6], NULL))
                         copy_str(rep->element[6], rec->entrypoint, sizeof(rec->entrypoint));
-                if (str_reply(rep->element[7]))
+                if (reply_is_str(rep->element[7], NULL))
                         copy_str(rep->element[7], rec->env, sizeof(rec->env));
-                if (str_reply(rep->element[8]))
+                if (reply_is_str(rep->element[8], NULL))
                         copy_str(rep->element[8], rec->pool_limits, sizeof(rec->pool_limits));
-                if (str_reply(rep->element[9]) &&
+                if (reply_is_str(rep->element[9], NULL) &&
                     copy_str(rep->element[9], rec->volumes, sizeof(rec->volumes)) < 0)
                         r = -EPROTO;
         }
@@ -610,7 +605,7 @@ static void release_volumes(struct redis_conn *rc, struct provider *pv,
         snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
         if (redis_conn_command(rc, 3, argv, &rep) < 0)
                 return;
-        if (str_reply(rep) && rep->str[0] && provider_has_volumes(pv))
+        if (reply_is_str(rep, NULL) && rep->str[0] && provider_has_volumes(pv))
                 (void)volume_release(pv, rep->str);
         reply_free(rep);
 }
@@ -675,7 +670,7 @@ int sandbox_owner_get(struct redis_conn *rc, const struct broker_config *cfg, co
         r = redis_conn_command(rc, 6, argv, &rep);
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 || !str_reply(rep->element[0])) {
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 || !reply_is_str(rep->element[0], NULL)) {
                 r = -ENOENT;
         } else {
                 (void)copy_str(rep->element[0], o->state, sizeof(o->state));
@@ -708,7 +703,7 @@ int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const
                 goto out;
         }
         for (size_t i = 0; i < 8; i++)
-                if (!str_reply(rep->element[i])) {
+                if (!reply_is_str(rep->element[i], NULL)) {
                         r = -ENOENT;
                         goto out;
                 }
@@ -718,7 +713,7 @@ int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const
         }
         /* another tenant's lease, or an OpenSandbox admission: not there */
         user = lease_unscope(rep->element[5]->str, owner, sizeof(owner));
-        if (strcmp(owner, tenant) != 0 || str_reply(rep->element[8])) {
+        if (strcmp(owner, tenant) != 0 || reply_is_str(rep->element[8], NULL)) {
                 r = -ENOENT;
                 goto out;
         }
@@ -738,12 +733,12 @@ int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const
         r = redis_conn_command(rc, 4, sargv, &rep);
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 || !str_reply(rep->element[0])) {
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 || !reply_is_str(rep->element[0], NULL)) {
                 r = -ENOENT;
                 goto out;
         }
         copy_str(rep->element[0], a->state, sizeof(a->state));
-        if (str_reply(rep->element[1]))
+        if (reply_is_str(rep->element[1], NULL))
                 copy_str(rep->element[1], a->ref, sizeof(a->ref));
         r = 0;
 out:
@@ -787,7 +782,7 @@ int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg,
         (void)copy_str(rep->element[1], x->ref, sizeof(x->ref));
         (void)copy_str(rep->element[3], x->mode, sizeof(x->mode));
         (void)copy_str(rep->element[4], owner, sizeof(owner));
-        if (str_reply(rep->element[5]) && rep->element[5]->len > 0)
+        if (reply_is_str(rep->element[5], NULL) && rep->element[5]->len > 0)
                 (void)copy_str(rep->element[6], x->env, sizeof(x->env));
         /* another tenant's, or a wrong token: exactly like an unknown id */
         if ((tenant && strcmp(owner, tenant) != 0) || (token && *token && !token_equal(token, want))) {
@@ -814,7 +809,7 @@ int sandbox_slot_refs(struct redis_conn *rc, const struct broker_config *cfg, co
         r = redis_conn_command(rc, 3, argv, &rep);
         if (r < 0)
                 return r;
-        r = str_reply(rep) ? atoi(rep->str) : 0;
+        r = reply_is_str(rep, NULL) ? atoi(rep->str) : 0;
         reply_free(rep);
         return r;
 }
@@ -855,7 +850,7 @@ static int requeue_teardowns(struct redis_conn *rc, const struct broker_config *
                 r = redis_conn_command(rc, 5, argv, &rep);
                 if (r < 0)
                         return r;
-                int moved = str_reply(rep);
+                int moved = reply_is_str(rep, NULL);
                 reply_free(rep);
                 if (!moved)
                         return 0;
@@ -889,7 +884,7 @@ static int record_state(struct redis_conn *rc, const struct broker_config *cfg, 
         if (r < 0)
                 return r;
         state[0] = '\0';
-        if (str_reply(rep))
+        if (reply_is_str(rep, NULL))
                 copy_str(rep, state, size);
         reply_free(rep);
         return 0;
@@ -948,8 +943,8 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
         for (size_t i = 0; i < boxes->elements; i++) {
                 const redisReply *b = boxes->element[i];
                 bool live = false;
-                if (b->type != REDIS_REPLY_ARRAY || b->elements != 4 || !str_reply(b->element[0]) ||
-                    !str_reply(b->element[1]))
+                if (b->type != REDIS_REPLY_ARRAY || b->elements != 4 || !reply_is_str(b->element[0], NULL) ||
+                    !reply_is_str(b->element[1], NULL))
                         continue;
                 const char *sid = b->element[0]->str, *bstate = b->element[1]->str;
                 if (strcmp(bstate, "Running") && strcmp(bstate, "Paused") && strcmp(bstate, "Stopped"))
@@ -974,7 +969,7 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
         }
         for (size_t i = 0; i < stale->elements; i++) {
                 char why[SANDBOX_ERR_MAX];
-                if (!str_reply(stale->element[i]))
+                if (!reply_is_str(stale->element[i], NULL))
                         continue;
                 if (sandbox_lease_ready(rc, pv, cfg, stale->element[i]->str, NULL, why) == 0) {
                         st->leases_recovered++;

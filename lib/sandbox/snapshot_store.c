@@ -7,41 +7,18 @@
 
 #include "lua_scripts.h"
 
-static bool is_str(const redisReply *r, const char *s)
-{
-        return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) &&
-               (!s || strcmp(r->str, s) == 0);
-}
-
-/* Run a script whose reply is an array starting with a tag string. */
-static int tagged(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
-                  redisReply **ret)
-{
-        int r = redis_conn_script(c, id, argc, argv, ret);
-
-        if (r < 0)
-                return r;
-        if ((*ret)->type != REDIS_REPLY_ARRAY || (*ret)->elements < 1 ||
-            !is_str((*ret)->element[0], NULL)) {
-                reply_free(*ret);
-                *ret = NULL;
-                return -EPROTO;
-        }
-        return 0;
-}
-
 static void copy_state(const redisReply *rep, char *ret_state)
 {
         if (ret_state)
                 snprintf(ret_state, SNAPSHOT_STATE_MAX, "%s",
-                         rep->elements == 2 && is_str(rep->element[1], NULL) ? rep->element[1]->str
+                         rep->elements == 2 && reply_is_str(rep->element[1], NULL) ? rep->element[1]->str
                                                                              : "");
 }
 
 static const char *field(const redisReply *h, const char *name)
 {
         for (size_t i = 0; h && i + 1 < h->elements; i += 2)
-                if (is_str(h->element[i], name) && h->element[i + 1]->type == REDIS_REPLY_STRING)
+                if (reply_is_str(h->element[i], name) && h->element[i + 1]->type == REDIS_REPLY_STRING)
                         return h->element[i + 1]->str;
         return NULL;
 }
@@ -58,17 +35,17 @@ int snapshot_store_begin(struct redis_conn *rc, const struct broker_config *cfg,
                 return -EINVAL;
         snprintf(max, sizeof(max), "%d", cfg->snapshot_max_per_tenant);
         const char *argv[] = { id, tenant, sid, name, image, max };
-        r = tagged(rc, LUA_SNAPSHOT_BEGIN, 6, argv, &rep);
+        r = redis_conn_script_tagged(rc, LUA_SNAPSHOT_BEGIN, 6, argv, &rep);
         if (r < 0)
                 return r;
-        if (is_str(rep->element[0], "ok")) {
+        if (reply_is_str(rep->element[0], "ok")) {
                 r = 0;
-        } else if (is_str(rep->element[0], "nosandbox")) {
+        } else if (reply_is_str(rep->element[0], "nosandbox")) {
                 r = -ENOENT;
-        } else if (is_str(rep->element[0], "state")) {
+        } else if (reply_is_str(rep->element[0], "state")) {
                 copy_state(rep, ret_state);
                 r = -EBUSY;
-        } else if (is_str(rep->element[0], "limit") && rep->elements == 2 &&
+        } else if (reply_is_str(rep->element[0], "limit") && rep->elements == 2 &&
                    rep->element[1]->type == REDIS_REPLY_INTEGER) {
                 *ret_n = rep->element[1]->integer;
                 r = -EDQUOT;
@@ -85,12 +62,12 @@ static int set_state(struct redis_conn *rc, const char *id, const char *tenant, 
 {
         const char *argv[] = { id, tenant, from, to, reason, message, size };
         redisReply *rep = NULL;
-        int r = tagged(rc, LUA_SNAPSHOT_STATE, 7, argv, &rep);
+        int r = redis_conn_script_tagged(rc, LUA_SNAPSHOT_STATE, 7, argv, &rep);
 
         if (r < 0)
                 return r;
-        r = is_str(rep->element[0], "ok")         ? 0
-            : is_str(rep->element[0], "notfound") ? -ENOENT
+        r = reply_is_str(rep->element[0], "ok")         ? 0
+            : reply_is_str(rep->element[0], "notfound") ? -ENOENT
                                                   : -EBUSY;
         reply_free(rep);
         return r;
@@ -172,16 +149,16 @@ int snapshot_store_get(struct redis_conn *rc, const struct broker_config *cfg, c
         /* a commit is bounded by the timeout; a little more for its bookkeeping */
         snprintf(stale, sizeof(stale), "%d", cfg->snapshot_timeout_ms + 30000);
         const char *argv[] = { id, tenant, stale };
-        r = tagged(rc, LUA_SNAPSHOT_GET, 3, argv, &rep);
+        r = redis_conn_script_tagged(rc, LUA_SNAPSHOT_GET, 3, argv, &rep);
         if (r < 0)
                 return r;
-        if (is_str(rep->element[0], "ok") && rep->elements == 2 &&
+        if (reply_is_str(rep->element[0], "ok") && rep->elements == 2 &&
             rep->element[1]->type == REDIS_REPLY_ARRAY) {
                 *ret = rep->element[1];
                 rep->element[1] = NULL; /* handed out */
                 rep->elements = 1;
         } else {
-                r = is_str(rep->element[0], "notfound") ? -ENOENT : -EPROTO;
+                r = reply_is_str(rep->element[0], "notfound") ? -ENOENT : -EPROTO;
         }
         reply_free(rep);
         return r;

@@ -8,21 +8,11 @@
 
 #include "json_input.h"
 
-static bool reply_is_str(const redisReply *r)
-{
-        return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
-}
-
-static bool reply_str_eq(const redisReply *r, const char *s)
-{
-        return reply_is_str(r) && strcmp(r->str, s) == 0;
-}
-
 /* The tag of a script's {'tag', ...} reply with exactly n elements. */
 static bool reply_tagged(const redisReply *r, const char *tag, size_t n)
 {
         return r && r->type == REDIS_REPLY_ARRAY && r->elements == n &&
-               reply_str_eq(r->element[0], tag);
+               reply_is_str(r->element[0], tag);
 }
 
 /* A non-negative integer reply or decimal string; -1 for "" or nil;
@@ -36,7 +26,7 @@ static long long reply_count(const redisReply *r)
                 return r->integer >= 0 ? r->integer : -2;
         if (r && r->type == REDIS_REPLY_NIL)
                 return -1;
-        if (!reply_is_str(r))
+        if (!reply_is_str(r, NULL))
                 return -2;
         if (r->len == 0)
                 return -1;
@@ -49,7 +39,7 @@ static long long reply_count(const redisReply *r)
 
 static int copy_str(const redisReply *r, char *buf, size_t size)
 {
-        if (!reply_is_str(r) || r->len >= size || strlen(r->str) != r->len)
+        if (!reply_is_str(r, NULL) || r->len >= size || strlen(r->str) != r->len)
                 return -EPROTO;
         memcpy(buf, r->str, r->len + 1);
         return 0;
@@ -57,9 +47,9 @@ static int copy_str(const redisReply *r, char *buf, size_t size)
 
 static int copy_flag(const redisReply *r, bool *ret)
 {
-        if (reply_str_eq(r, "1"))
+        if (reply_is_str(r, "1"))
                 *ret = true;
-        else if (reply_str_eq(r, "0"))
+        else if (reply_is_str(r, "0"))
                 *ret = false;
         else
                 return -EPROTO;
@@ -290,9 +280,9 @@ int keystore_key_revoke(struct redis_conn *c, const char *id,
         r = redis_conn_script(c, LUA_KEY_REVOKE, 1, argv, &rep);
         if (r < 0)
                 return r;
-        if (reply_tagged(rep, "revoked", 2) && reply_is_str(rep->element[1]))
+        if (reply_tagged(rep, "revoked", 2) && reply_is_str(rep->element[1], NULL))
                 *ret_result = KEYSTORE_REVOKED;
-        else if (reply_tagged(rep, "already", 2) && reply_is_str(rep->element[1]))
+        else if (reply_tagged(rep, "already", 2) && reply_is_str(rep->element[1], NULL))
                 *ret_result = KEYSTORE_ALREADY_REVOKED;
         else if (reply_tagged(rep, "notfound", 1))
                 r = -ENOENT;

@@ -21,16 +21,6 @@ void lease_outcome_clear(struct lease_outcome *o)
         memset(o, 0, sizeof(*o));
 }
 
-static bool reply_is_str(const redisReply *r)
-{
-        return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
-}
-
-static bool reply_str_eq(const redisReply *r, const char *s)
-{
-        return reply_is_str(r) && strcmp(r->str, s) == 0;
-}
-
 /* Integer reply or decimal string; -1 otherwise. */
 static long long reply_int(const redisReply *r)
 {
@@ -41,7 +31,7 @@ static long long reply_int(const redisReply *r)
                 return -1;
         if (r->type == REDIS_REPLY_INTEGER)
                 return r->integer;
-        if (!reply_is_str(r) || r->len == 0)
+        if (!reply_is_str(r, NULL) || r->len == 0)
                 return -1;
         v = strtoll(r->str, &end, 10);
         return *end ? -1 : v;
@@ -49,7 +39,7 @@ static long long reply_int(const redisReply *r)
 
 static int copy_id(const redisReply *r, char *buf, size_t size)
 {
-        if (!reply_is_str(r) || r->len >= size)
+        if (!reply_is_str(r, NULL) || r->len >= size)
                 return -EPROTO;
         memcpy(buf, r->str, r->len + 1);
         return 0;
@@ -104,7 +94,7 @@ int lease_json_from_hash(const redisReply *arr, struct json_object **ret)
                 return -EPROTO;
         for (size_t i = 0; i + 1 < arr->elements; i += 2) {
                 const redisReply *k = arr->element[i], *v = arr->element[i + 1];
-                if (!reply_is_str(k) || !reply_is_str(v))
+                if (!reply_is_str(k, NULL) || !reply_is_str(v, NULL))
                         return -EPROTO;
                 for (size_t f = 0; f < N_STR; f++)
                         if (strcmp(k->str, str_fields[f]) == 0)
@@ -150,49 +140,49 @@ int lease_outcome_from_reply(const redisReply *r, struct lease_outcome *o)
         if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1)
                 return -EPROTO;
         tag = r->element[0];
-        if ((reply_str_eq(tag, "granted") || reply_str_eq(tag, "ok")) && r->elements == 2) {
+        if ((reply_is_str(tag, "granted") || reply_is_str(tag, "ok")) && r->elements == 2) {
                 o->kind = LEASE_GRANTED;
                 return lease_json_from_hash(r->element[1], &o->lease);
         }
-        if (reply_str_eq(tag, "queued") && r->elements == 4) {
+        if (reply_is_str(tag, "queued") && r->elements == 4) {
                 /* acquire: {'queued', ticketId, position, 'new'|'existing'} */
                 o->kind = LEASE_QUEUED;
                 o->position = reply_int(r->element[2]);
-                o->new_ticket = reply_str_eq(r->element[3], "new");
+                o->new_ticket = reply_is_str(r->element[3], "new");
                 if (o->position < 1)
                         return -EPROTO;
                 return copy_id(r->element[1], o->ticket_id, sizeof(o->ticket_id));
         }
-        if (reply_str_eq(tag, "queued") && r->elements == 2) {
+        if (reply_is_str(tag, "queued") && r->elements == 2) {
                 /* poll: {'queued', position} */
                 o->kind = LEASE_QUEUED;
                 o->position = reply_int(r->element[1]);
                 return o->position < 1 ? -EPROTO : 0;
         }
-        if (reply_str_eq(tag, "conflict") && r->elements == 3) {
+        if (reply_is_str(tag, "conflict") && r->elements == 3) {
                 o->kind = LEASE_CONFLICT;
                 return copy_id(r->element[1], o->conflict_mode, sizeof(o->conflict_mode));
         }
-        if (reply_str_eq(tag, "released") && r->elements == 3) {
+        if (reply_is_str(tag, "released") && r->elements == 3) {
                 o->kind = LEASE_RELEASED;
                 o->slot_freed = reply_int(r->element[2]) == 1;
                 return copy_id(r->element[1], o->lease_id, sizeof(o->lease_id));
         }
-        if (reply_str_eq(tag, "notfound") && r->elements == 1) {
+        if (reply_is_str(tag, "notfound") && r->elements == 1) {
                 o->kind = LEASE_NOT_FOUND;
                 return 0;
         }
-        if (reply_str_eq(tag, "expired") && r->elements == 1) {
+        if (reply_is_str(tag, "expired") && r->elements == 1) {
                 o->kind = LEASE_EXPIRED;
                 return 0;
         }
-        if (reply_str_eq(tag, "provisioning") && r->elements == 1) {
+        if (reply_is_str(tag, "provisioning") && r->elements == 1) {
                 o->kind = LEASE_PROVISIONING;
                 return 0;
         }
-        if (reply_str_eq(tag, "failed") && r->elements == 2) {
+        if (reply_is_str(tag, "failed") && r->elements == 2) {
                 o->kind = LEASE_FAILED;
-                if (reply_is_str(r->element[1]))
+                if (reply_is_str(r->element[1], NULL))
                         snprintf(o->message, sizeof(o->message), "%s", r->element[1]->str);
                 return 0;
         }
@@ -313,7 +303,7 @@ int lease_ticket_cancel(struct redis_conn *c, const char *ticket_id)
 
         if (r == 0)
                 r = rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 &&
-                    reply_str_eq(rep->element[0], "cancelled") ? 0 : 1;
+                    reply_is_str(rep->element[0], "cancelled") ? 0 : 1;
         reply_free(rep);
         return r;
 }
@@ -353,7 +343,7 @@ int lease_status(struct redis_conn *c, const struct broker_config *cfg, struct j
 
                 for (size_t i = 0; i + 1 < modes->elements; i += 2) {
                         const redisReply *k = modes->element[i];
-                        if (!reply_is_str(k) || strncmp(k->str, *mode, n) || k->str[n] != ':')
+                        if (!reply_is_str(k, NULL) || strncmp(k->str, *mode, n) || k->str[n] != ':')
                                 continue;
                         if (strcmp(k->str + n + 1, "slots") == 0)
                                 slots = reply_int(modes->element[i + 1]);
@@ -419,7 +409,7 @@ static int each_granted(const redisReply *list, const struct lease_grant_hooks *
         if (list->type != REDIS_REPLY_ARRAY || list->elements % 4)
                 return -EPROTO;
         for (size_t i = 0; i < list->elements; i++)
-                if (!reply_is_str(list->element[i]))
+                if (!reply_is_str(list->element[i], NULL))
                         return -EPROTO;
         for (size_t i = 0; i + 3 < list->elements; i += 4)
                 if (h && h->granted)
@@ -433,7 +423,7 @@ static int each_ticket(const redisReply *list, const struct lease_grant_hooks *h
         if (list->type != REDIS_REPLY_ARRAY)
                 return -EPROTO;
         for (size_t i = 0; i < list->elements; i++)
-                if (h && h->expired && reply_is_str(list->element[i]))
+                if (h && h->expired && reply_is_str(list->element[i], NULL))
                         h->expired(h->ud, list->element[i]->str);
         return 0;
 }
@@ -468,7 +458,7 @@ int lease_grant_step(struct redis_conn *c, const struct broker_config *cfg, cons
         if (r < 0)
                 return r;
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
-            !reply_is_str(rep->element[0]) || rep->element[0]->len >= 16) {
+            !reply_is_str(rep->element[0], NULL) || rep->element[0]->len >= 16) {
                 r = -EPROTO;
                 goto out;
         }
@@ -527,7 +517,7 @@ int lease_reap(struct redis_conn *c, const struct broker_config *cfg, int limit,
         *ret_freed = (int)reply_int(rep->element[0]);
         leases = rep->element[1];
         for (size_t i = 0; i < leases->elements; i++)
-                if (!reply_is_str(leases->element[i])) {
+                if (!reply_is_str(leases->element[i], NULL)) {
                         r = -EPROTO;
                         goto out;
                 }

@@ -23,6 +23,28 @@ void reply_free(redisReply *r)
                 freeReplyObject(r);
 }
 
+bool reply_is_str(const redisReply *r, const char *s)
+{
+        return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) &&
+               (!s || strcmp(r->str, s) == 0);
+}
+
+int redis_conn_script_tagged(struct redis_conn *c, enum lua_script_id id, int argc,
+                             const char **argv, redisReply **ret)
+{
+        int r = redis_conn_script(c, id, argc, argv, ret);
+
+        if (r < 0)
+                return r;
+        if ((*ret)->type != REDIS_REPLY_ARRAY || (*ret)->elements < 1 ||
+            !reply_is_str((*ret)->element[0], NULL)) {
+                reply_free(*ret);
+                *ret = NULL;
+                return -EPROTO;
+        }
+        return 0;
+}
+
 int redis_conn_new(const struct broker_config *cfg, struct redis_conn **ret)
 {
         struct redis_conn *c = calloc(1, sizeof(*c));

@@ -3,6 +3,7 @@
  * Not thread-safe: each worker thread owns one. A call that fails with an
  * I/O error drops the connection; the next call reconnects. */
 #pragma once
+#include <stdbool.h>
 #include <hiredis/hiredis.h>
 
 #include "config.h"
@@ -24,6 +25,14 @@ void redis_conn_free(struct redis_conn *c);
  * message in the log at debug), -ENOMEM. */
 int redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
                       redisReply **ret);
+
+/* redis_conn_script for scripts whose reply is an array starting with a tag
+ * string ("ok", "limit", ...): anything else is -EPROTO (*ret NULL). */
+int redis_conn_script_tagged(struct redis_conn *c, enum lua_script_id id, int argc,
+                             const char **argv, redisReply **ret);
+
+/* Is r a string (or status) reply, equal to s when s is not NULL? */
+bool reply_is_str(const redisReply *r, const char *s);
 
 /* Run one raw command (argv[0] is the command name; keys are the caller's,
  * prefix included). Same errors and ownership as redis_conn_script. */
