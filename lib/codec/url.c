@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-static int hexval(char c)
+int url_hex_digit(int c)
 {
         if (c >= '0' && c <= '9')
                 return c - '0';
@@ -24,8 +24,8 @@ int url_decode(const char *src, size_t len, char *dst, size_t dsz)
         for (size_t i = 0; i < len; i++) {
                 char c = src[i];
                 if (c == '%') {
-                        int hi = i + 1 < len ? hexval(src[i + 1]) : -1;
-                        int lo = i + 2 < len ? hexval(src[i + 2]) : -1;
+                        int hi = i + 1 < len ? url_hex_digit(src[i + 1]) : -1;
+                        int lo = i + 2 < len ? url_hex_digit(src[i + 2]) : -1;
                         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
                                 return -EINVAL; /* malformed, or an encoded NUL */
                         c = (char)(hi * 16 + lo);

@@ -26,6 +26,9 @@ int url_query_next(const char **cursor, char *name, size_t nsz, char *value, siz
  * -ENOENT, or -E2BIG when it does not fit. */
 int url_query_param(const char *query, const char *name, char *buf, size_t size);
 
+/* The value of hex digit c (either case), or -1. */
+int url_hex_digit(int c);
+
 /* Match path against pattern, where each "{}" stands for one non-empty
  * segment (no '/') of less than URL_PATH_ARG_MAX bytes; the first max_args
  * of them are copied into args, and a pattern with more holes than

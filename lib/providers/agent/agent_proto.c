@@ -5,6 +5,8 @@
  * length read from the peer is checked against a cap before it is used. */
 #include "agent_proto.h"
 
+#include "url.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -307,17 +309,6 @@ static int body_end(struct agent_proto *p)
         return 0;
 }
 
-static int hexval(unsigned char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* One byte of a chunk-size line: hex digits, then optional whitespace and
  * ;extensions (ignored), CR LF. */
 static int chunk_size_byte(struct agent_proto *p, unsigned char c)
@@ -354,7 +345,7 @@ static int chunk_size_byte(struct agent_proto *p, unsigned char c)
                 p->chunk_ext = true;
                 return 0;
         }
-        if ((h = hexval(c)) < 0)
+        if ((h = url_hex_digit(c)) < 0)
                 return fail(p, "bad byte in a chunk size");
         if (++p->chunk_digits > CHUNK_HEX_MAX)
                 return fail(p, "chunk size too large");
