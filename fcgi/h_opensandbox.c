@@ -33,6 +33,10 @@ struct osb {
         redisReply *rec; /* HGETALL of the sandbox, owned */
 };
 
+#define TEMPLATES_NOT_SERVED                                                                        \
+        "templates are not served by this server (they are in none of the OpenSandbox specifications " \
+        "it implements); make sandboxes from an image or a snapshotId"
+
 static void osb_done(struct osb *o)
 {
         reply_free(o->rec);
@@ -225,6 +229,10 @@ void h_osb_create(struct request *req)
 
         if (osb_auth(req, &o) < 0 || request_json_body(req, &body) < 0)
                 goto out;
+        if (json_object_object_get_ex(body, "templateId", NULL)) {
+                reply_error(req, API_NOT_IMPLEMENTED, "create: " TEMPLATES_NOT_SERVED);
+                goto out;
+        }
         if (osb_create_parse(req->w->cfg, body, &c, err) < 0) {
                 reply_error(req, API_INVALID_REQUEST, "%s", err);
                 goto out;
@@ -673,7 +681,11 @@ void h_osb_metrics_event(struct request *req)
 
 void h_osb_not_implemented(struct request *req)
 {
-        reply_error(req, API_NOT_IMPLEMENTED,
-                    "%s %s: diagnostics (logs, events) are part of the OpenSandbox specification but "
-                    "not served by this server yet", req->method, req->route);
+        if (strncmp(req->route, "/v1/templates", 13) == 0)
+                reply_error(req, API_NOT_IMPLEMENTED, "%s %s: " TEMPLATES_NOT_SERVED, req->method, req->route);
+        else
+                reply_error(req, API_NOT_IMPLEMENTED,
+                            "%s %s: diagnostics are not served by this server (logs and events are part "
+                            "of the OpenSandbox specification, not served yet)",
+                            req->method, req->route);
 }

@@ -52,6 +52,12 @@ static const struct route routes[] = {
         { "sandboxes", "DELETE", "/v1/volumes/{}", h_volumes_delete, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/logs", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/events", h_osb_not_implemented, ROUTE_KEY },
+        /* what the SDKs and osb call beyond the specs: 501 with the reason, not "no such route" */
+        { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/{}", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/templates", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "POST", "/v1/templates", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/templates/{}", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "DELETE", "/v1/templates/{}", h_osb_not_implemented, ROUTE_KEY },
         /* execd contract (execd-api.yaml) served by the broker, X-EXECD-ACCESS-TOKEN */
         { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/ping", h_execd_ping, ROUTE_TOKEN },
         { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/command", h_execd_run_command, ROUTE_TOKEN },
