@@ -42,6 +42,7 @@ static const struct int_opt int_opts[] = {
         INT_OPT("FCGI_THREADS", fcgi_threads, 8, 1, 256),
         INT_OPT("SUPERVISOR_TICK_MS", supervisor_tick_ms, 250, 10, 10000),
         INT_OPT("DOCKER_TIMEOUT_MS", docker_timeout_ms, 30000, 1000, 600000),
+        INT_OPT("SANDBOX_START_TIMEOUT_MS", sandbox_start_timeout_ms, 300000, 1000, 3600000),
         INT_OPT("IMAGE_PULL_TIMEOUT_MS", image_pull_timeout_ms, 300000, 1000, 3600000),
         INT_OPT("SANDBOX_MILLICPUS", sandbox_millicpus, 500, 10, 64000),
         INT_OPT("SANDBOX_MEMORY_MB", sandbox_memory_mb, 512, 16, 262144),

@@ -28,6 +28,7 @@ struct broker_config {
         /* sandboxes (SANDBOX_PROVIDER=docker) */
         char docker_socket[256];
         int docker_timeout_ms;
+        int sandbox_start_timeout_ms; /* SANDBOX_START_TIMEOUT_MS: a create, a start + agent up */
         char sandbox_image[256];
         char sandbox_multiuser_image[256];
         int sandbox_millicpus;

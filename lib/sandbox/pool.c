@@ -12,6 +12,7 @@
 
 #define POOL_SCAN_MS 1000
 #define POOL_SCAN_MAX 512
+#define POOL_CHECK_MS 10000 /* how often ready members' containers are inspected */
 #define POOL_BACKOFF_MAX_MS 60000
 #define POOL_OWNER_TTL_MS 15000 /* a member 'creating' for a refiller silent this long is a crash's */
 
@@ -84,9 +85,27 @@ static const char *current_id(struct provider *pv, const struct broker_config *c
         return ids[i];
 }
 
+/* Is a ready member's container gone or ended (removed or killed behind
+ * the broker's back, e.g. while no supervisor ran)? An inspect that fails
+ * otherwise (Docker busy or away) is no answer: the member stays. */
+static bool container_lost(struct provider *pv, const char *sid)
+{
+        char name[48], err[PROVIDER_ERR_MAX];
+        struct sandbox_info info;
+        int r;
+
+        snprintf(name, sizeof(name), "sb-%s", sid);
+        r = pv->ops->inspect(pv, name, &info, err);
+        if (r == -ENOENT)
+                return true;
+        return r == 0 && (info.state == SANDBOX_RUN_EXITED || info.state == SANDBOX_RUN_MISSING);
+}
+
 /* Members to drop: too old, of an unpooled image, of an image whose name
- * now names another image (re-tagged), or stuck creating. */
-static int scan(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg)
+ * now names another image (re-tagged), stuck creating, or (check) whose
+ * container is lost. */
+static int scan(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                bool check)
 {
         char ids[CONFIG_POOLS_MAX][PROVIDER_IMAGE_ID_MAX];
         bool known[CONFIG_POOLS_MAX] = { false };
@@ -120,6 +139,8 @@ static int scan(struct redis_conn *rc, struct provider *pv, const struct broker_
                                  current_id(pv, cfg, image, ids, known)[0] &&
                                  strcmp(made_of, current_id(pv, cfg, image, ids, known)) != 0)
                                 why = "its image name now names another image";
+                        else if (check && !strcmp(state, "ready") && container_lost(pv, sid))
+                                why = "its container is gone or has ended";
                         if (why && drop(rc, pv, sid, why))
                                 dropped++;
                 }
@@ -266,8 +287,11 @@ int pool_step(struct redis_conn *rc, struct provider *pv, const struct broker_co
                 reply_drop(rep);
         }
         if (now >= ps->next_scan) {
+                bool check = now >= ps->next_check;
                 ps->next_scan = now + POOL_SCAN_MS;
-                r = scan(rc, pv, cfg);
+                if (check)
+                        ps->next_check = now + POOL_CHECK_MS;
+                r = scan(rc, pv, cfg, check);
                 if (r < 0)
                         return r;
                 did += r;

@@ -18,11 +18,14 @@ struct pool_state {
         int failures[CONFIG_POOLS_MAX];       /* consecutive failed refills per image */
         int64_t backoff_until[CONFIG_POOLS_MAX]; /* epoch ms */
         int64_t next_scan;                    /* monotonic ms */
+        int64_t next_check;                   /* monotonic ms: members' containers */
         char owner[33];                       /* this refiller's id (its members' owner) */
 };
 
 /* Drop members that are too old (POOL_MAX_AGE_MS), of an image no longer
- * pooled, or left 'creating' by a crash; then make one member for the
+ * pooled, left 'creating' by a crash, or (checked every POOL_CHECK_MS, and
+ * at a supervisor's first step: members outlive a broker restart) whose
+ * container is gone or has ended; then make one member for the
  * first pool below its size that is not backing off. Returns 1 if a member
  * was made or dropped (call again soon), 0 if nothing was to do, or a
  * negative errno. */

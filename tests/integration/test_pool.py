@@ -12,6 +12,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from brokerlib import REPO, http_request, wait_until
 from sandboxlib import BASE_IMAGE, DOCKER, TINY_IMAGE, check_sandbox_lease, docker_broker, require_docker  # noqa: F401
 
@@ -295,3 +297,66 @@ def test_image_retag_replaces_members(docker_broker, request):
     # a claim gets the new image
     lz = check_sandbox_lease(sb.acquire("ru", "s1"))
     assert lz["sandboxId"] == second
+
+
+BROKER_PROCS = ("nginx", "ingress", "fcgi-execd", "fcgi-sandboxes", "fcgi-leases", "fcgi-status",
+                "supervisor")
+
+
+@pytest.mark.parametrize("how", ["term", "kill_and_lose_one"])
+def test_pool_members_survive_broker_restart(docker_broker, how):
+    """Every broker process stopped (SIGTERM, or SIGKILL with one member's
+    container removed while the broker is down), then started again: the
+    members are the same containers, claimed warm; a lost one is
+    reconciled away and the pool converges to its size; nothing leaks."""
+    size = 3
+    sb = docker_broker(**pool_env(POOL="%s:%d" % (TINY_IMAGE, size)))
+    members = set(wait_full(sb, size))
+    wait_until(lambda: len(sb.containers()) == size, 30, 0.2, "only the members run")
+    ids = {sid: DOCKER.inspect("sb-" + sid)["Id"] for sid in members}
+    for name in BROKER_PROCS:
+        sb.b.stop(name, kill=(how != "term"))
+    lost = None
+    if how == "kill_and_lose_one":
+        lost = sorted(members)[0]
+        st, body = DOCKER.call("DELETE", "/containers/sb-%s?force=1&v=1" % lost)
+        assert st == 204, (st, body)
+    # the members outlive the broker
+    for sid in members - {lost}:
+        assert DOCKER.state("sb-" + sid) == "running", sid
+    for name in reversed(BROKER_PROCS):
+        sb.b.start(name)
+    wait_until(lambda: sb.b.get("/health").status == 200, 30, 0.2, "broker up again")
+    kept = members - {lost}
+
+    seen = {}
+
+    def converged():
+        ready = set(ready_ids(sb))
+        cs = sb.containers()
+        sids = {c["Labels"]["io.sandbox-broker.sandbox-id"] for c in cs}
+        seen.update(ready=ready, containers=sids, kept=kept, lost=lost)
+        # the surviving members are still members; the lost one is not;
+        # every container is a ready member (no stray one)
+        return (len(ready) == size and kept <= ready and lost not in ready
+                and len(cs) == size and sids == ready)
+    try:
+        wait_until(converged, 60, 0.5, "pool converged to %d, nothing leaked" % size)
+    except AssertionError:
+        raise AssertionError("pool did not converge: %r" % seen)
+    if lost:
+        assert "its container is gone or has ended" in sb.b.logs("supervisor")
+    for sid in kept:  # the very same containers
+        assert DOCKER.inspect("sb-" + sid)["Id"] == ids[sid], sid
+    # claims are served warm from the members made before the restart first
+    # (the oldest member goes first)
+    lz = check_sandbox_lease(sb.acquire("ru", "s1"))
+    assert lz["sandboxId"] in kept, (lz["sandboxId"], kept)
+    assert sb.run(lz, "true")["exitCode"] == 0
+    st = pool_status(sb)
+    assert st["claimsWarm"] == 1 and st["claimsCold"] == 0, st
+    sb.release("ru", "s1")
+    wait_until(lambda: DOCKER.state("sb-" + lz["sandboxId"]) is None, 20, 0.2,
+               "claimed sandbox removed")
+    wait_full(sb, size)
+    wait_until(lambda: len(sb.containers()) == size, 30, 0.5, "only the members run")

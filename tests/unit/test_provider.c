@@ -305,6 +305,10 @@ static void test_factory(void **state)
         cfg.daytona_poll_max_ms = 20000;
         snprintf(cfg.provider, sizeof(cfg.provider), "docker");
         assert_int_equal(provider_deadline_ms(&cfg), 30000);
+        /* a sandbox's start may take longer than any other Docker call */
+        cfg.sandbox_start_timeout_ms = 300000;
+        assert_int_equal(provider_deadline_ms(&cfg), 300000);
+        cfg.sandbox_start_timeout_ms = 0;
         /* Daytona's own timeouts, not DOCKER_TIMEOUT_MS */
         snprintf(cfg.provider, sizeof(cfg.provider), "daytona");
         assert_int_equal(provider_deadline_ms(&cfg), 23000);

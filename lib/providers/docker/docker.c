@@ -40,6 +40,8 @@ struct docker {
         struct docker_agent agent; /* agent.bin "" = no agent */
         char *image_allow;         /* IMAGE_ALLOW (image_policy.h); NULL = no pulls */
         int pull_timeout_ms;       /* IMAGE_PULL_TIMEOUT_MS: a create's own pull */
+        int start_timeout_ms;      /* SANDBOX_START_TIMEOUT_MS: the container create
+                                    * call; the start call + the agent's answer */
 };
 
 static struct docker *impl(struct provider *p)
@@ -176,7 +178,8 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
         }
         snprintf(name, sizeof(name), "sb-%s", spec->sandbox_id);
         path = path_fmt("/containers/create?name=%s", name, NULL);
-        r = call(d, "POST", path, body, d->timeout_ms, DOCKER_RESP_MAX, &resp, "create", ret_err);
+        r = call(d, "POST", path, body, d->start_timeout_ms, DOCKER_RESP_MAX, &resp, "create",
+                 ret_err);
         if (r == -ENOENT && spec->image) {
                 /* Docker API: 404 on create is "no such image": pull it, if
                  * allowed, and create again */
@@ -185,8 +188,8 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
                 if (r == -EPERM || r == -ENOENT)
                         r = -EREMOTEIO; /* the sandbox fails; not "no such sandbox" */
                 if (r == 0)
-                        r = call(d, "POST", path, body, d->timeout_ms, DOCKER_RESP_MAX, &resp,
-                                 "create", ret_err);
+                        r = call(d, "POST", path, body, d->start_timeout_ms, DOCKER_RESP_MAX,
+                                 &resp, "create", ret_err);
         }
         if (r < 0)
                 goto out;
@@ -216,7 +219,10 @@ out:
 static int docker_inspect(struct provider *p, const char *ref, struct sandbox_info *ret,
                           char *ret_err);
 
-/* Is the container still up? For the agent's readiness wait. */
+/* Is the container still up? For the agent's readiness wait. Only an
+ * answer that it is gone or has ended counts: an inspect that fails or
+ * times out (a Docker busy starting a storm of containers) is no news, and
+ * the wait's own deadline bounds a Docker that never answers. */
 struct alive_probe {
         struct provider *p;
         const char *ref;
@@ -229,8 +235,10 @@ static int container_alive(void *ud)
         char err[PROVIDER_ERR_MAX];
         int r = docker_inspect(a->p, a->ref, &info, err);
 
-        if (r < 0)
+        if (r == -ENOENT)
                 return r;
+        if (r < 0)
+                return 0;
         return info.state == SANDBOX_RUN_RUNNING || info.state == SANDBOX_RUN_CREATED ? 0 : -EIO;
 }
 
@@ -255,11 +263,15 @@ static int docker_start(struct provider *p, const char *ref, char *ret_err)
                         rd = 0;
                 }
         }
-        r = container_post(d, ref, "start", "", d->timeout_ms, ret_err);
+        /* one bound for the start call and the agent's answer together */
+        int64_t t0 = timeutil_mono_ms();
+        r = container_post(d, ref, "start", "", d->start_timeout_ms, ret_err);
         if (r < 0 || rd < 0)
                 return r;
+        int64_t left = d->start_timeout_ms - (timeutil_mono_ms() - t0);
         struct alive_probe probe = { p, ref };
-        r = docker_agent_wait_ready(dir, d->timeout_ms, container_alive, &probe, ret_err);
+        r = docker_agent_wait_ready(dir, left > 1000 ? (int)left : 1000, container_alive, &probe,
+                                    ret_err);
         if (r < 0 && r != -ETIMEDOUT && docker_inspect(p, ref, &info, NULL) == 0 &&
             info.state == SANDBOX_RUN_EXITED)
                 provider_errf(ret_err, "docker: start: the sandbox's entrypoint exited with code %d",
@@ -1073,6 +1085,7 @@ int docker_provider_new(const char *socket_path, int timeout_ms, struct provider
                 goto out;
         d->timeout_ms = timeout_ms;
         d->pull_timeout_ms = timeout_ms;
+        d->start_timeout_ms = timeout_ms;
         p->ops = &docker_ops;
         p->impl = d;
         d = NULL;
@@ -1119,10 +1132,20 @@ int docker_provider_set_pull(struct provider *p, const char *allow, int timeout_
         return 0;
 }
 
+int docker_provider_set_start_timeout(struct provider *p, int timeout_ms)
+{
+        if (timeout_ms <= 0)
+                return -EINVAL;
+        impl(p)->start_timeout_ms = timeout_ms;
+        return 0;
+}
+
 static int docker_from_config(const struct broker_config *cfg, struct provider **ret)
 {
         int r = docker_provider_new(cfg->docker_socket, cfg->docker_timeout_ms, ret);
 
+        if (r == 0 && cfg->sandbox_start_timeout_ms > 0)
+                (void)docker_provider_set_start_timeout(*ret, cfg->sandbox_start_timeout_ms);
         if (r == 0 && (r = docker_provider_set_agent(*ret, cfg->sandbox_agent, cfg->agent_dir,
                                                      !strcmp(cfg->exec_transport, "agent"))) < 0) {
                 provider_free(*ret);
@@ -1144,13 +1167,18 @@ static int docker_from_config(const struct broker_config *cfg, struct provider *
         return r;
 }
 
-/* create and start are one Engine API call each, bounded by the timeout */
+/* create and start are one Engine API call each (the start with the agent's
+ * answer), bounded by SANDBOX_START_TIMEOUT_MS; every other call by
+ * DOCKER_TIMEOUT_MS */
 static int docker_deadline_ms(const struct broker_config *cfg)
 {
-        /* a create may first pull its image */
+        /* the longest call of a create or a start: the create, or the start
+         * with the agent's answer; a create may first pull its image */
+        int t = cfg->docker_timeout_ms > cfg->sandbox_start_timeout_ms ? cfg->docker_timeout_ms
+                                                                       : cfg->sandbox_start_timeout_ms;
         if (cfg->image_allow[0])
-                return cfg->docker_timeout_ms + cfg->image_pull_timeout_ms;
-        return cfg->docker_timeout_ms;
+                return t + cfg->image_pull_timeout_ms;
+        return t;
 }
 
 const struct provider_backend docker_backend = {

@@ -21,7 +21,8 @@
 #include "provider.h"
 
 /* The factory's entry (provider_factory.c): SANDBOX_PROVIDER=docker, built
- * from DOCKER_SOCKET and DOCKER_TIMEOUT_MS; deadline DOCKER_TIMEOUT_MS. */
+ * from DOCKER_SOCKET, DOCKER_TIMEOUT_MS and SANDBOX_START_TIMEOUT_MS; deadline
+ * the longer of the two (plus IMAGE_PULL_TIMEOUT_MS while IMAGE_ALLOW is set). */
 extern const struct provider_backend docker_backend;
 
 /* Seconds `stop` lets the sandbox's processes end after SIGTERM before
@@ -44,6 +45,12 @@ int docker_provider_set_agent(struct provider *p, const char *bin, const char *d
  * NULL or "": no pulls), each within timeout_ms (<= 0: keep the default,
  * the provider's call timeout). Returns 0 or -ENOMEM. */
 int docker_provider_set_pull(struct provider *p, const char *allow, int timeout_ms);
+
+/* Bound a sandbox's container create call, and its start call together with
+ * the agent's first answer, by timeout_ms (SANDBOX_START_TIMEOUT_MS) instead
+ * of the call timeout: a Docker starting many containers at once is slow, and
+ * a slow start must make a slow sandbox, not a failed one. -EINVAL if <= 0. */
+int docker_provider_set_start_timeout(struct provider *p, int timeout_ms);
 
 /* Make image present on the Docker host: nothing to do when it is there
  * (whatever the allowlist says), else pull it with auth (may be NULL)

@@ -219,6 +219,7 @@ int docker_agent_wait_ready(const char *dir, int timeout_ms, int (*alive)(void *
                             char *ret_err)
 {
         int64_t start = timeutil_mono_ms(), next_check = start + 100;
+        int check_every = 100; /* ms; grows to 1 s: a storm of starts polls Docker less */
         struct agent_health h;
         char err[PROVIDER_ERR_MAX];
         int r, delay_us = 500;
@@ -233,7 +234,9 @@ int docker_agent_wait_ready(const char *dir, int timeout_ms, int (*alive)(void *
                         return -ETIMEDOUT;
                 }
                 if (timeutil_mono_ms() >= next_check) {
-                        next_check = timeutil_mono_ms() + 100;
+                        if (check_every < 1000)
+                                check_every *= 2;
+                        next_check = timeutil_mono_ms() + check_every;
                         r = alive(ud);
                         if (r < 0) {
                                 provider_errf(ret_err, "sandbox ended before its agent answered");

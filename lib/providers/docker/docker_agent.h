@@ -64,7 +64,8 @@ int docker_agent_run_dir(const struct docker_agent *a, const char *ref, char *bu
 void docker_agent_cleanup(const struct docker_agent *a, const char *ref);
 
 /* Wait until the agent in run directory dir answers /health, bounded by
- * timeout_ms; every 100 ms without an answer, alive(ud) is asked whether
- * the container still runs (a negative errno ends the wait with it). */
+ * timeout_ms; while there is no answer, alive(ud) is asked whether the
+ * container still runs, after 100 ms, then at intervals doubling to 1 s (a
+ * negative errno ends the wait with it). */
 int docker_agent_wait_ready(const char *dir, int timeout_ms, int (*alive)(void *ud), void *ud,
                             char *ret_err);
