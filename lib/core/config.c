@@ -86,6 +86,7 @@ static const struct str_opt str_opts[] = {
         STR_OPT("EGRESS_POLICY_EXCLUSIVE", egress_policy_exclusive, ""),
         STR_OPT("EGRESS_POLICY_USER_SHARED", egress_policy_user_shared, ""),
         STR_OPT("EGRESS_POLICY_MULTI_USER_SHARED", egress_policy_multi_user_shared, ""),
+        STR_OPT("EGRESS_POOL_POLICIES", egress_pool_policies, ""),
         STR_OPT("EXEC_TRANSPORT", exec_transport, "agent"),
         STR_OPT("DAYTONA_API_URL", daytona_api_url, ""),
         STR_OPT("DAYTONA_API_KEY", daytona_api_key, ""),
@@ -149,8 +150,8 @@ static int config_volumes(const struct broker_config *cfg, char *err, size_t err
 }
 
 /* EGRESS_DEFAULT and EGRESS_POLICY_<MODE>: each "" or a valid NetworkPolicy
- * (egress_policy.h), checked now so that a typo stops the broker instead of
- * failing every create. */
+ * (egress_policy.h); EGRESS_POOL_POLICIES "" or a map of them. Checked now
+ * so that a typo stops the broker instead of failing every create. */
 static int config_egress(const struct broker_config *cfg, char *err, size_t errsz)
 {
         const struct {
@@ -174,6 +175,16 @@ static int config_egress(const struct broker_config *cfg, char *err, size_t errs
                                                              sizeof(why))) < 0)
                         snprintf(err, errsz, "%s: not a valid NetworkPolicy: %s", opts[i].name, why);
         free(p);
+        if (r == 0 && cfg->egress_pool_policies[0]) {
+                char *norm = NULL;
+
+                r = egress_pool_policies_parse(cfg->egress_pool_policies,
+                                               strlen(cfg->egress_pool_policies), &norm, why,
+                                               sizeof(why));
+                if (r < 0)
+                        snprintf(err, errsz, "EGRESS_POOL_POLICIES: %s", why);
+                free(norm);
+        }
         return r;
 }
 

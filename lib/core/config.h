@@ -47,6 +47,9 @@ struct broker_config {
         char egress_policy_exclusive[8192];
         char egress_policy_user_shared[8192];
         char egress_policy_multi_user_shared[8192];
+        /* EGRESS_POOL_POLICIES: {"<poolId>": NetworkPolicy, ...} for multi_user_shared
+         * leases of those pools, before EGRESS_POLICY_MULTI_USER_SHARED; "" = none */
+        char egress_pool_policies[16384];
         char exec_transport[16];  /* agent | docker */
         char idle_policy[16];     /* stop_keep | delete */
         int idle_keep_ms;

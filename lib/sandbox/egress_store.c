@@ -93,12 +93,12 @@ static int run(struct redis_conn *rc, enum lua_script_id id, int argc, const cha
         return 0;
 }
 
-int egress_config_policies(const struct broker_config *cfg, char *pol[4])
+int egress_config_policies(const struct broker_config *cfg, char *pol[EGRESS_CONFIG_POLICIES])
 {
         static const char *const modes[] = { NULL, "exclusive", "user_shared", "multi_user_shared" };
         int r = 0;
 
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++)
                 pol[i] = NULL;
         for (int i = 0; i < 4 && r == 0; i++) {
                 /* Unset mode settings are '': the claim script falls back on the default. */
@@ -111,8 +111,17 @@ int egress_config_policies(const struct broker_config *cfg, char *pol[4])
                 else if (!(pol[i] = strdup("")))
                         r = -ENOMEM;
         }
+        if (r == 0 && cfg->egress_pool_policies[0]) {
+                char err[256];
+
+                r = egress_pool_policies_parse(cfg->egress_pool_policies,
+                                               strlen(cfg->egress_pool_policies), &pol[4], err,
+                                               sizeof(err));
+        } else if (r == 0 && !(pol[4] = strdup(""))) {
+                r = -ENOMEM;
+        }
         if (r < 0)
-                for (int i = 0; i < 4; i++) {
+                for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++) {
                         free(pol[i]);
                         pol[i] = NULL;
                 }

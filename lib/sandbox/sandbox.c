@@ -144,7 +144,7 @@ int sandbox_paused_outside(struct redis_conn *rc, const char *sid, bool paused)
 static int claim(struct redis_conn *rc, const struct broker_config *cfg, const char *lease_id,
                  struct sandbox_claim *c)
 {
-        char sid[33], cpus[24], mem[24], pids[16], *pol[4];
+        char sid[33], cpus[24], mem[24], pids[16], *pol[EGRESS_CONFIG_POLICIES];
         redisReply *rep = NULL;
         int r;
 
@@ -155,17 +155,16 @@ static int claim(struct redis_conn *rc, const struct broker_config *cfg, const c
         snprintf(cpus, sizeof(cpus), "%lld", (long long)cfg->sandbox_millicpus * 1000000LL);
         snprintf(mem, sizeof(mem), "%lld", (long long)cfg->sandbox_memory_mb * 1024 * 1024);
         snprintf(pids, sizeof(pids), "%d", cfg->sandbox_pids);
-        /* a record without an egress policy gets its mode's (failing
-         * that, none: it reads as deny-all) */
-        if (egress_config_policies(cfg, pol) < 0)
-                pol[0] = pol[1] = pol[2] = pol[3] = NULL;
+        /* a record without an egress policy gets its pool's or its mode's
+         * (failing that, none: it reads as deny-all) */
+        (void)egress_config_policies(cfg, pol);
         const char *argv[] = { lease_id, sid, cfg->sandbox_image, cfg->sandbox_multiuser_image,
                                cpus, mem, pids, cfg->provider,
                                config_pool_find(cfg, cfg->sandbox_image) >= 0 ? "1" : "0",
                                pol[0] ? pol[0] : "", pol[1] ? pol[1] : "", pol[2] ? pol[2] : "",
-                               pol[3] ? pol[3] : "" };
-        r = redis_conn_script(rc, LUA_SANDBOX_CLAIM, 13, argv, &rep);
-        for (int i = 0; i < 4; i++)
+                               pol[3] ? pol[3] : "", pol[4] ? pol[4] : "" };
+        r = redis_conn_script(rc, LUA_SANDBOX_CLAIM, 14, argv, &rep);
+        for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++)
                 free(pol[i]);
         if (r < 0)
                 return r;

@@ -1,14 +1,16 @@
 -- sandbox_claim: give a lease its sandbox. ARGV = prefix, leaseId, newSandboxId,
 --   image, multiUserImage, nanoCpus, memoryBytes, pids, provider, pooled,
 --   then the egress policies: default, exclusive, user_shared, multi_user_shared
---   (normalized JSON; '' = the default)
+--   (normalized JSON; '' = the default), and the pool policies: a JSON object
+--   poolId or "<tenant>/<poolId>" -> normalized policy text ('' = none)
 -- The slot's sandbox if it has one; else a parked (Stopped) sandbox of the same
 -- slot; else a new Pending record: with pooled = '1' (the image has a warm
 -- pool, wpool.lua) the oldest ready member is taken (its id and container
 -- become the sandbox's, record field poolLimits = the limits it was made
 -- with), else a cold create. Also sets the lease's workdir and Linux user, and
 -- gives a sandbox without an egress policy (a new record, a pool member, a
--- record older than egress policies) the one of its mode; an OpenSandbox
+-- record older than egress policies) the one of its multi_user_shared pool
+-- (the tenant's own entry first, then the bare poolId), else of its mode; an OpenSandbox
 -- record got its own at create time and keeps it.
 -- Returns {'notfound'} (no lease) | {'gone'} (its OpenSandbox record was deleted)
 --       | {'ok', sandboxId, state, ref, workdir, linuxUser, needs}
@@ -72,10 +74,16 @@ elseif mode == 'multi_user_shared' then
   workdir = '/home/' .. linux_user
 end
 redis.call('HSET', lease_key(lease_id), 'sandboxId', sid, 'workdir', workdir, 'linuxUser', linux_user)
-local e = redis.call('HMGET', sandbox_key(sid), 'egress_policy', 'mode')
+local e = redis.call('HMGET', sandbox_key(sid), 'egress_policy', 'mode', 'poolId')
 if not e[1] or e[1] == '' then
   local by_mode = { exclusive = ARGV[12], user_shared = ARGV[13], multi_user_shared = ARGV[14] }
   local pol = by_mode[e[2] or '']
+  if e[2] == 'multi_user_shared' and e[3] and e[3] ~= '' and ARGV[15] ~= '' then
+    local by_pool = cjson.decode(ARGV[15])
+    local bare = string.match(e[3], '/(.*)$') or e[3]
+    local p = by_pool[e[3]] or by_pool[bare]
+    if type(p) == 'string' and p ~= '' then pol = p end
+  end
   if not pol or pol == '' then pol = ARGV[11] end
   if pol ~= '' then redis.call('HSET', sandbox_key(sid), 'egress_policy', pol) end
 end
