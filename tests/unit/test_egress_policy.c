@@ -416,6 +416,21 @@ static void test_config_pools(void **state)
         for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++)
                 free(pol[i]);
 
+        /* egress_deny_all_json is the normalized deny-all */
+        {
+                struct egress_policy *q = malloc(sizeof(*q));
+                char *a = NULL, *b = NULL;
+
+                assert_non_null(q);
+                egress_policy_deny_all(q);
+                assert_int_equal(egress_policy_to_json(q, &a), 0);
+                assert_int_equal(egress_deny_all_json(&b), 0);
+                assert_string_equal(a, b);
+                free(a);
+                free(b);
+                free(q);
+        }
+
         /* unset: the script gets '' */
         cfg_pools = NULL;
         assert_int_equal(config_load_from(cfg, lookup, err, sizeof(err)), 0);
