@@ -152,8 +152,9 @@ def test_osb_create_refusals_make_nothing(rb, body, want):
 def test_lease_mode_runtime(docker_broker):
     """SANDBOX_RUNTIME_<MODE>: user_shared leases under runsc, exclusive
     ones under SANDBOX_RUNTIME, with the agent as configured."""
+    default = {"defaultAction": "deny", "egress": [{"action": "allow", "target": "a.test"}]}
     sb = docker_broker(BROKER_CAPACITY=2, SANDBOX_RUNTIMES="runsc",
-                       SANDBOX_RUNTIME_USER_SHARED="runsc")
+                       SANDBOX_RUNTIME_USER_SHARED="runsc", EGRESS_DEFAULT=json.dumps(default))
     lg = sb.acquire("u1", "s1", mode="user_shared")
     lr = sb.acquire("u2", "s1", mode="exclusive")
     cg, cr = sb.container(lg["sandboxId"]), sb.container(lr["sandboxId"])
@@ -165,6 +166,11 @@ def test_lease_mode_runtime(docker_broker):
     assert r["exitCode"] == 3 and "gVisor" in r["stdout"], r
     r = sb.run(lr, "uname -r")
     assert r["stdout"].strip() == platform.release(), r
+    # no agent, no egress: the runsc record says deny-all, the other the default
+    pol = lambda lease: json.loads(sb.b.redis.hget(sb.b.key("sandbox:%s" % lease["sandboxId"]),  # noqa: E731
+                                                   "egress_policy"))
+    assert pol(lg) == {"defaultAction": "deny", "egress": []}
+    assert pol(lr) == default
 
 
 def test_mode_runtime_not_allowed_stops_the_broker(request, services, it_root):

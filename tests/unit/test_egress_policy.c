@@ -431,6 +431,16 @@ static void test_config_pools(void **state)
                 free(q);
         }
 
+        /* a mode under runsc has no egress: deny-all, no pool policies */
+        strcpy(cfg->sandbox_runtime_mode[2], "runsc");
+        assert_int_equal(egress_config_policies(cfg, pol), 0);
+        assert_string_equal(pol[3], "{\"defaultAction\":\"deny\",\"egress\":[]}");
+        assert_string_equal(pol[4], "");
+        assert_string_equal(pol[1], ""); /* the others as configured */
+        for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++)
+                free(pol[i]);
+        cfg->sandbox_runtime_mode[2][0] = '\0';
+
         /* unset: the script gets '' */
         cfg_pools = NULL;
         assert_int_equal(config_load_from(cfg, lookup, err, sizeof(err)), 0);
