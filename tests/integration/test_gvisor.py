@@ -171,6 +171,12 @@ def test_lease_mode_runtime(docker_broker):
                                                    "egress_policy"))
     assert pol(lg) == {"defaultAction": "deny", "egress": []}
     assert pol(lr) == default
+    # a stop and start of the agentless one with an agent configured: no
+    # wait for an agent that is not there, the workspace kept
+    assert sb.run(lg, "echo kept > /workspace/k")["exitCode"] == 0
+    assert sb.stop(lg).status == 200
+    assert sb.start(lg).status == 200
+    assert sb.run(lg, "cat /workspace/k")["stdout"] == "kept\n"
 
 
 def test_mode_runtime_not_allowed_stops_the_broker(request, services, it_root):
