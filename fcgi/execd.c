@@ -108,6 +108,7 @@ int execd_open(struct request *req, struct execd *x, bool need_running)
         snprintf(x->state, sizeof(x->state), "%s", rec.state);
         snprintf(x->ref, sizeof(x->ref), "%s", rec.ref);
         snprintf(x->mode, sizeof(x->mode), "%s", rec.mode);
+        snprintf(x->runtime, sizeof(x->runtime), "%s", rec.runtime);
         snprintf(x->user, sizeof(x->user), "root");
         if (req->route && strncmp(req->route, EXECD_IDENTITY_PREFIX, strlen(EXECD_IDENTITY_PREFIX)) == 0) {
                 long long uid, gid;
@@ -126,6 +127,15 @@ int execd_open(struct request *req, struct execd *x, bool need_running)
                 return -1;
         }
         return 0;
+}
+
+int execd_need_agent(struct request *req, const struct execd *x, const char *what)
+{
+        if (config_runtime_has_agent(x->runtime))
+                return 0;
+        reply_error(req, API_NOT_IMPLEMENTED, "%s: not available under runtime %s, whose sandboxes run "
+                    "without the sandbox agent (docs/OPERATIONS.md, \"gVisor\")", what, x->runtime);
+        return -1;
 }
 
 const struct log_kv *execd_kv(const struct request *req, const struct execd *x)

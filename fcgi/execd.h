@@ -41,6 +41,7 @@ struct execd {
          * which run as root, are then not used) */
         char user[24];
         bool identity;
+        char runtime[CONFIG_RUNTIME_MAX]; /* the sandbox's container runtime (config_runtime_of) */
         /* "K=V" of the sandbox's create when its container lacks them (a
          * claimed warm-pool member), NULL-terminated; to go before a
          * command's own env. Thread-local storage, valid until the next
@@ -55,6 +56,11 @@ struct execd {
  * (EXECD_IDENTITY_PREFIX) the uid and gid (path_arg2, path_arg3) set
  * x->user, a bad one is 400. Replies and returns -1 on any failure. */
 int execd_open(struct request *req, struct execd *x, bool need_running);
+
+/* Egress and port endpoints need the sandbox's agent: under a runtime that
+ * cannot carry it (config_runtime_has_agent) answer 501 naming `what` and
+ * return -1; else 0. */
+int execd_need_agent(struct request *req, const struct execd *x, const char *what);
 
 /* Log fields of a request on x (thread-local storage, valid until the next call). */
 const struct log_kv *execd_kv(const struct request *req, const struct execd *x);

@@ -79,6 +79,10 @@ static const struct str_opt str_opts[] = {
         STR_OPT("SANDBOX_IMAGE", sandbox_image, "sandbox-broker/base:latest"),
         STR_OPT("SANDBOX_MULTIUSER_IMAGE", sandbox_multiuser_image, "sandbox-broker/multiuser:latest"),
         STR_OPT("SANDBOX_NETWORK", sandbox_network, "none"),
+        STR_OPT("SANDBOX_RUNTIMES", sandbox_runtimes, ""),
+        STR_OPT("SANDBOX_RUNTIME_EXCLUSIVE", sandbox_runtime_mode[0], ""),
+        STR_OPT("SANDBOX_RUNTIME_USER_SHARED", sandbox_runtime_mode[1], ""),
+        STR_OPT("SANDBOX_RUNTIME_MULTI_USER_SHARED", sandbox_runtime_mode[2], ""),
         STR_OPT("IMAGE_ALLOW", image_allow, ""),
         STR_OPT("IDLE_POLICY", idle_policy, "stop_keep"),
         STR_OPT("AGENT_DIR", agent_dir, "/run/sandbox-broker-agents"),
@@ -87,6 +91,7 @@ static const struct str_opt str_opts[] = {
         STR_OPT("EGRESS_POLICY_EXCLUSIVE", egress_policy_exclusive, ""),
         STR_OPT("EGRESS_POLICY_USER_SHARED", egress_policy_user_shared, ""),
         STR_OPT("EGRESS_POLICY_MULTI_USER_SHARED", egress_policy_multi_user_shared, ""),
+        STR_OPT("EGRESS_POOL_POLICIES", egress_pool_policies, ""),
         STR_OPT("EXEC_TRANSPORT", exec_transport, "agent"),
         STR_OPT("DAYTONA_API_URL", daytona_api_url, ""),
         STR_OPT("DAYTONA_API_KEY", daytona_api_key, ""),
@@ -150,8 +155,8 @@ static int config_volumes(const struct broker_config *cfg, char *err, size_t err
 }
 
 /* EGRESS_DEFAULT and EGRESS_POLICY_<MODE>: each "" or a valid NetworkPolicy
- * (egress_policy.h), checked now so that a typo stops the broker instead of
- * failing every create. */
+ * (egress_policy.h); EGRESS_POOL_POLICIES "" or a map of them. Checked now
+ * so that a typo stops the broker instead of failing every create. */
 static int config_egress(const struct broker_config *cfg, char *err, size_t errsz)
 {
         const struct {
@@ -175,29 +180,135 @@ static int config_egress(const struct broker_config *cfg, char *err, size_t errs
                                                              sizeof(why))) < 0)
                         snprintf(err, errsz, "%s: not a valid NetworkPolicy: %s", opts[i].name, why);
         free(p);
+        if (r == 0 && cfg->egress_pool_policies[0]) {
+                char *norm = NULL;
+
+                r = egress_pool_policies_parse(cfg->egress_pool_policies,
+                                               strlen(cfg->egress_pool_policies), &norm, why,
+                                               sizeof(why));
+                if (r < 0)
+                        snprintf(err, errsz, "EGRESS_POOL_POLICIES: %s", why);
+                free(norm);
+        }
         return r;
 }
 
+static bool runtime_name_ok(const char *v, size_t len)
+{
+        return len > 0 && len < CONFIG_RUNTIME_MAX &&
+               strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") >= len;
+}
+
+static const char *const mode_names[3] = { "exclusive", "user_shared", "multi_user_shared" };
+
 /* SANDBOX_RUNTIME: unlike the other strings, set but empty is a value of
  * its own (dockerd's default runtime: no process hiding), so only unset
- * means the default. A dockerd runtime name, so a plain character set. */
+ * means the default. A dockerd runtime name, so a plain character set.
+ * SANDBOX_RUNTIMES: the others a create may name; SANDBOX_RUNTIME_<MODE>:
+ * one of those, for a lease mode. */
 static int config_runtime(struct broker_config *cfg, const char *(*lookup)(const char *name),
                           char *err, size_t errsz)
 {
+        static const char *const mode_opts[3] = { "SANDBOX_RUNTIME_EXCLUSIVE", "SANDBOX_RUNTIME_USER_SHARED",
+                                                   "SANDBOX_RUNTIME_MULTI_USER_SHARED" };
         const char *v = lookup("SANDBOX_RUNTIME");
+        int n = 0;
 
         if (!v)
                 v = "sandbox-runc";
-        if (strlen(v) >= sizeof(cfg->sandbox_runtime) ||
-            strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-                    strlen(v)) {
+        if (*v && !runtime_name_ok(v, strlen(v))) {
                 snprintf(err, errsz, "SANDBOX_RUNTIME=%s: expected a dockerd runtime name "
-                         "(letters, digits, . _ -; at most %zu) or empty", v,
-                         sizeof(cfg->sandbox_runtime) - 1);
+                         "(letters, digits, . _ -; at most %d) or empty", v, CONFIG_RUNTIME_MAX - 1);
                 return -EINVAL;
         }
         strcpy(cfg->sandbox_runtime, v);
+        for (const char *p = cfg->sandbox_runtimes; p;) {
+                size_t len = strcspn(p, ",");
+
+                if (!cfg->sandbox_runtimes[0])
+                        break;
+                if (!runtime_name_ok(p, len)) {
+                        snprintf(err, errsz, "SANDBOX_RUNTIMES: '%.*s': expected comma-separated dockerd "
+                                 "runtime names (letters, digits, . _ -; at most %d each)",
+                                 (int)(len > 64 ? 64 : len), p, CONFIG_RUNTIME_MAX - 1);
+                        return -EINVAL;
+                }
+                if (++n > CONFIG_RUNTIMES_MAX) {
+                        snprintf(err, errsz, "SANDBOX_RUNTIMES: at most %d runtimes", CONFIG_RUNTIMES_MAX);
+                        return -EINVAL;
+                }
+                p = p[len] == ',' ? p + len + 1 : NULL; /* "a," ends with an empty name */
+        }
+        for (int i = 0; i < 3; i++) {
+                const char *m = cfg->sandbox_runtime_mode[i];
+
+                if (m[0] && !config_runtime_allowed(cfg, m)) {
+                        char allowed[CONFIG_RUNTIME_LIST_MAX];
+
+                        config_runtimes_list(cfg, allowed, sizeof(allowed));
+                        snprintf(err, errsz, "%s=%s: not an allowed runtime (SANDBOX_RUNTIME or "
+                                 "SANDBOX_RUNTIMES: %s)", mode_opts[i], m, allowed);
+                        return -EINVAL;
+                }
+        }
         return 0;
+}
+
+bool config_runtime_allowed(const struct broker_config *cfg, const char *name)
+{
+        size_t len = strlen(name);
+
+        if (!len)
+                return false;
+        if (!strcmp(name, cfg->sandbox_runtime))
+                return true;
+        for (const char *p = cfg->sandbox_runtimes; *p;) {
+                size_t n = strcspn(p, ",");
+
+                if (n == len && !strncmp(p, name, len))
+                        return true;
+                p += n + (p[n] == ',');
+        }
+        return false;
+}
+
+void config_runtimes_list(const struct broker_config *cfg, char *buf, size_t size)
+{
+        size_t used = 0;
+
+        buf[0] = '\0';
+        if (cfg->sandbox_runtime[0])
+                used = (size_t)snprintf(buf, size, "%s", cfg->sandbox_runtime);
+        for (const char *p = cfg->sandbox_runtimes; *p && used < size;) {
+                size_t n = strcspn(p, ",");
+
+                if (n != strlen(cfg->sandbox_runtime) || strncmp(p, cfg->sandbox_runtime, n))
+                        used += (size_t)snprintf(buf + used, size - used, "%s%.*s", used ? ", " : "",
+                                                 (int)n, p);
+                p += n + (p[n] == ',');
+        }
+        if (!buf[0])
+                snprintf(buf, size, "none");
+}
+
+const char *config_runtime_for_mode(const struct broker_config *cfg, const char *mode)
+{
+        for (int i = 0; mode && i < 3; i++)
+                if (!strcmp(mode, mode_names[i]) && cfg->sandbox_runtime_mode[i][0])
+                        return cfg->sandbox_runtime_mode[i];
+        return cfg->sandbox_runtime;
+}
+
+const char *config_runtime_of(const struct broker_config *cfg, const char *recorded)
+{
+        return recorded && recorded[0] ? recorded : cfg->sandbox_runtime;
+}
+
+bool config_runtime_has_agent(const char *name)
+{
+        /* gVisor (docs/OPERATIONS.md, "gVisor"): Debian 12's runsc cannot
+         * carry the agent's host socket */
+        return !name || (strcmp(name, "runsc") && strncmp(name, "runsc-", 6));
 }
 
 /* SNAPSHOT_MAX_BYTES: the largest image a snapshot may be (bytes, as

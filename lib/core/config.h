@@ -1,9 +1,13 @@
 /* config: broker settings from the environment (docs/CONFIGURATION.md). */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 
 #define CONFIG_POOLS_MAX 8
 #define PROVISION_WORKERS_MAX 32 /* bound of PROVISION_WORKERS */
+#define CONFIG_RUNTIME_MAX 64     /* a runtime name with its NUL */
+#define CONFIG_RUNTIMES_MAX 8     /* names in SANDBOX_RUNTIMES */
+#define CONFIG_RUNTIME_LIST_MAX 600 /* config_runtimes_list's text */
 
 struct broker_config {
         char redis_host[256];
@@ -35,7 +39,10 @@ struct broker_config {
         int sandbox_memory_mb;
         int sandbox_pids;
         char sandbox_network[64];
-        char sandbox_runtime[64]; /* dockerd runtime name; "" = dockerd's default */
+        char sandbox_runtime[CONFIG_RUNTIME_MAX]; /* dockerd runtime name; "" = dockerd's default */
+        char sandbox_runtimes[512]; /* SANDBOX_RUNTIMES: more a create may name, comma-separated */
+        /* SANDBOX_RUNTIME_<MODE> (exclusive, user_shared, multi_user_shared): "" = sandbox_runtime */
+        char sandbox_runtime_mode[3][CONFIG_RUNTIME_MAX];
         char image_allow[1024];   /* IMAGE_ALLOW: images that may be pulled (image_policy.h); "" = none */
         int image_pull_timeout_ms; /* IMAGE_PULL_TIMEOUT_MS: one whole pull */
         char sandbox_agent[256];  /* absolute path of sandbox-agent (docs/AGENT.md); "" = none */
@@ -48,6 +55,9 @@ struct broker_config {
         char egress_policy_exclusive[8192];
         char egress_policy_user_shared[8192];
         char egress_policy_multi_user_shared[8192];
+        /* EGRESS_POOL_POLICIES: {"<poolId>": NetworkPolicy, ...} for multi_user_shared
+         * leases of those pools, before EGRESS_POLICY_MULTI_USER_SHARED; "" = none */
+        char egress_pool_policies[16384];
         char exec_transport[16];  /* agent | docker */
         char idle_policy[16];     /* stop_keep | delete */
         int idle_keep_ms;
@@ -107,3 +117,19 @@ int config_pool_find(const struct broker_config *cfg, const char *image);
 /* Same, with a caller-provided lookup instead of getenv (unit tests). */
 int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char *name),
                      char *err, size_t errsz);
+
+/* Runtimes (docs/CONFIGURATION.md, "Sandboxes"). Whether name (non-empty)
+ * may be asked for: SANDBOX_RUNTIME or one of SANDBOX_RUNTIMES. */
+bool config_runtime_allowed(const struct broker_config *cfg, const char *name);
+/* The allowed runtimes as "a, b" into buf ("none" when there are none). */
+void config_runtimes_list(const struct broker_config *cfg, char *buf, size_t size);
+/* The runtime of a lease mode's new sandboxes: SANDBOX_RUNTIME_<MODE>, else
+ * SANDBOX_RUNTIME (mode NULL or unknown: SANDBOX_RUNTIME). Points into cfg. */
+const char *config_runtime_for_mode(const struct broker_config *cfg, const char *mode);
+/* Whether a sandbox of runtime name can carry the sandbox-agent (and so
+ * egress and port endpoints): not under gVisor (`runsc`, `runsc-*`) on
+ * these hosts (docs/OPERATIONS.md, "gVisor"). NULL or "": yes. */
+bool config_runtime_has_agent(const char *name);
+/* The runtime a sandbox record stands for: its field `runtime`, or for a
+ * record without one (older than runtimes) SANDBOX_RUNTIME. */
+const char *config_runtime_of(const struct broker_config *cfg, const char *recorded);

@@ -97,6 +97,10 @@ struct sandbox_spec {
         const char *network;             /* "none" unless policy allows more */
         const char *runtime;             /* Docker: OCI runtime (HostConfig.Runtime, SANDBOX_RUNTIME);
                                           * NULL or "" = dockerd's default; others ignore it */
+        bool no_agent;                   /* Docker: make it without the sandbox-agent even when
+                                          * one is configured (a runtime that cannot carry it,
+                                          * config_runtime_has_agent): commands go through
+                                          * `docker exec`, no egress, no port endpoints */
         struct sandbox_limits limits;
         /* A missing image is pulled when the backend's allowlist lets it
          * (image_ensure); these may be NULL. */

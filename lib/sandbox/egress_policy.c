@@ -23,9 +23,10 @@ static bool is_label_char(char c)
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
 
-/* Parse buf[0..len) as one JSON value of type `want`; *ret owns it. */
-static int parse_json(const char *buf, size_t len, enum json_type want, const char *what,
-                      struct json_object **ret, char *err, size_t errlen)
+/* Parse buf[0..len) as one JSON value of type `want`, nested at most depth
+ * deep; *ret owns it. */
+static int parse_json_depth(const char *buf, size_t len, int depth, enum json_type want,
+                            const char *what, struct json_object **ret, char *err, size_t errlen)
 {
         struct json_tokener *tok = NULL;
         struct json_object *v = NULL;
@@ -45,7 +46,7 @@ static int parse_json(const char *buf, size_t len, enum json_type want, const ch
                 snprintf(err, errlen, "%s contains a NUL byte", what);
                 goto out;
         }
-        tok = json_tokener_new_ex(EGRESS_JSON_DEPTH);
+        tok = json_tokener_new_ex(depth);
         if (!tok) {
                 r = -ENOMEM;
                 snprintf(err, errlen, "out of memory");
@@ -86,6 +87,12 @@ out:
         if (tok)
                 json_tokener_free(tok);
         return r;
+}
+
+static int parse_json(const char *buf, size_t len, enum json_type want, const char *what,
+                      struct json_object **ret, char *err, size_t errlen)
+{
+        return parse_json_depth(buf, len, EGRESS_JSON_DEPTH, want, what, ret, err, errlen);
 }
 
 /* Looks like an IP literal or CIDR: has ':' '/' '[' or the last label starts
@@ -547,4 +554,97 @@ size_t egress_policy_remove(struct egress_policy *p, char (*targets)[EGRESS_TARG
         }
         p->n = kept;
         return removed;
+}
+
+/* A pool id as the lease API takes it, or "<tenant>/<pool>": printable
+ * ASCII without spaces or braces, one '/' at most. */
+static bool pool_key_ok(const char *k)
+{
+        size_t n = strlen(k);
+        const char *slash = strchr(k, '/');
+
+        if (n == 0 || n > EGRESS_POOL_KEY_MAX || (slash && strchr(slash + 1, '/')))
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (k[i] <= ' ' || k[i] > '~' || k[i] == '{' || k[i] == '}')
+                        return false;
+        return true;
+}
+
+int egress_pool_policies_parse(const char *json, size_t len, char **ret, char *err, size_t errlen)
+{
+        struct json_object *o = NULL, *out = NULL;
+        struct egress_policy *p = NULL;
+        char why[256];
+        size_t count = 0;
+        int r;
+
+        *ret = NULL;
+        /* an object of NetworkPolicy objects: one level deeper than a policy */
+        r = parse_json_depth(json, len, EGRESS_JSON_DEPTH + 1, json_type_object, "the pool map", &o,
+                             err, errlen);
+        if (r < 0)
+                goto out;
+        r = -ENOMEM;
+        p = malloc(sizeof(*p));
+        out = json_object_new_object();
+        if (!p || !out)
+                goto out;
+        json_object_object_foreach(o, key, val) {
+                const char *text;
+                char *norm = NULL;
+                struct json_object *s;
+
+                r = -EINVAL;
+                if (++count > EGRESS_POOL_POLICIES_MAX) {
+                        snprintf(err, errlen, "at most %d pools", EGRESS_POOL_POLICIES_MAX);
+                        goto out;
+                }
+                if (!pool_key_ok(key)) {
+                        snprintf(err, errlen, "\"%.64s\": not a poolId (or <tenant>/<poolId>) of 1 to "
+                                 "%d printable characters without spaces or braces",
+                                 key, EGRESS_POOL_KEY_MAX);
+                        goto out;
+                }
+                if (!json_object_is_type(val, json_type_object)) {
+                        snprintf(err, errlen, "\"%.64s\": the policy must be a NetworkPolicy object",
+                                 key);
+                        goto out;
+                }
+                r = -ENOMEM;
+                text = json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN);
+                if (!text)
+                        goto out;
+                r = egress_policy_parse(text, strlen(text), p, why, sizeof(why));
+                if (r == -EINVAL)
+                        snprintf(err, errlen, "\"%.64s\": %s", key, why);
+                if (r == 0)
+                        r = egress_policy_to_json(p, &norm);
+                if (r < 0)
+                        goto out;
+                s = json_object_new_string(norm);
+                free(norm);
+                r = -ENOMEM;
+                if (!s || json_object_object_add(out, key, s) < 0) {
+                        json_put(s);
+                        goto out;
+                }
+        }
+        r = -ENOMEM;
+        const char *t = json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN);
+        if (t && (*ret = strdup(t)))
+                r = 0;
+out:
+        if (r == -ENOMEM && err && errlen)
+                snprintf(err, errlen, "out of memory");
+        json_put(out);
+        json_put(o);
+        free(p);
+        return r;
+}
+
+int egress_deny_all_json(char **out)
+{
+        *out = strdup("{\"defaultAction\":\"deny\",\"egress\":[]}");
+        return *out ? 0 : -ENOMEM;
 }

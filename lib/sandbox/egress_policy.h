@@ -62,6 +62,8 @@ bool egress_policy_allows(const struct egress_policy *p, const char *host);
 
 /* Deny everything: default deny, no rules. */
 void egress_policy_deny_all(struct egress_policy *p);
+/* Its normalized JSON into *out (malloc'd). Returns 0 or -ENOMEM. */
+int egress_deny_all_json(char **out);
 
 /* Validate and normalize one target (see above) into out (EGRESS_TARGET_MAX+1
  * bytes). Returns 0 or -EINVAL with a message in err. */
@@ -96,3 +98,15 @@ int egress_targets_parse(const char *json, size_t len, char (*targets)[EGRESS_TA
  * unknown targets are ignored. Returns the number of rules removed. */
 size_t egress_policy_remove(struct egress_policy *p, char (*targets)[EGRESS_TARGET_MAX + 1],
                             size_t n);
+
+/* EGRESS_POOL_POLICIES (docs/CONFIGURATION.md): a JSON object mapping a
+ * multi_user_shared poolId ("build", or "<tenant>/build" for one tenant's
+ * pool) to a NetworkPolicy. At most EGRESS_POOL_POLICIES_MAX pools, keys of
+ * 1..EGRESS_POOL_KEY_MAX printable characters without spaces or braces,
+ * the text at most EGRESS_JSON_MAX bytes. *ret (malloc'd) gets a JSON object
+ * mapping each key to its normalized policy as a JSON string (the form
+ * sandbox_claim.lua reads). Returns 0, -EINVAL (message in err naming the
+ * pool) or -ENOMEM. */
+#define EGRESS_POOL_POLICIES_MAX 64
+#define EGRESS_POOL_KEY_MAX 255
+int egress_pool_policies_parse(const char *json, size_t len, char **ret, char *err, size_t errlen);

@@ -93,12 +93,12 @@ static int run(struct redis_conn *rc, enum lua_script_id id, int argc, const cha
         return 0;
 }
 
-int egress_config_policies(const struct broker_config *cfg, char *pol[4])
+int egress_config_policies(const struct broker_config *cfg, char *pol[EGRESS_CONFIG_POLICIES])
 {
         static const char *const modes[] = { NULL, "exclusive", "user_shared", "multi_user_shared" };
         int r = 0;
 
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++)
                 pol[i] = NULL;
         for (int i = 0; i < 4 && r == 0; i++) {
                 /* Unset mode settings are '': the claim script falls back on the default. */
@@ -106,13 +106,27 @@ int egress_config_policies(const struct broker_config *cfg, char *pol[4])
                                   : i == 2 ? cfg->egress_policy_user_shared
                                   : i == 3 ? cfg->egress_policy_multi_user_shared
                                            : "x";
-                if (set[0])
+                /* a mode whose runtime has no agent has no egress: its
+                 * records say so (deny-all), whatever is configured */
+                if (i > 0 && !config_runtime_has_agent(config_runtime_for_mode(cfg, modes[i])))
+                        r = egress_deny_all_json(&pol[i]);
+                else if (set[0])
                         r = egress_config_json(cfg, modes[i], &pol[i]);
                 else if (!(pol[i] = strdup("")))
                         r = -ENOMEM;
         }
+        if (r == 0 && cfg->egress_pool_policies[0] &&
+            config_runtime_has_agent(config_runtime_for_mode(cfg, "multi_user_shared"))) {
+                char err[256];
+
+                r = egress_pool_policies_parse(cfg->egress_pool_policies,
+                                               strlen(cfg->egress_pool_policies), &pol[4], err,
+                                               sizeof(err));
+        } else if (r == 0 && !(pol[4] = strdup(""))) {
+                r = -ENOMEM;
+        }
         if (r < 0)
-                for (int i = 0; i < 4; i++) {
+                for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++) {
                         free(pol[i]);
                         pol[i] = NULL;
                 }

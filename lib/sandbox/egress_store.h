@@ -34,9 +34,14 @@ int egress_policy_for_create(const struct broker_config *cfg, struct json_object
 
 /* The configured policies of lease sandboxes, normalized JSON (malloc'd):
  * pol[0] EGRESS_DEFAULT, pol[1..3] the modes exclusive, user_shared,
- * multi_user_shared ('' = the default). sandbox_claim.lua gives a record
- * without a policy the one of its mode. */
-int egress_config_policies(const struct broker_config *cfg, char *pol[4]);
+ * multi_user_shared ('' = the default), pol[4] EGRESS_POOL_POLICIES as
+ * egress_pool_policies_parse gives it ('' = none). A mode whose runtime
+ * cannot carry the agent (config_runtime_has_agent: no egress) gets
+ * deny-all and no pool policies. sandbox_claim.lua gives a record without a
+ * policy the one of its pool, else of its mode. On error every pol[i] is
+ * NULL. */
+#define EGRESS_CONFIG_POLICIES 5
+int egress_config_policies(const struct broker_config *cfg, char *pol[EGRESS_CONFIG_POLICIES]);
 
 /* Read sid's policy into *ret. -ENOENT (no record). */
 int egress_store_get(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,

@@ -255,6 +255,43 @@ static int parse_image_auth(struct json_object *auth, struct osb_create *c, char
         return 0;
 }
 
+/* extensions.runtime, and what a runtime without the agent cannot take. */
+static int parse_runtime(const struct broker_config *cfg, struct json_object *body,
+                         struct osb_create *c, char *err)
+{
+        struct json_object *ext, *v;
+        char allowed[CONFIG_RUNTIME_LIST_MAX];
+
+        snprintf(c->runtime, sizeof(c->runtime), "%s", config_runtime_for_mode(cfg, "exclusive"));
+        if (json_object_object_get_ex(body, "extensions", &ext) && !json_object_is_type(ext, json_type_null) &&
+            json_object_object_get_ex(ext, OSB_EXT_RUNTIME, &v) && !json_object_is_type(v, json_type_null)) {
+                if (strcmp(cfg->provider, "docker") != 0) {
+                        snprintf(err, OSB_ERR_MAX, "extensions." OSB_EXT_RUNTIME ": not supported by this "
+                                 "provider (%.32s)", cfg->provider);
+                        return -EINVAL;
+                }
+                config_runtimes_list(cfg, allowed, sizeof(allowed));
+                if (!json_object_is_type(v, json_type_string) ||
+                    !config_runtime_allowed(cfg, json_object_get_string(v))) {
+                        snprintf(err, OSB_ERR_MAX, "extensions." OSB_EXT_RUNTIME ": %s%.40s%s is not an "
+                                 "allowed runtime (allowed: %.100s)",
+                                 json_object_is_type(v, json_type_string) ? "\"" : "",
+                                 json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+                                                                          : "a non-string",
+                                 json_object_is_type(v, json_type_string) ? "\"" : "", allowed);
+                        return -EINVAL;
+                }
+                snprintf(c->runtime, sizeof(c->runtime), "%s", json_object_get_string(v));
+        }
+        if (!config_runtime_has_agent(c->runtime) && json_object_object_get_ex(body, "networkPolicy", &v) &&
+            !json_object_is_type(v, json_type_null)) {
+                snprintf(err, OSB_ERR_MAX, "networkPolicy: egress is not available under runtime %s: "
+                         "its sandboxes have no network at all (docs/OPERATIONS.md, \"gVisor\")", c->runtime);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
                      struct osb_create *c, char *err)
 {
@@ -367,9 +404,11 @@ rest:
                         return -EINVAL;
                 }
         }
+        if (parse_runtime(cfg, body, c, err) < 0)
+                return -EINVAL;
         /* networkPolicy is validated and stored by egress_policy_for_create
          * (egress_store.h), volumes by volume_for_create (volume.h);
-         * extensions are opaque. */
+         * the other extensions are opaque. */
         return 0;
 }
 
@@ -508,10 +547,12 @@ const char *osb_state_canonical(const char *s)
 
 bool osb_create_poolable(const struct broker_config *cfg, const struct osb_create *c, bool has_volumes)
 {
-        /* volumes are mounts and a snapshot is another image: both shape the
-         * container itself. Every sandbox runs SANDBOX_RUNTIME, the pool
-         * members' runtime; what is left is whether the image has a pool. */
-        if (has_volumes || c->snapshot_id[0] || !c->image[0])
+        /* volumes are mounts, a snapshot is another image and a runtime
+         * another kind of container: each shapes the container itself.
+         * Members run SANDBOX_RUNTIME; a create's entrypoint reaches a
+         * member through its agent, so a runtime without one never pools. */
+        if (has_volumes || c->snapshot_id[0] || !c->image[0] || strcmp(c->runtime, cfg->sandbox_runtime) ||
+            !config_runtime_has_agent(c->runtime))
                 return false;
         return config_pool_find(cfg, c->image) >= 0;
 }

@@ -18,6 +18,11 @@
 #define OSB_ERR_MAX 256
 #define OSB_AUTH_USER_MAX 256   /* image.auth.username, NUL included */
 #define OSB_AUTH_PASS_MAX 4096  /* image.auth.password (tokens can be long) */
+/* The create's `extensions` key choosing the sandbox's container runtime
+ * (docs/OPENSANDBOX.md, "Runtimes"): a value of SANDBOX_RUNTIME or
+ * SANDBOX_RUNTIMES. OpenSandbox's own server picks its secure runtime
+ * server-wide and names no key for it. */
+#define OSB_EXT_RUNTIME "runtime"
 
 /* "500m", "1", "0.25" -> nano-CPUs. Returns 0 or -EINVAL. */
 int osb_parse_cpu(const char *s, int64_t *ret_nano);
@@ -52,6 +57,9 @@ struct osb_create {
         char metadata[OSB_METADATA_MAX];     /* JSON object */
         int64_t nano_cpus, memory_bytes;
         int64_t timeout_s;                   /* -1: manual cleanup */
+        /* extensions.runtime (OSB_EXT_RUNTIME), else SANDBOX_RUNTIME_EXCLUSIVE,
+         * else SANDBOX_RUNTIME; "" = dockerd's default */
+        char runtime[CONFIG_RUNTIME_MAX];
         /* image.auth: for the pull only, never stored or logged; wipe
          * with osb_create_wipe when done */
         bool has_auth;
@@ -64,14 +72,19 @@ struct osb_create {
  * cannot take afterwards: limits go through a container update, env
  * through every command, the entrypoint through the agent (docs/AGENT.md,
  * POST /entrypoint). A request that must shape the container itself
- * (has_volumes: the body has volumes; a snapshotId; another runtime, when
- * this server takes one) is a cold create; such fields add their test here. */
+ * (has_volumes: the body has volumes; a snapshotId; another runtime than
+ * the members' SANDBOX_RUNTIME, or one without the agent) is a cold
+ * create; such fields add their test here. */
 bool osb_create_poolable(const struct broker_config *cfg, const struct osb_create *c, bool has_volumes);
 
 /* Wipe the credentials of c (explicit_bzero). */
 void osb_create_wipe(struct osb_create *c);
 
-/* Validate a CreateSandboxRequest body. Returns 0, or -EINVAL with err. */
+/* Validate a CreateSandboxRequest body. Returns 0, or -EINVAL with err.
+ * extensions: only OSB_EXT_RUNTIME is read (an allowed runtime, and only
+ * with the Docker provider); under a runtime without the agent
+ * (config_runtime_has_agent) a networkPolicy is refused: there is no egress
+ * to apply it to. The other keys stay opaque. */
 int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
                      struct osb_create *ret, char *err);
 

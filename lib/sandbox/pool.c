@@ -221,6 +221,7 @@ static int make_member(struct redis_conn *rc, struct provider *pv, const struct 
                 .workdir = "/workspace",
                 .network = cfg->sandbox_network,
                 .runtime = cfg->sandbox_runtime,
+                .no_agent = !config_runtime_has_agent(cfg->sandbox_runtime),
                 .limits = { (int64_t)cfg->sandbox_millicpus * 1000000LL,
                             (int64_t)cfg->sandbox_memory_mb * 1024 * 1024, cfg->sandbox_pids },
         };

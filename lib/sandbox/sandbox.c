@@ -139,7 +139,7 @@ int sandbox_paused_outside(struct redis_conn *rc, const char *sid, bool paused)
 static int claim(struct redis_conn *rc, const struct broker_config *cfg, const char *lease_id,
                  struct sandbox_claim *c)
 {
-        char sid[33], cpus[24], mem[24], pids[16], *pol[4];
+        char sid[33], cpus[24], mem[24], pids[16], *pol[EGRESS_CONFIG_POLICIES];
         redisReply *rep = NULL;
         int r;
 
@@ -150,17 +150,20 @@ static int claim(struct redis_conn *rc, const struct broker_config *cfg, const c
         snprintf(cpus, sizeof(cpus), "%lld", (long long)cfg->sandbox_millicpus * 1000000LL);
         snprintf(mem, sizeof(mem), "%lld", (long long)cfg->sandbox_memory_mb * 1024 * 1024);
         snprintf(pids, sizeof(pids), "%d", cfg->sandbox_pids);
-        /* a record without an egress policy gets its mode's (failing
-         * that, none: it reads as deny-all) */
-        if (egress_config_policies(cfg, pol) < 0)
-                pol[0] = pol[1] = pol[2] = pol[3] = NULL;
+        /* a record without an egress policy gets its pool's or its mode's
+         * (failing that, none: it reads as deny-all) */
+        (void)egress_config_policies(cfg, pol);
         const char *argv[] = { lease_id, sid, cfg->sandbox_image, cfg->sandbox_multiuser_image,
                                cpus, mem, pids, cfg->provider,
                                config_pool_find(cfg, cfg->sandbox_image) >= 0 ? "1" : "0",
                                pol[0] ? pol[0] : "", pol[1] ? pol[1] : "", pol[2] ? pol[2] : "",
-                               pol[3] ? pol[3] : "" };
-        r = redis_conn_script(rc, LUA_SANDBOX_CLAIM, 13, argv, &rep);
-        for (int i = 0; i < 4; i++)
+                               pol[3] ? pol[3] : "", pol[4] ? pol[4] : "",
+                               config_runtime_for_mode(cfg, "exclusive"),
+                               config_runtime_for_mode(cfg, "user_shared"),
+                               config_runtime_for_mode(cfg, "multi_user_shared"),
+                               cfg->sandbox_runtime };
+        r = redis_conn_script(rc, LUA_SANDBOX_CLAIM, 18, argv, &rep);
+        for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++)
                 free(pol[i]);
         if (r < 0)
                 return r;
@@ -193,6 +196,7 @@ struct record {
         char env[OSB_ENV_MAX];               /* JSON object; "" = none */
         char pool_limits[64];                /* a claimed warm member's "cpus,mem,pids"; "" = cold */
         char volumes[VOLUME_RECORD_MAX];     /* JSON of volume.h; "" = none */
+        char runtime[CONFIG_RUNTIME_MAX];    /* "" = SANDBOX_RUNTIME (a record older than runtimes) */
 };
 
 static int record_read(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
@@ -205,11 +209,11 @@ static int record_read(struct redis_conn *rc, const struct broker_config *cfg, c
         memset(rec, 0, sizeof(*rec));
         snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
         const char *argv[] = { "HMGET", key, "state", "ref", "image", "nanoCpus", "memoryBytes", "pids",
-                               "entrypoint", "env", "poolLimits", "volumes" };
-        r = redis_conn_command(rc, 12, argv, &rep);
+                               "entrypoint", "env", "poolLimits", "volumes", "runtime" };
+        r = redis_conn_command(rc, 13, argv, &rep);
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 10) {
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 11) {
                 r = -EPROTO;
         } else if (!reply_is_str(rep->element[0], NULL)) {
                 r = -ENOENT;
@@ -230,6 +234,9 @@ static int record_read(struct redis_conn *rc, const struct broker_config *cfg, c
                         copy_str(rep->element[8], rec->pool_limits, sizeof(rec->pool_limits));
                 if (reply_is_str(rep->element[9], NULL) &&
                     copy_str(rep->element[9], rec->volumes, sizeof(rec->volumes)) < 0)
+                        r = -EPROTO;
+                if (str_reply(rep->element[10]) &&
+                    copy_str(rep->element[10], rec->runtime, sizeof(rec->runtime)) < 0)
                         r = -EPROTO;
         }
         reply_free(rep);
@@ -299,7 +306,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
                 .env = envp,
                 .workdir = "/workspace",
                 .network = cfg->sandbox_network,
-                .runtime = cfg->sandbox_runtime,
+                .runtime = config_runtime_of(cfg, rec->runtime),
                 .limits = { rec->nano_cpus, rec->memory, rec->pids },
                 .image_auth = auth,
                 .pull_cb = &pull_cb,
@@ -319,6 +326,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
         }
         spec.mounts = mounts.m;
         spec.n_mounts = mounts.n;
+        spec.no_agent = !config_runtime_has_agent(spec.runtime);
         spec_from_record(rec, sid, env_sid, &ep_obj, &env_obj, argv, envbuf, envp);
         spec.entrypoint = argv[0] ? argv : NULL;
         r = pv_err(pv->ops->create(pv, &spec, ref, err));
@@ -768,12 +776,12 @@ int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg,
         memset(x, 0, sizeof(*x));
         snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
         const char *argv[] = { "HMGET", key, "state", "ref", "token", "mode", "tenant", "poolLimits",
-                               "env" };
-        r = redis_conn_command(rc, 9, argv, &rep);
+                               "env", "runtime" };
+        r = redis_conn_command(rc, 10, argv, &rep);
         if (r < 0)
                 return r;
         /* no record, or a lease's sandbox (no token): not one of the lifecycle API */
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 7 ||
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 8 ||
             copy_str(rep->element[0], x->state, sizeof(x->state)) < 0 ||
             copy_str(rep->element[2], want, sizeof(want)) < 0 || !want[0]) {
                 r = -ENOENT;
@@ -784,6 +792,8 @@ int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg,
         (void)copy_str(rep->element[4], owner, sizeof(owner));
         if (reply_is_str(rep->element[5], NULL) && rep->element[5]->len > 0)
                 (void)copy_str(rep->element[6], x->env, sizeof(x->env));
+        if (copy_str(rep->element[7], x->runtime, sizeof(x->runtime)) < 0 || !x->runtime[0])
+                snprintf(x->runtime, sizeof(x->runtime), "%s", cfg->sandbox_runtime);
         /* another tenant's, or a wrong token: exactly like an unknown id */
         if ((tenant && strcmp(owner, tenant) != 0) || (token && *token && !token_equal(token, want))) {
                 r = -ENOENT;

@@ -145,6 +145,7 @@ struct sandbox_execd {
          * command and session must carry it. "" otherwise (a cold
          * sandbox's container has it already). */
         char env[16384];
+        char runtime[CONFIG_RUNTIME_MAX]; /* config_runtime_of the record */
 };
 
 /* Look up sandbox sid for a data-plane call and check the caller: token

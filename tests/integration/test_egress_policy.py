@@ -331,6 +331,58 @@ def test_lease_acquire_gets_egress_default_or_its_mode_policy(request, services,
     assert stored(b, lease2["sandboxId"]) == DEFAULT
 
 
+def test_multi_user_shared_lease_gets_its_pools_policy(request, services, it_root):
+    """EGRESS_POOL_POLICIES: a pool's entry wins over the mode's and the
+    default; "<tenant>/<pool>" over the bare poolId; another tenant's entry
+    does not apply."""
+    pa = {"defaultAction": "deny", "egress": [{"action": "allow", "target": "a.test"}]}
+    pc_any = {"defaultAction": "deny", "egress": [{"action": "allow", "target": "c-any.test"}]}
+    pc_it = {"defaultAction": "deny", "egress": [{"action": "allow", "target": "c-it.test"}]}
+    other = {"defaultAction": "allow", "egress": []}
+    mus = {"defaultAction": "deny", "egress": [{"action": "allow", "target": "mus.test"}]}
+    b = start_osb_broker(request, services, it_root, BROKER_CAPACITY=4,
+                         EGRESS_DEFAULT=json.dumps(DEFAULT),
+                         EGRESS_POLICY_MULTI_USER_SHARED=json.dumps(mus),
+                         EGRESS_POOL_POLICIES=json.dumps({
+                             "pa": pa, "pc": pc_any, "%s/pc" % "it": pc_it,
+                             "other/pb": other}))
+    request.node._it_brokers = [b]
+    assert b.tenant == "it"
+    from sandboxlib import SB
+    sb = SB(b)
+    got = {}
+    for pool in ("pa", "pb", "pc"):
+        lease = sb.acquire("u-" + pool, "s1", mode="multi_user_shared", pool=pool)
+        rec = b.redis.hgetall(b.key("sandbox:%s" % lease["sandboxId"]))
+        assert rec["poolId"] == "it/" + pool, rec
+        got[pool] = stored(b, lease["sandboxId"])
+    assert got == {"pa": pa, "pb": mus, "pc": pc_it}
+    # a second user of pool pa shares the sandbox and its policy
+    lease = sb.acquire("u-pa2", "s1", mode="multi_user_shared", pool="pa")
+    assert stored(b, lease["sandboxId"]) == pa
+    # other modes are untouched by pool entries
+    lease = sb.acquire("u-ex", "s1", mode="exclusive")
+    assert stored(b, lease["sandboxId"]) == DEFAULT
+
+
+@pytest.mark.parametrize("value,want", [
+    ('{"pa": {"egress": [{"action": "allow", "target": "10.0.0.1"}]}}',
+     '"pa": egress[0]: IP/CIDR'),
+    ('["pa"]', "must be a JSON object"),
+])
+def test_bad_egress_pool_policies_stop_the_broker(request, services, it_root, value, want):
+    import conftest
+    from brokerlib import Broker, StackError
+    b = Broker(services, conftest._state_dir(it_root, request.node.name),
+               EGRESS_POOL_POLICIES=value)
+    request.addfinalizer(b.down)
+    with pytest.raises(StackError) as e:
+        b.up()
+    msg = str(e.value)
+    assert "EGRESS_POOL_POLICIES" in msg and want in msg, msg
+    assert not b.redis.keys(b.key("*"))
+
+
 def test_empty_egress_default_is_deny_all(request, services, it_root):
     b = start_osb_broker(request, services, it_root, BROKER_CAPACITY=2)
     request.node._it_brokers = [b]

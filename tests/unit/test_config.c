@@ -483,6 +483,75 @@ static void test_sandbox_runtime(void **state)
                          -EINVAL);
 }
 
+/* SANDBOX_RUNTIMES (the allowlist of create's extensions.runtime) and
+ * SANDBOX_RUNTIME_<MODE>; which runtimes carry the agent. */
+static void test_runtime_allowlist(void **state)
+{
+        struct broker_config cfg;
+        char err[512] = "", list[CONFIG_RUNTIME_LIST_MAX];
+
+        (void)state;
+        /* default: only SANDBOX_RUNTIME */
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_true(config_runtime_allowed(&cfg, "sandbox-runc"));
+        assert_false(config_runtime_allowed(&cfg, "runsc"));
+        assert_false(config_runtime_allowed(&cfg, ""));
+        config_runtimes_list(&cfg, list, sizeof(list));
+        assert_string_equal(list, "sandbox-runc");
+        assert_string_equal(config_runtime_for_mode(&cfg, "exclusive"), "sandbox-runc");
+        assert_string_equal(config_runtime_for_mode(&cfg, NULL), "sandbox-runc");
+
+        env_reset();
+        env_set("SANDBOX_RUNTIMES", "runsc,runc,sandbox-runc");
+        env_set("SANDBOX_RUNTIME_MULTI_USER_SHARED", "runsc");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_true(config_runtime_allowed(&cfg, "runsc"));
+        assert_true(config_runtime_allowed(&cfg, "runc"));
+        assert_false(config_runtime_allowed(&cfg, "run"));  /* a prefix of an entry */
+        assert_false(config_runtime_allowed(&cfg, "runsc,runc"));
+        config_runtimes_list(&cfg, list, sizeof(list));
+        assert_string_equal(list, "sandbox-runc, runsc, runc"); /* SANDBOX_RUNTIME once */
+        assert_string_equal(config_runtime_for_mode(&cfg, "multi_user_shared"), "runsc");
+        assert_string_equal(config_runtime_for_mode(&cfg, "user_shared"), "sandbox-runc");
+        assert_string_equal(config_runtime_of(&cfg, ""), "sandbox-runc");
+        assert_string_equal(config_runtime_of(&cfg, NULL), "sandbox-runc");
+        assert_string_equal(config_runtime_of(&cfg, "runsc"), "runsc");
+
+        /* SANDBOX_RUNTIME="" (dockerd's default) lists no name of its own */
+        env_reset();
+        env_set("SANDBOX_RUNTIME", "");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        config_runtimes_list(&cfg, list, sizeof(list));
+        assert_string_equal(list, "none");
+
+        static const struct {
+                const char *name, *value, *want;
+        } bad[] = {
+                { "SANDBOX_RUNTIMES", "runsc,,runc", "SANDBOX_RUNTIMES: '': expected" },
+                { "SANDBOX_RUNTIMES", "run sc", "SANDBOX_RUNTIMES: 'run sc': expected" },
+                { "SANDBOX_RUNTIMES", "a,b,c,d,e,f,g,h,i", "at most 8 runtimes" },
+                { "SANDBOX_RUNTIMES", "runsc,", "SANDBOX_RUNTIMES: '': expected" },
+                { "SANDBOX_RUNTIME_EXCLUSIVE", "runsc",
+                  "SANDBOX_RUNTIME_EXCLUSIVE=runsc: not an allowed runtime (SANDBOX_RUNTIME or "
+                  "SANDBOX_RUNTIMES: sandbox-runc)" },
+                { "SANDBOX_RUNTIME_USER_SHARED", "x y", "not an allowed runtime" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_int_equal(load_one(bad[i].name, bad[i].value, &cfg, err, sizeof(err)), -EINVAL);
+                if (!strstr(err, bad[i].want))
+                        fail_msg("%s=%s: got \"%s\", want \"%s\"", bad[i].name, bad[i].value, err,
+                                 bad[i].want);
+        }
+
+        assert_true(config_runtime_has_agent("sandbox-runc"));
+        assert_true(config_runtime_has_agent("runc"));
+        assert_true(config_runtime_has_agent(""));
+        assert_true(config_runtime_has_agent(NULL));
+        assert_true(config_runtime_has_agent("runscx"));
+        assert_false(config_runtime_has_agent("runsc"));
+        assert_false(config_runtime_has_agent("runsc-debug"));
+}
+
 /* POOL: image:size entries, the size after the LAST colon (tags). */
 static void test_pool(void **state)
 {
@@ -566,6 +635,7 @@ int main(void)
                 cmocka_unit_test_setup(test_all_set, setup),
                 cmocka_unit_test_setup(test_config_load_getenv, setup),
                 cmocka_unit_test_setup(test_sandbox_runtime, setup),
+                cmocka_unit_test_setup(test_runtime_allowlist, setup),
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

@@ -333,10 +333,12 @@ static void test_roundtrip(void **state)
 }
 
 /* The configuration: EGRESS_DEFAULT and EGRESS_POLICY_<MODE>. */
-static const char *cfg_default, *cfg_exclusive;
+static const char *cfg_default, *cfg_exclusive, *cfg_pools;
 
 static const char *lookup(const char *name)
 {
+        if (!strcmp(name, "EGRESS_POOL_POLICIES"))
+                return cfg_pools;
         if (!strcmp(name, "EGRESS_DEFAULT"))
                 return cfg_default;
         if (!strcmp(name, "EGRESS_POLICY_EXCLUSIVE"))
@@ -382,6 +384,107 @@ static void test_config(void **state)
         cfg_exclusive = "{\"defaultAction\":\"maybe\"}";
         assert_int_equal(config_load_from(cfg, lookup, err, sizeof(err)), -EINVAL);
         assert_non_null(strstr(err, "EGRESS_POLICY_EXCLUSIVE"));
+        free(cfg);
+}
+
+/* EGRESS_POOL_POLICIES: a map poolId -> NetworkPolicy, checked at start and
+ * handed to sandbox_claim.lua as poolId -> normalized text. */
+static void test_config_pools(void **state)
+{
+        struct broker_config *cfg = calloc(1, sizeof(*cfg));
+        char err[512] = "", *pol[EGRESS_CONFIG_POLICIES];
+        struct json_object *o, *v;
+
+        (void)state;
+        assert_non_null(cfg);
+        cfg_default = NULL;
+        cfg_exclusive = NULL;
+        cfg_pools = "{\"build\":{\"egress\":[{\"action\":\"allow\",\"target\":\"PyPI.org.\"}]},"
+                    "\"acme/web\":{}}";
+        assert_int_equal(config_load_from(cfg, lookup, err, sizeof(err)), 0);
+        assert_int_equal(egress_config_policies(cfg, pol), 0);
+        assert_string_equal(pol[3], ""); /* the mode's stays unset */
+        o = json_tokener_parse(pol[4]);
+        assert_non_null(o);
+        assert_true(json_object_object_get_ex(o, "build", &v));
+        assert_string_equal(json_object_get_string(v), "{\"defaultAction\":\"deny\",\"egress\":"
+                                                       "[{\"action\":\"allow\",\"target\":\"pypi.org\"}]}");
+        assert_true(json_object_object_get_ex(o, "acme/web", &v));
+        assert_string_equal(json_object_get_string(v), "{\"defaultAction\":\"allow\",\"egress\":[]}");
+        assert_int_equal(json_object_object_length(o), 2);
+        json_object_put(o);
+        for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++)
+                free(pol[i]);
+
+        /* egress_deny_all_json is the normalized deny-all */
+        {
+                struct egress_policy *q = malloc(sizeof(*q));
+                char *a = NULL, *b = NULL;
+
+                assert_non_null(q);
+                egress_policy_deny_all(q);
+                assert_int_equal(egress_policy_to_json(q, &a), 0);
+                assert_int_equal(egress_deny_all_json(&b), 0);
+                assert_string_equal(a, b);
+                free(a);
+                free(b);
+                free(q);
+        }
+
+        /* a mode under runsc has no egress: deny-all, no pool policies */
+        strcpy(cfg->sandbox_runtime_mode[2], "runsc");
+        assert_int_equal(egress_config_policies(cfg, pol), 0);
+        assert_string_equal(pol[3], "{\"defaultAction\":\"deny\",\"egress\":[]}");
+        assert_string_equal(pol[4], "");
+        assert_string_equal(pol[1], ""); /* the others as configured */
+        for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++)
+                free(pol[i]);
+        cfg->sandbox_runtime_mode[2][0] = '\0';
+
+        /* unset: the script gets '' */
+        cfg_pools = NULL;
+        assert_int_equal(config_load_from(cfg, lookup, err, sizeof(err)), 0);
+        assert_int_equal(egress_config_policies(cfg, pol), 0);
+        assert_string_equal(pol[4], "");
+        for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++)
+                free(pol[i]);
+
+        /* each mistake stops the broker, naming the setting and the pool */
+        static const struct {
+                const char *v, *want;
+        } bad[] = {
+                { "[]", "must be a JSON object" },
+                { "{\"build\":{\"egress\":[{\"action\":\"allow\",\"target\":\"10.0.0.1\"}]}}",
+                  "\"build\": egress[0]: IP/CIDR" },
+                { "{\"build\":\"allow\"}", "\"build\": the policy must be a NetworkPolicy" },
+                { "{\"a b\":{}}", "not a poolId" },
+                { "{\"\":{}}", "not a poolId" },
+                { "{\"a/b/c\":{}}", "not a poolId" },
+                { "{\"build\":{\"defaultAction\":\"maybe\"}}", "\"build\": defaultAction" },
+                { "{\"build\":{}", "not valid JSON" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                cfg_pools = bad[i].v;
+                err[0] = '\0';
+                assert_int_equal(config_load_from(cfg, lookup, err, sizeof(err)), -EINVAL);
+                assert_non_null(strstr(err, "EGRESS_POOL_POLICIES"));
+                if (!strstr(err, bad[i].want))
+                        fail_msg("%s: got \"%s\", want \"%s\"", bad[i].v, err, bad[i].want);
+        }
+
+        /* at most EGRESS_POOL_POLICIES_MAX pools */
+        size_t n = 0;
+        char *big = malloc(sizeof(cfg->egress_pool_policies));
+        assert_non_null(big);
+        n += (size_t)sprintf(big + n, "{");
+        for (int i = 0; i <= EGRESS_POOL_POLICIES_MAX; i++)
+                n += (size_t)sprintf(big + n, "%s\"p%d\":{}", i ? "," : "", i);
+        sprintf(big + n, "}");
+        cfg_pools = big;
+        assert_int_equal(config_load_from(cfg, lookup, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "at most 64 pools"));
+        free(big);
+        cfg_pools = NULL;
         free(cfg);
 }
 
@@ -431,6 +534,7 @@ int main(void)
                 cmocka_unit_test(test_rejected),    cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_patch_merge), cmocka_unit_test(test_delete),
                 cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_config),
+                cmocka_unit_test(test_config_pools),
                 cmocka_unit_test(test_for_create),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -246,6 +246,69 @@ static int create(const char *body, struct osb_create *c, char *err)
 
 #define MIN_BODY "\"image\":{\"uri\":\"busybox:1\"},\"entrypoint\":[\"sleep\",\"infinity\"]"
 
+static void expect_create_refused(const char *body, const char *want);
+
+/* extensions.runtime: an allowed runtime (SANDBOX_RUNTIME, SANDBOX_RUNTIMES),
+ * Docker only; networkPolicy refused under runsc; never a warm-pool member
+ * of another runtime. Other extensions stay opaque. */
+static void test_create_runtime(void **state)
+{
+        struct osb_create *c = malloc(sizeof(*c));
+        char err[OSB_ERR_MAX];
+
+        (void)state;
+        assert_non_null(c);
+        strcpy(cfg.provider, "docker");
+        strcpy(cfg.sandbox_runtime, "sandbox-runc");
+        strcpy(cfg.sandbox_runtimes, "runsc");
+        strcpy(cfg.pool, "busybox:1:2");
+        cfg.n_pools = 1;
+        strcpy(cfg.pools[0].image, "busybox:1");
+        cfg.pools[0].size = 2;
+
+        assert_int_equal(create("{" MIN_BODY "}", c, err), 0);
+        assert_string_equal(c->runtime, "sandbox-runc");
+        assert_true(osb_create_poolable(&cfg, c, false));
+        assert_int_equal(create("{" MIN_BODY ",\"extensions\":{\"other.key\":\"x\"}}", c, err), 0);
+        assert_string_equal(c->runtime, "sandbox-runc");
+        assert_int_equal(create("{" MIN_BODY ",\"extensions\":{\"runtime\":\"sandbox-runc\"}}", c, err), 0);
+        assert_true(osb_create_poolable(&cfg, c, false));
+        assert_int_equal(create("{" MIN_BODY ",\"extensions\":{\"runtime\":\"runsc\"}}", c, err), 0);
+        assert_string_equal(c->runtime, "runsc");
+        assert_false(osb_create_poolable(&cfg, c, false)); /* members run sandbox-runc */
+        assert_int_equal(create("{" MIN_BODY ",\"extensions\":{\"runtime\":\"runsc\"},"
+                                "\"networkPolicy\":null}", c, err), 0);
+
+        expect_create_refused("{" MIN_BODY ",\"extensions\":{\"runtime\":\"kata\"}}",
+                              "extensions.runtime: \"kata\" is not an allowed runtime (allowed: "
+                              "sandbox-runc, runsc)");
+        expect_create_refused("{" MIN_BODY ",\"extensions\":{\"runtime\":\"\"}}",
+                              "is not an allowed runtime");
+        expect_create_refused("{" MIN_BODY ",\"extensions\":{\"runtime\":7}}",
+                              "extensions.runtime: a non-string is not an allowed runtime");
+        expect_create_refused("{" MIN_BODY ",\"extensions\":{\"runtime\":\"runsc\"},"
+                              "\"networkPolicy\":{\"defaultAction\":\"deny\"}}",
+                              "networkPolicy: egress is not available under runtime runsc");
+
+        /* SANDBOX_RUNTIME_EXCLUSIVE is what a create without the key gets */
+        strcpy(cfg.sandbox_runtime_mode[0], "runsc");
+        assert_int_equal(create("{" MIN_BODY "}", c, err), 0);
+        assert_string_equal(c->runtime, "runsc");
+        assert_false(osb_create_poolable(&cfg, c, false));
+        expect_create_refused("{" MIN_BODY ",\"networkPolicy\":{}}", "not available under runtime runsc");
+        cfg.sandbox_runtime_mode[0][0] = '\0';
+
+        /* a pool of runsc members still serves nobody: no agent for the entrypoint */
+        strcpy(cfg.sandbox_runtime, "runsc");
+        assert_int_equal(create("{" MIN_BODY "}", c, err), 0);
+        assert_false(osb_create_poolable(&cfg, c, false));
+
+        strcpy(cfg.provider, "daytona");
+        expect_create_refused("{" MIN_BODY ",\"extensions\":{\"runtime\":\"runsc\"}}",
+                              "extensions.runtime: not supported by this provider (daytona)");
+        free(c);
+}
+
 static void expect_create_refused(const char *body, const char *want)
 {
         struct osb_create *c = malloc(sizeof(*c));
@@ -571,6 +634,7 @@ int main(void)
                 cmocka_unit_test_setup(test_create_refusals, setup),
                 cmocka_unit_test_setup(test_create_platform_types, setup),
                 cmocka_unit_test_setup(test_create_caps, setup),
+                cmocka_unit_test_setup(test_create_runtime, setup),
                 cmocka_unit_test(test_sandbox_json),
                 cmocka_unit_test(test_sandbox_json_bad_records),
         };

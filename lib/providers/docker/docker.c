@@ -155,8 +155,11 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
         char *body = NULL, *path = NULL, name[128];
         int r;
 
+        /* the agent's label on the container (docker_json.c) tells every
+         * later call whether it has one */
+        bool agent = d->agent.bin[0] && !spec->no_agent;
         struct docker_agent_mount m;
-        if (d->agent.bin[0]) {
+        if (agent) {
                 snprintf(m.bin, sizeof(m.bin), "%s", d->agent.bin);
                 if (docker_agent_source(&d->agent, spec->sandbox_id, m.source, sizeof(m.source)) < 0) {
                         provider_errf(ret_err, "docker: create: AGENT_DIR too long");
@@ -170,7 +173,7 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
                                                      sizeof(m.egress), ret_err)) < 0)
                         goto out;
         }
-        r = docker_json_create_body(spec, d->agent.bin[0] ? &m : NULL, &body);
+        r = docker_json_create_body(spec, agent ? &m : NULL, &body);
         if (r < 0) {
                 provider_errf(ret_err, "docker: create: %s",
                            r == -EINVAL ? "sandbox id and image are required" : "out of memory");
@@ -198,7 +201,7 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
                 provider_errf(ret_err, "docker: create: answer without a container id");
                 goto out;
         }
-        if (d->agent.bin[0]) {
+        if (agent) {
                 r = docker_agent_prepare(&d->agent, spec->sandbox_id, ret_ref, ret_err);
                 if (r < 0) {
                         char ignored[PROVIDER_ERR_MAX];

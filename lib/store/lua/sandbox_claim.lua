@@ -1,14 +1,19 @@
 -- sandbox_claim: give a lease its sandbox. ARGV = prefix, leaseId, newSandboxId,
 --   image, multiUserImage, nanoCpus, memoryBytes, pids, provider, pooled,
 --   then the egress policies: default, exclusive, user_shared, multi_user_shared
---   (normalized JSON; '' = the default)
+--   (normalized JSON; '' = the default), and the pool policies: a JSON object
+--   poolId or "<tenant>/<poolId>" -> normalized policy text ('' = none),
+--   then the runtimes of new sandboxes of exclusive, user_shared, multi_user_shared,
+--   then the warm pool members' runtime (SANDBOX_RUNTIME)
 -- The slot's sandbox if it has one; else a parked (Stopped) sandbox of the same
 -- slot; else a new Pending record: with pooled = '1' (the image has a warm
--- pool, wpool.lua) the oldest ready member is taken (its id and container
--- become the sandbox's, record field poolLimits = the limits it was made
--- with), else a cold create. Also sets the lease's workdir and Linux user, and
+-- pool, wpool.lua, and the mode's runtime is the members') the oldest ready
+-- member is taken (its id and container become the sandbox's, record field
+-- poolLimits = the limits it was made with), else a cold create. A new
+-- record's field runtime is its mode's. Also sets the lease's workdir and Linux user, and
 -- gives a sandbox without an egress policy (a new record, a pool member, a
--- record older than egress policies) the one of its mode; an OpenSandbox
+-- record older than egress policies) the one of its multi_user_shared pool
+-- (the tenant's own entry first, then the bare poolId), else of its mode; an OpenSandbox
 -- record got its own at create time and keeps it.
 -- Returns {'notfound'} (no lease) | {'gone'} (its OpenSandbox record was deleted)
 --       | {'ok', sandboxId, state, ref, workdir, linuxUser, needs}
@@ -38,8 +43,10 @@ if not sid then
   else
     sid = new_sid
     if mode == 'multi_user_shared' then image = ARGV[5] end
+    local runtime = ({ exclusive = ARGV[16], user_shared = ARGV[17],
+                       multi_user_shared = ARGV[18] })[mode] or ARGV[19]
     local ref, warm = '', nil
-    if ARGV[10] == '1' and mode ~= 'multi_user_shared' then
+    if ARGV[10] == '1' and mode ~= 'multi_user_shared' and runtime == ARGV[19] then
       local popped = redis.call('ZPOPMIN', P .. 'wpool:' .. image)
       if #popped > 0 then
         local m = redis.call('HMGET', P .. 'wpoolm:' .. popped[1], 'ref', 'limits')
@@ -53,7 +60,7 @@ if not sid then
     redis.call('HSET', sandbox_key(sid), 'sandboxId', sid, 'slot', slot, 'mode', mode,
       'userId', mode == 'multi_user_shared' and '' or user, 'poolId', pool, 'image', image,
       'nanoCpus', ARGV[6], 'memoryBytes', ARGV[7], 'pids', ARGV[8], 'provider', ARGV[9],
-      'createdAt', now, 'ref', ref)
+      'createdAt', now, 'ref', ref, 'runtime', runtime)
     if warm then
       redis.call('HSET', sandbox_key(sid), 'poolLimits', warm)
       sandbox_set_state(sid, 'Pending', 'STARTING', 'claimed from the warm pool', now)
@@ -72,10 +79,16 @@ elseif mode == 'multi_user_shared' then
   workdir = '/home/' .. linux_user
 end
 redis.call('HSET', lease_key(lease_id), 'sandboxId', sid, 'workdir', workdir, 'linuxUser', linux_user)
-local e = redis.call('HMGET', sandbox_key(sid), 'egress_policy', 'mode')
+local e = redis.call('HMGET', sandbox_key(sid), 'egress_policy', 'mode', 'poolId')
 if not e[1] or e[1] == '' then
   local by_mode = { exclusive = ARGV[12], user_shared = ARGV[13], multi_user_shared = ARGV[14] }
   local pol = by_mode[e[2] or '']
+  if e[2] == 'multi_user_shared' and e[3] and e[3] ~= '' and ARGV[15] ~= '' then
+    local by_pool = cjson.decode(ARGV[15])
+    local bare = string.match(e[3], '/(.*)$') or e[3]
+    local p = by_pool[e[3]] or by_pool[bare]
+    if type(p) == 'string' and p ~= '' then pol = p end
+  end
   if not pol or pol == '' then pol = ARGV[11] end
   if pol ~= '' then redis.call('HSET', sandbox_key(sid), 'egress_policy', pol) end
 end
