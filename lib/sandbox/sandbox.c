@@ -235,7 +235,7 @@ static int record_read(struct redis_conn *rc, const struct broker_config *cfg, c
                 if (reply_is_str(rep->element[9], NULL) &&
                     copy_str(rep->element[9], rec->volumes, sizeof(rec->volumes)) < 0)
                         r = -EPROTO;
-                if (str_reply(rep->element[10]) &&
+                if (reply_is_str(rep->element[10], NULL) &&
                     copy_str(rep->element[10], rec->runtime, sizeof(rec->runtime)) < 0)
                         r = -EPROTO;
         }
