@@ -262,9 +262,13 @@ def test_opencode_child_session_shares_lease(docker_broker, opencode, model):
     the grace period); once parent and child are idle, the parent's lease is
     released after the grace period."""
     sb = docker_broker(BROKER_CAPACITY=1)
-    model.script("ch_parent", [[("bash", {"command": "echo parent > p.txt; sleep 14; cat p.txt"})],
+    model.script("ch_parent", [[("bash", {"command": "echo parent > p.txt; sleep 25; cat p.txt"})],
                                "parent done"])
-    model.script("ch_child", [[("bash", {"command": "cat p.txt; echo child; pwd"})], "child done"])
+    # the parent's lease being active does not mean its bash has run yet: the child waits
+    # (up to 20 s) for the parent's file
+    model.script("ch_child", [[("bash", {"command": "for i in $(seq 200); do [ -s p.txt ] && break; "
+                                                    "sleep 0.1; done; cat p.txt; echo child; pwd"})],
+                              "child done"])
     oc = opencode(sb.b, IDLE_RELEASE_MS="1500")
     parent = oc.session()
     jp = _in_thread(oc.prompt, parent, "SCRIPT:ch_parent")
