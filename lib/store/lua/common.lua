@@ -98,6 +98,23 @@ local function queue_blocks(default_cap)
 end
 
 -- An empty reason keeps the current one (e.g. Stopping(LEASE_EXPIRED) -> Terminated).
+-- Take the oldest ready member of image's warm pool (wpool.lua) and count the
+-- claim warm or cold. Returns its sandbox id, container ref and the limits it
+-- was made with, or nil when the pool has none.
+local function wpool_take(image)
+  local id, ref, limits
+  local popped = redis.call('ZPOPMIN', P .. 'wpool:' .. image)
+  if #popped > 0 then
+    local m = redis.call('HMGET', P .. 'wpoolm:' .. popped[1], 'ref', 'limits')
+    redis.call('ZREM', P .. 'wpoolall:' .. image, popped[1])
+    redis.call('ZREM', P .. 'wpool:all', popped[1])
+    redis.call('DEL', P .. 'wpoolm:' .. popped[1])
+    if m[1] and m[1] ~= '' then id, ref, limits = popped[1], m[1], m[2] or '' end
+  end
+  redis.call('HINCRBY', P .. 'wpoolstat:' .. image, id and 'warm' or 'cold', 1)
+  return id, ref, limits
+end
+
 local function sandbox_set_state(sid, state, reason, message, now)
   redis.call('HSET', sandbox_key(sid), 'state', state, 'message', message or '',
     'lastTransitionAt', now or now_ms())

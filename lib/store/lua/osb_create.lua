@@ -25,15 +25,8 @@ local fields = {}
 for i = 7, #ARGV do table.insert(fields, ARGV[i]) end
 local ref, warm = '', nil
 if pool_image ~= '' then
-  local popped = redis.call('ZPOPMIN', P .. 'wpool:' .. pool_image)
-  if #popped > 0 then
-    local m = redis.call('HMGET', P .. 'wpoolm:' .. popped[1], 'ref', 'limits')
-    redis.call('ZREM', P .. 'wpoolall:' .. pool_image, popped[1])
-    redis.call('ZREM', P .. 'wpool:all', popped[1])
-    redis.call('DEL', P .. 'wpoolm:' .. popped[1])
-    if m[1] and m[1] ~= '' then sid, ref, warm = popped[1], m[1], m[2] or '' end
-  end
-  redis.call('HINCRBY', P .. 'wpoolstat:' .. pool_image, warm and 'warm' or 'cold', 1)
+  local id, r, limits = wpool_take(pool_image)
+  if id then sid, ref, warm = id, r, limits end
 end
 redis.call('HSET', sandbox_key(sid), 'sandboxId', sid, 'tenant', tenant, 'mode', 'exclusive',
   'createdAt', now, 'ref', ref, 'expiresAt', timeout == '' and '' or (now + tonumber(timeout)),

@@ -47,15 +47,8 @@ if not sid then
                        multi_user_shared = ARGV[18] })[mode] or ARGV[19]
     local ref, warm = '', nil
     if ARGV[10] == '1' and mode ~= 'multi_user_shared' and runtime == ARGV[19] then
-      local popped = redis.call('ZPOPMIN', P .. 'wpool:' .. image)
-      if #popped > 0 then
-        local m = redis.call('HMGET', P .. 'wpoolm:' .. popped[1], 'ref', 'limits')
-        redis.call('ZREM', P .. 'wpoolall:' .. image, popped[1])
-        redis.call('ZREM', P .. 'wpool:all', popped[1])
-        redis.call('DEL', P .. 'wpoolm:' .. popped[1])
-        if m[1] and m[1] ~= '' then sid, ref, warm = popped[1], m[1], m[2] or '' end
-      end
-      redis.call('HINCRBY', P .. 'wpoolstat:' .. image, warm and 'warm' or 'cold', 1)
+      local id, r, limits = wpool_take(image)
+      if id then sid, ref, warm = id, r, limits end
     end
     redis.call('HSET', sandbox_key(sid), 'sandboxId', sid, 'slot', slot, 'mode', mode,
       'userId', mode == 'multi_user_shared' and '' or user, 'poolId', pool, 'image', image,
