@@ -20,7 +20,7 @@ static int volumes_open(struct request *req)
         if (!provider_has_volumes(req->w->provider)) {
                 reply_error(req, API_INVALID_REQUEST,
                             "volumes are not supported by this provider (%s)",
-                            req->w->provider->ops->name);
+                            provider_name(req->w->provider));
                 return -1;
         }
         return 0;

@@ -107,6 +107,11 @@ int provider_snapshot_delete(struct provider *p, const char *image, char *ret_er
         return p->ops->snapshot_delete(p, image, ret_err);
 }
 
+const char *provider_name(const struct provider *p)
+{
+        return p->ops->name;
+}
+
 bool provider_has_volumes(const struct provider *p)
 {
         return p->ops->volume_create && p->ops->volume_inspect && p->ops->volume_list &&

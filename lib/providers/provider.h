@@ -413,6 +413,9 @@ int provider_snapshot_create(struct provider *p, const char *ref, const struct s
                              int64_t *ret_size, char *ret_err);
 int provider_snapshot_delete(struct provider *p, const char *image, char *ret_err);
 
+/* The backend's name ("docker", "daytona"), for messages. */
+const char *provider_name(const struct provider *p);
+
 /* Can p mount volumes into its sandboxes (host directories and named
  * volumes: the volume_* ops)? */
 bool provider_has_volumes(const struct provider *p);
