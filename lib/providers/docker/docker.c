@@ -49,19 +49,6 @@ static struct docker *impl(struct provider *p)
         return p->impl;
 }
 
-/* Docker's HTTP status to our errno: 304 "not modified" (start of a running
- * container, stop of a stopped one) is success. */
-static int status_errno(long status)
-{
-        if (status / 100 == 2 || status == 304)
-                return 0;
-        if (status == 404)
-                return -ENOENT;
-        if (status == 409)
-                return -EBUSY;
-        return -EIO;
-}
-
 /* Format a request path; every %s argument is percent-encoded first.
  * Returns a malloc'ed path or NULL (ENOMEM). Takes at most two strings. */
 static char *path_fmt(const char *fmt, const char *a, const char *b)
@@ -78,34 +65,12 @@ out:
         return s;
 }
 
-/* One JSON call: transport errors as docker_api_call, then the HTTP status
- * mapped by status_errno with Docker's message in ret_err. On success and
- * with resp != NULL, *resp owns the body. */
+/* One JSON call (docker_api_json). */
 static int call(struct docker *d, const char *method, const char *path, const char *body,
                 int timeout_ms, size_t max, struct http_buf *resp, const char *what,
                 char *ret_err)
 {
-        struct http_buf b = { 0 };
-        long status = 0;
-        int r;
-
-        if (!path) {
-                provider_errf(ret_err, "docker: %s: out of memory", what);
-                return -ENOMEM;
-        }
-        r = docker_api_call(d->api, method, path, body, timeout_ms, &status, &b, max, ret_err);
-        if (r < 0)
-                goto out;
-        r = status_errno(status);
-        if (r < 0)
-                docker_json_error_message(what, status, b.data, ret_err);
-out:
-        if (r == 0 && resp) {
-                *resp = b;
-                b = (struct http_buf){ 0 };
-        }
-        http_buf_release(&b);
-        return r;
+        return docker_api_json(d->api, method, path, body, timeout_ms, max, resp, what, ret_err);
 }
 
 /* A POST to /containers/{ref}/<verb><query> with no body and no answer needed. */
@@ -409,7 +374,7 @@ static int archive_put(struct docker *d, const char *ref, const char *dir, const
         r = docker_api_request(d->api, &req, &status, &resp, ret_err);
         if (r < 0)
                 goto out;
-        r = status_errno(status);
+        r = docker_api_status_errno(status);
         if (r < 0)
                 docker_json_error_message("put archive", status, resp.data, ret_err);
 out:
@@ -546,7 +511,7 @@ static int exec_run_io(struct docker *d, const char *ref, const char *const *arg
                 goto out;
         } else if (r < 0) {
                 goto out;
-        } else if ((r = status_errno(status)) < 0) {
+        } else if ((r = docker_api_status_errno(status)) < 0) {
                 docker_json_error_message("exec start", status, resp.data, ret_err);
                 goto out;
         }
@@ -980,7 +945,7 @@ static int docker_watch_events(struct provider *p, const char *prefix,
         r = path ? docker_api_request(d->api, &req, &status, &resp, ret_err) : -ENOMEM;
         if (r == -ECANCELED) {
                 r = 0; /* stop() said so */
-        } else if (r == 0 && (r = status_errno(status)) < 0) {
+        } else if (r == 0 && (r = docker_api_status_errno(status)) < 0) {
                 docker_json_error_message("events", status, resp.data, ret_err);
         } else if (r == 0) {
                 provider_errf(ret_err, "docker: events: the stream ended");

@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 
 #include "curl_release.h"
+#include "docker_json.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,3 +310,36 @@ int docker_api_call(struct docker_api *api, const char *method, const char *path
         return docker_api_request(api, &req, ret_status, ret_resp, ret_err);
 }
 
+int docker_api_status_errno(long status)
+{
+        if (status / 100 == 2 || status == 304)
+                return 0;
+        if (status == 404)
+                return -ENOENT;
+        if (status == 409)
+                return -EBUSY;
+        return -EIO;
+}
+
+int docker_api_json(struct docker_api *api, const char *method, const char *path, const char *body,
+                    int timeout_ms, size_t max_resp, struct http_buf *resp, const char *what,
+                    char *ret_err)
+{
+        struct http_buf b = { 0 };
+        long status = 0;
+        int r;
+
+        if (!path) {
+                provider_errf(ret_err, "docker: %s: out of memory", what);
+                return -ENOMEM;
+        }
+        r = docker_api_call(api, method, path, body, timeout_ms, &status, &b, max_resp, ret_err);
+        if (r == 0 && (r = docker_api_status_errno(status)) < 0)
+                docker_json_error_message(what, status, b.data, ret_err);
+        if (r == 0 && resp) {
+                *resp = b;
+                b = (struct http_buf){ 0 };
+        }
+        http_buf_release(&b);
+        return r;
+}

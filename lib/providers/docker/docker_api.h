@@ -95,3 +95,13 @@ int docker_api_call(struct docker_api *api, const char *method, const char *path
                     const char *json_body, int timeout_ms, long *ret_status,
                     struct http_buf *ret_resp, size_t max_resp, char *ret_err);
 
+/* Docker's HTTP status as an errno: 2xx and 304 are 0, 404 -ENOENT, 409
+ * -EBUSY, anything else -EIO. */
+int docker_api_status_errno(long status);
+
+/* docker_api_call with the status mapped by docker_api_status_errno and
+ * Docker's message in ret_err. path NULL (a failed allocation of the
+ * caller) is -ENOMEM. On success and with resp != NULL, *resp owns the body. */
+int docker_api_json(struct docker_api *api, const char *method, const char *path, const char *body,
+                    int timeout_ms, size_t max_resp, struct http_buf *resp, const char *what,
+                    char *ret_err);

@@ -419,25 +419,11 @@ int docker_size_parse(const char *body, const char *field, int64_t *ret_size)
         return r;
 }
 
-/* One JSON request whose non-2xx answer becomes -ENOENT/-EBUSY/-EIO with
- * Docker's message. On success *resp (if not NULL) owns the body. */
+/* One call (docker_api_json), answers capped at 1 MiB. */
 static int image_call(struct docker_api *api, const char *method, const char *path, const char *body,
                       int timeout_ms, struct http_buf *resp, const char *what, char *ret_err)
 {
-        struct http_buf b = { 0 };
-        long status = 0;
-        int r = docker_api_call(api, method, path, body, timeout_ms, &status, &b, 1024 * 1024, ret_err);
-
-        if (r == 0 && status / 100 != 2) {
-                r = status == 404 ? -ENOENT : status == 409 ? -EBUSY : -EIO;
-                docker_json_error_message(what, status, b.data, ret_err);
-        }
-        if (r == 0 && resp) {
-                *resp = b;
-                b = (struct http_buf){ 0 };
-        }
-        http_buf_release(&b);
-        return r;
+        return docker_api_json(api, method, path, body, timeout_ms, 1024 * 1024, resp, what, ret_err);
 }
 
 int docker_image_commit(struct docker_api *api, const char *ref, const struct snapshot_spec *spec,

@@ -13,32 +13,11 @@
 
 #define VOLUME_RESP_MAX (4 * 1024 * 1024) /* a list of a tenant's volumes */
 
-/* One call, Docker's status mapped: 2xx 0, 404 -ENOENT, 409 -EBUSY, else -EIO. */
+/* One call (docker_api_json), answers capped at VOLUME_RESP_MAX. */
 static int volume_call(struct docker_api *api, const char *method, const char *path, const char *body,
                        int timeout_ms, struct http_buf *resp, const char *what, char *ret_err)
 {
-        struct http_buf b = { 0 };
-        long status = 0;
-        int r;
-
-        if (!path) {
-                provider_errf(ret_err, "docker: %s: out of memory", what);
-                return -ENOMEM;
-        }
-        r = docker_api_call(api, method, path, body, timeout_ms, &status, &b, VOLUME_RESP_MAX,
-                            ret_err);
-        if (r < 0)
-                goto out;
-        r = status / 100 == 2 ? 0 : status == 404 ? -ENOENT : status == 409 ? -EBUSY : -EIO;
-        if (r < 0)
-                docker_json_error_message(what, status, b.data, ret_err);
-out:
-        if (r == 0 && resp) {
-                *resp = b;
-                b = (struct http_buf){ 0 };
-        }
-        http_buf_release(&b);
-        return r;
+        return docker_api_json(api, method, path, body, timeout_ms, VOLUME_RESP_MAX, resp, what, ret_err);
 }
 
 static char *name_path(const char *name)
