@@ -83,8 +83,12 @@ int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, c
                 r = -ENAMETOOLONG;
         if (r == 0)
                 r = docker_agent_source(a, sandbox_id, src, sizeof(src));
-        if (r == 0 && mkdir(run, 0700) < 0 && errno != EEXIST)
-                r = -errno;
+        /* The link first, the run directory last: docker_start prepares
+         * again whenever the run directory is missing, so a process killed
+         * between the two steps leaves a state the next start repairs. (The
+         * other order could leave a run directory without its link; Docker
+         * would then make a plain directory for the missing source and the
+         * agent's socket would never appear where the broker looks.) */
         if (r == 0) {
                 /* a stale link (or a directory Docker made for a missing
                  * source) under the same name goes first */
@@ -93,6 +97,8 @@ int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, c
                 if (symlink(ref, src) < 0)
                         r = -errno;
         }
+        if (r == 0 && mkdir(run, 0700) < 0 && errno != EEXIST)
+                r = -errno;
         if (r < 0)
                 provider_errf(ret_err, "agent: run directory in %s: %s", a->dir, strerror(-r));
         return r;

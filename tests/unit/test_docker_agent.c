@@ -1,0 +1,152 @@
+/* Unit tests for lib/providers/docker/docker_agent.c: the run directory
+ * and bind-source link under AGENT_DIR, in a temp directory. The property
+ * that matters across crashes: whenever a container's run directory
+ * exists, its sandbox's link exists too (docker_start prepares again only
+ * when the run directory is missing). */
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "docker_agent.h"
+#include "provider.h"
+
+#define SID "0123456789abcdef0123456789abcdef"
+#define REF "aaaaaaaaaaaabbbbbbbbbbbbccccccccccccddddddddddddeeeeeeeeeeeeffff"
+#define REF2 "1111111111112222222222223333333333334444444444445555555555556666"
+
+static struct docker_agent agent;
+
+static int setup(void **state)
+{
+        char tmpl[] = "/tmp/test-docker-agent-XXXXXX";
+
+        (void)state;
+        memset(&agent, 0, sizeof(agent));
+        assert_non_null(mkdtemp(tmpl));
+        snprintf(agent.dir, sizeof(agent.dir), "%s/agents", tmpl);
+        snprintf(agent.bin, sizeof(agent.bin), "/bin/true");
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        char cmd[PATH_MAX + 16];
+
+        (void)state;
+        /* agent.dir is <mkdtemp>/agents: remove the mkdtemp directory */
+        snprintf(cmd, sizeof(cmd), "rm -rf '%.*s'", (int)(strrchr(agent.dir, '/') - agent.dir),
+                 agent.dir);
+        assert_int_equal(system(cmd), 0);
+        return 0;
+}
+
+static void path_of(const char *name, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s/%s", agent.dir, name);
+}
+
+static void expect_link(const char *sid, const char *ref)
+{
+        char path[PATH_MAX], target[128];
+        ssize_t n;
+
+        char name[64];
+
+        snprintf(name, sizeof(name), "sb-%s", sid);
+        path_of(name, path, sizeof(path));
+        n = readlink(path, target, sizeof(target) - 1);
+        assert_true(n > 0);
+        target[n] = '\0';
+        assert_string_equal(target, ref);
+}
+
+static void test_prepare_makes_link_and_run_dir(void **state)
+{
+        char err[PROVIDER_ERR_MAX] = "", dir[256];
+
+        (void)state;
+        assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), -ENOENT);
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), 0);
+        expect_link(SID, REF);
+        /* again (a start after a crash): the same state, no error */
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        expect_link(SID, REF);
+}
+
+/* A crash after the link and before the run directory: the run directory
+ * is missing, so the next start prepares again (and repairs). */
+static void test_link_without_run_dir_reads_missing(void **state)
+{
+        char err[PROVIDER_ERR_MAX] = "", dir[256], run[PATH_MAX];
+
+        (void)state;
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        path_of(REF, run, sizeof(run));
+        assert_int_equal(rmdir(run), 0);
+        assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), -ENOENT);
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), 0);
+}
+
+/* A directory Docker made for a missing bind source, or a stale link to
+ * another container (the sandbox re-created under the same name), is
+ * replaced by the link to the current container. */
+static void test_prepare_replaces_dir_and_stale_link(void **state)
+{
+        char err[PROVIDER_ERR_MAX] = "", src[PATH_MAX];
+
+        (void)state;
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF2, err), 0);
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        expect_link(SID, REF);
+        path_of("sb-" SID, src, sizeof(src));
+        assert_int_equal(unlink(src), 0);
+        assert_int_equal(mkdir(src, 0755), 0);
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        expect_link(SID, REF);
+}
+
+static void test_cleanup_removes_run_dir_and_link(void **state)
+{
+        char err[PROVIDER_ERR_MAX] = "", dir[256], src[PATH_MAX];
+        struct stat st;
+
+        (void)state;
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        docker_agent_cleanup(&agent, REF);
+        assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), -ENOENT);
+        path_of("sb-" SID, src, sizeof(src));
+        assert_int_equal(lstat(src, &st), -1);
+}
+
+static void test_refs_that_are_not_ids_are_refused(void **state)
+{
+        char err[PROVIDER_ERR_MAX] = "", dir[256];
+
+        (void)state;
+        assert_int_equal(docker_agent_prepare(&agent, SID, "../etc", err), -EINVAL);
+        assert_int_equal(docker_agent_run_dir(&agent, "abc", dir, sizeof(dir)), -EINVAL);
+        assert_int_equal(docker_agent_run_dir(&agent, REF "/..", dir, sizeof(dir)), -EINVAL);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_prepare_makes_link_and_run_dir, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_link_without_run_dir_reads_missing, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_prepare_replaces_dir_and_stale_link, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cleanup_removes_run_dir_and_link, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_refs_that_are_not_ids_are_refused, setup, teardown),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
