@@ -6,7 +6,8 @@
  * broker's back:
  *   die      a Running or Paused record goes Failed (sandbox_exited):
  *            ENTRYPOINT_EXITED, or OOM_KILLED when an "oom" of the same
- *            sandbox came within WATCH_OOM_MS before it;
+ *            sandbox came within WATCH_OOM_MS before it, or (an exit code
+ *            137 with no oom seen) the container's State.OOMKilled says so;
  *   pause    Running -> Paused, unpause Paused -> Running
  *            (sandbox_paused_outside; the broker's own pause/resume moves
  *            the record itself and wins the reason);
@@ -83,9 +84,19 @@ static void watch_event(void *ud, const struct sandbox_event *ev)
         int r = 0;
 
         switch (ev->kind) {
-        case SANDBOX_EVENT_EXITED:
-                r = sandbox_exited(w->redis, sid, ev->info.exit_code, oom_take(w, sid, now));
+        case SANDBOX_EVENT_EXITED: {
+                bool oom = oom_take(w, sid, now);
+                struct sandbox_info info;
+                char err[PROVIDER_ERR_MAX];
+
+                /* Docker usually sends "oom" before "die", but the order is
+                 * not promised: a 137 with no oom seen asks the container */
+                if (!oom && ev->info.exit_code == 137 && ev->info.ref[0] &&
+                    w->provider->ops->inspect(w->provider, ev->info.ref, &info, err) == 0)
+                        oom = info.oom_killed;
+                r = sandbox_exited(w->redis, sid, ev->info.exit_code, oom);
                 break;
+        }
         case SANDBOX_EVENT_PAUSED:
         case SANDBOX_EVENT_UNPAUSED:
                 r = sandbox_paused_outside(w->redis, sid, ev->kind == SANDBOX_EVENT_PAUSED);

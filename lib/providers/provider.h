@@ -200,6 +200,7 @@ struct sandbox_info {
         char ref[PROVIDER_REF_MAX];
         bool agent;    /* runs sandbox-agent (Docker: PROVIDER_LABEL_AGENT) */
         int exit_code; /* SANDBOX_RUN_EXITED: the entrypoint's code (inspect, events) */
+        bool oom_killed; /* the kernel's OOM killer ended it (inspect only) */
 };
 
 /* What a backend's event stream reports of a sandbox (ops->watch_events). */

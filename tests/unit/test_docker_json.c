@@ -487,6 +487,22 @@ static void test_parse_inspect(void **state)
         assert_string_equal(info.ref, "c0ffee");
         assert_string_equal(info.sandbox_id, "s1");
         assert_string_equal(info.prefix, "p:");
+        assert_false(info.oom_killed);
+        /* an OOM kill: the exit code and Docker's flag */
+        assert_int_equal(docker_json_parse_inspect(
+                                 "{\"Id\":\"c1\",\"State\":{\"Status\":\"exited\",\"ExitCode\":137,"
+                                 "\"OOMKilled\":true},\"Config\":{\"Labels\":{}}}",
+                                 &info),
+                         0);
+        assert_int_equal(info.state, SANDBOX_RUN_EXITED);
+        assert_int_equal(info.exit_code, 137);
+        assert_true(info.oom_killed);
+        /* a non-boolean flag is no OOM */
+        assert_int_equal(docker_json_parse_inspect(
+                                 "{\"Id\":\"c1\",\"State\":{\"Status\":\"exited\",\"OOMKilled\":\"yes\"}}",
+                                 &info),
+                         0);
+        assert_false(info.oom_killed);
         /* No labels: empty strings. */
         assert_int_equal(docker_json_parse_inspect(
                                  "{\"Id\":\"c\",\"State\":{\"Status\":\"running\"},\"Config\":{\"Labels\":null}}",

@@ -339,6 +339,12 @@ int docker_json_parse_inspect(const char *body, struct sandbox_info *ret)
                                                  json_object_is_type(code, json_type_int) ?
                                          json_object_get_int(code) : -1;
         }
+        {
+                struct json_object *oom = NULL;
+                ret->oom_killed = json_object_object_get_ex(state, "OOMKilled", &oom) &&
+                                  json_object_is_type(oom, json_type_boolean) &&
+                                  json_object_get_boolean(oom);
+        }
         r = 0;
 out:
         json_put(o);
