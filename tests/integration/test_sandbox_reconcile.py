@@ -96,11 +96,13 @@ def test_supervisor_killed_while_creating_leaves_no_orphan(docker_broker, kill_a
     """kill_at: "pending" = as soon as the new record is Pending (before or
     during the container create); "created" = once the container exists
     (its create answered or the ref is recorded), before it is Running."""
-    # DOCKER_TIMEOUT_MS and SANDBOX_START_TIMEOUT_MS bound the provisioning
-    # lock (2x the longer + 5 s): a lease left provisioning by the crash is
-    # picked up after that, here ~11 s.
+    # A lease left provisioning by the crash is picked up once the dead
+    # process's sandbox lock (LOCK_KEEPER_TTL_MS, 6 s, no longer renewed)
+    # ran out. The Docker timeouts only bound each call: generous, so that a
+    # container start on a loaded machine (ASan, 2 cores) is not taken for
+    # a failure.
     sb = docker_broker(BROKER_CAPACITY=1, RECONCILE_MS=RECONCILE_MS,
-                       DOCKER_TIMEOUT_MS=3000, SANDBOX_START_TIMEOUT_MS=3000,
+                       DOCKER_TIMEOUT_MS=15000, SANDBOX_START_TIMEOUT_MS=15000,
                        IDLE_POLICY="delete")
     holder = check_sandbox_lease(sb.acquire("rita", "s1"))
     r = sb.acquire_raw("sam", "s1")
