@@ -20,7 +20,7 @@
 #include "http_buf.h"
 #include "timeutil.h"
 
-#define RECV_BUF 16384
+#define RECV_BUF 65536 /* a file read moves in blocks this large */
 #define TICK_MS 1000
 
 /* strerror, thread-safe (GNU strerror_r). */
