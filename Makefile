@@ -92,9 +92,11 @@ $(BUILD)/%.o: %.c
 # A test or fuzz target NAME of a pure agent/ file (the agent links nothing
 # of lib/) compiles that file in: AGENT_SRC_NAME.
 AGENT_SRC_agent_envfile := agent/envfile.c
+AGENT_SRC_agent_plainsh := agent/plainsh.c
 agent_src = $(if $(AGENT_SRC_$(1)),-Iagent $(AGENT_SRC_$(1)))
 $(BUILD)/tests/test_agent_envfile $(BUILD)/fuzz-replay-agent_envfile $(BUILD)/fuzzer-agent_envfile: \
 	agent/envfile.c agent/envfile.h
+$(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
 	@mkdir -p $(@D)

@@ -43,7 +43,11 @@ struct exec_run {
         int status;
         long long deadline; /* 0: no timeout */
         long long exit_at, stall_at;
-        const char *record; /* record=PATH, or NULL */
+        const struct exec_spec *spec;
+        const char *record;  /* record=PATH, or NULL */
+        long long start_ms;  /* epoch ms, for the record */
+        long long record_at; /* when record_begin is due (monotonic ms) */
+        bool recorded;       /* record_begin done */
 };
 
 static void fd_close(int *fd)
@@ -169,8 +173,16 @@ static void stdin_write(struct exec_run *run)
 }
 
 /* ---- record=PATH: the command's state files, as the execd runner script
- * kept them (its status, logs and interrupt read them). Best effort: a
+ * kept them (its status, logs and interrupt read them). A file made in a
+ * container's overlay /tmp costs about half a millisecond, so a command
+ * that ends within AGENT_RECORD_DELAY_MS leaves one file, P.done, written
+ * before its last frame; a longer one also P.cmd, P.start and P.pid once
+ * that delay has passed (status and interrupt of a running command read
+ * them; before that the broker knows its own streams). Best effort: a
  * sandbox that cannot write /tmp still runs the command. ---- */
+
+#define AGENT_RECORD_DELAY_MS 20
+#define RECORD_CMD_MAX (256 * 1024) /* command text kept in P.done */
 
 static long long epoch_ms(void)
 {
@@ -180,20 +192,31 @@ static long long epoch_ms(void)
         return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Write PATH.suffix (mode 0600, no link followed); with excl only when it
- * does not exist yet. */
-static void record_write(const char *path, const char *suffix, const char *text, size_t len,
-                         bool excl)
+/* Open PATH.suffix for writing (mode 0600, no link followed; with excl
+ * only when it does not exist yet), making the directory (mode 1777, as
+ * the script made it) when missing. -1 on failure. */
+static int record_open(const char *path, const char *suffix, bool excl)
 {
-        char name[PATH_MAX];
-        int fd;
+        char name[PATH_MAX], dir[PATH_MAX], *slash;
+        int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (excl ? O_EXCL : O_TRUNC), fd;
 
         if (snprintf(name, sizeof(name), "%s.%s", path, suffix) >= (int)sizeof(name))
-                return;
-        fd = open(name, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (excl ? O_EXCL : O_TRUNC),
-                  0600);
-        if (fd < 0)
-                return;
+                return -1;
+        fd = open(name, flags, 0600);
+        if (fd >= 0 || errno != ENOENT)
+                return fd;
+        snprintf(dir, sizeof(dir), "%s", path);
+        slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+                return -1;
+        *slash = '\0';
+        if (mkdir(dir, 01777) == 0)
+                (void)chmod(dir, 01777);
+        return open(name, flags, 0600);
+}
+
+static void write_all(int fd, const char *text, size_t len)
+{
         while (len > 0) {
                 ssize_t n = write(fd, text, len);
 
@@ -204,6 +227,16 @@ static void record_write(const char *path, const char *suffix, const char *text,
                 text += n;
                 len -= (size_t)n;
         }
+}
+
+static void record_write(const char *path, const char *suffix, const char *text, size_t len,
+                         bool excl)
+{
+        int fd = record_open(path, suffix, excl);
+
+        if (fd < 0)
+                return;
+        write_all(fd, text, len);
         (void)close(fd);
 }
 
@@ -215,37 +248,94 @@ static void record_number(const char *path, const char *suffix, long long n, boo
         record_write(path, suffix, buf, (size_t)len, excl);
 }
 
-/* Before the start: the directory (mode 1777, as the script made it), the
- * command's text (argv joined by spaces) and start time, unless there. */
-static void record_begin(const struct exec_spec *spec)
+/* The command's text: the args joined by spaces (malloc'ed, *len set). */
+static char *record_text(const struct exec_spec *spec, size_t *len)
 {
-        char dir[PATH_MAX], *slash, *text;
+        char *text;
         size_t n = 0;
 
-        snprintf(dir, sizeof(dir), "%s", spec->record);
-        slash = strrchr(dir, '/');
-        if (slash && slash != dir) {
-                *slash = '\0';
-                if (mkdir(dir, 01777) == 0)
-                        (void)chmod(dir, 01777);
-        }
         for (size_t i = 0; i < spec->argc; i++)
                 n += strlen(spec->argv[i]) + 1;
         text = malloc(n + 1);
-        if (text) {
-                n = 0;
-                for (size_t i = 0; i < spec->argc; i++) {
-                        size_t l = strlen(spec->argv[i]);
+        if (!text)
+                return NULL;
+        n = 0;
+        for (size_t i = 0; i < spec->argc; i++) {
+                size_t l = strlen(spec->argv[i]);
 
-                        if (i)
-                                text[n++] = ' ';
-                        memcpy(text + n, spec->argv[i], l);
-                        n += l;
-                }
-                record_write(spec->record, "cmd", text, n, true);
+                if (i)
+                        text[n++] = ' ';
+                memcpy(text + n, spec->argv[i], l);
+                n += l;
+        }
+        text[n] = '\0';
+        *len = n;
+        return text;
+}
+
+/* The command still runs after the delay: its text, start and process
+ * group (its session's id: interrupt kills the group); text and start are
+ * not replaced when there (a session names its command itself). */
+static void record_begin(struct exec_run *run)
+{
+        size_t n;
+        char *text = record_text(run->spec, &n);
+
+        run->recorded = true;
+        if (text) {
+                record_write(run->record, "cmd", text, n, true);
                 free(text);
         }
-        record_number(spec->record, "start", epoch_ms(), true);
+        record_number(run->record, "start", run->start_ms, true);
+        record_number(run->record, "pid", run->pid, false);
+}
+
+/* The command has exited: P.done, in one write, what the status script
+ * prints ("start= pid= rc= end= alive=0 bg=0" lines, then the command's
+ * text: that of P.cmd when there). */
+static void record_done(struct exec_run *run)
+{
+        char *buf, name[PATH_MAX];
+        size_t n, len = 0;
+        int fd;
+
+        buf = malloc(256 + RECORD_CMD_MAX);
+        if (!buf)
+                return;
+        n = (size_t)snprintf(buf, 256, "start=%lld\npid=%d\nrc=%d\nend=%lld\nalive=0\nbg=0\n",
+                             run->start_ms, (int)run->pid, agent_wait_code(run->status), epoch_ms());
+        fd = snprintf(name, sizeof(name), "%s.cmd", run->record) < (int)sizeof(name)
+                     ? open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+                     : -1;
+        if (fd >= 0) {
+                struct stat st;
+
+                if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+                        ssize_t r;
+
+                        while (len < RECORD_CMD_MAX &&
+                               ((r = read(fd, buf + n + len, RECORD_CMD_MAX - len)) > 0 ||
+                                (r < 0 && errno == EINTR)))
+                                if (r > 0)
+                                        len += (size_t)r;
+                }
+                (void)close(fd);
+        } else {
+                char *text = record_text(run->spec, &len);
+
+                if (text) {
+                        if (len > RECORD_CMD_MAX)
+                                len = RECORD_CMD_MAX;
+                        memcpy(buf + n, text, len);
+                        free(text);
+                }
+        }
+        fd = record_open(run->record, "done", false);
+        if (fd >= 0) {
+                write_all(fd, buf, n + len);
+                (void)close(fd);
+        }
+        free(buf);
 }
 
 static void child_reap(struct exec_run *run, long long now)
@@ -257,10 +347,8 @@ static void child_reap(struct exec_run *run, long long now)
         if (waitpid(run->pid, &run->status, WNOHANG) == run->pid) {
                 run->exited = true;
                 run->exit_at = now;
-                if (run->record) {
-                        record_number(run->record, "rc", agent_wait_code(run->status), false);
-                        record_number(run->record, "end", epoch_ms(), false);
-                }
+                if (run->record)
+                        record_done(run);
                 fd_close(&run->in_fd);
         }
 }
@@ -331,6 +419,8 @@ static void run_loop(struct exec_run *run)
                         timeout = min_timeout(timeout, run->stall_at, now);
                 if (run->draining && !pending)
                         timeout = 0;
+                if (run->record && !run->recorded && !run->exited)
+                        timeout = min_timeout(timeout, run->record_at, now);
 
                 if (poll(p, (nfds_t)np, timeout) < 0 && errno != EINTR)
                         return;
@@ -338,6 +428,8 @@ static void run_loop(struct exec_run *run)
 
                 if (i_sig >= 0 && p[i_sig].revents)
                         child_reap(run, now);
+                if (run->record && !run->recorded && !run->exited && now >= run->record_at)
+                        record_begin(run);
                 if (run->deadline && !run->timed_out && !run->exited && now >= run->deadline)
                         timeout_fire(run);
                 if (run->exited && !run->draining && now >= run->exit_at + AGENT_DRAIN_GRACE_MS)
@@ -494,8 +586,8 @@ static void exec_attached(struct http_request *req, const struct exec_spec *spec
         }
         if (http_send_continue(req) < 0)
                 goto out;
-        if (spec->record)
-                record_begin(spec);
+        run.spec = spec;
+        run.start_ms = epoch_ms();
         pid = exec_spawn(spec, in[0], out[1], err[1], err[1]);
         if (pid < 0) {
                 (void)http_reply_error(req, 500, "fork: %s", strerror((int)-pid));
@@ -503,9 +595,8 @@ static void exec_attached(struct http_request *req, const struct exec_spec *spec
         }
         run.pid = pid;
         if (spec->record) {
-                /* its session's id: interrupt kills the group */
-                record_number(spec->record, "pid", pid, false);
                 run.record = spec->record;
+                run.record_at = agent_now_ms() + AGENT_RECORD_DELAY_MS;
         }
         fd_close(&in[0]);
         fd_close(&out[1]);

@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "exec_spawn.h"
+#include "plainsh.h"
 
 extern char **environ;
 
@@ -252,6 +254,95 @@ static void exec_lookup(const struct exec_spec *spec)
         errno = denied ? EACCES : ENOENT;
 }
 
+/* The value of key (with its '=', "PATH=") in envp, or NULL. */
+static const char *env_get(char *const *envp, const char *key)
+{
+        size_t k = strlen(key);
+
+        for (; *envp; envp++)
+                if (strncmp(*envp, key, k) == 0)
+                        return *envp + k;
+        return NULL;
+}
+
+/* shell=1 with plain words (plainsh.h): exec the program as bash -c would,
+ * with the variables bash adds to a program's environment (PWD of the cwd,
+ * SHLVL, _ the program's path). Returns when it cannot (the text or the
+ * environment needs the shell, or no program was found): the caller then
+ * runs the shell, which reports as bash does. In the child. */
+static void exec_plain(const struct exec_spec *spec)
+{
+        char *words[PLAINSH_MAX_WORDS + 1], *text, **envp, cwd[PATH_MAX], pwd[PATH_MAX + 8];
+        char shlvl[32], under[PATH_MAX + 8], fn[160];
+        const char *path = env_get(spec->envp, "PATH="), *v, *dir, *end;
+        struct stat a, b;
+        size_t n, k = 0;
+        long lvl = 0;
+
+        text = strdup(spec->argv[0]);
+        if (!text || !path || env_get(spec->envp, "BASH_ENV="))
+                return;
+        n = plainsh_split(text, words, PLAINSH_MAX_WORDS + 1);
+        if (n == 0)
+                return;
+        /* an exported function of that name runs instead of a program */
+        if (snprintf(fn, sizeof(fn), "BASH_FUNC_%s%%%%=", words[0]) >= (int)sizeof(fn) ||
+            env_get(spec->envp, fn))
+                return;
+        if ((v = env_get(spec->envp, "SHLVL="))) {
+                /* bash's own level, put back when it execs; odd ones: bash */
+                if (!*v || strlen(v) > 3 || strspn(v, "0123456789") != strlen(v))
+                        return;
+                lvl = strtol(v, NULL, 10);
+                if (lvl >= 999)
+                        return;
+        }
+        if (!getcwd(cwd, sizeof(cwd)))
+                return;
+        /* PWD is kept when it names the cwd (a path through a link) */
+        v = env_get(spec->envp, "PWD=");
+        if (!(v && v[0] == '/' && stat(v, &a) == 0 && stat(".", &b) == 0 && a.st_dev == b.st_dev &&
+              a.st_ino == b.st_ino))
+                v = cwd;
+        snprintf(pwd, sizeof(pwd), "PWD=%s", v);
+        snprintf(shlvl, sizeof(shlvl), "SHLVL=%ld", lvl);
+        for (char **e = spec->envp; *e; e++)
+                k++;
+        envp = calloc(k + 4, sizeof(char *));
+        if (!envp)
+                return;
+        k = 0;
+        for (char **e = spec->envp; *e; e++)
+                if (strncmp(*e, "PWD=", 4) != 0 && strncmp(*e, "SHLVL=", 6) != 0 &&
+                    strncmp(*e, "_=", 2) != 0)
+                        envp[k++] = *e;
+        envp[k++] = pwd;
+        envp[k++] = shlvl;
+        envp[k++] = under;
+        envp[k] = NULL;
+        if (strchr(words[0], '/')) {
+                snprintf(under, sizeof(under), "_=%s", words[0]);
+                (void)execve(words[0], words, envp);
+                return;
+        }
+        for (dir = path;; dir = end + 1) {
+                size_t len;
+
+                end = strchrnul(dir, ':');
+                len = (size_t)(end - dir);
+                if (snprintf(under, sizeof(under), "_=%.*s%s%s", (int)len, dir, len ? "/" : "",
+                             words[0]) < (int)sizeof(under)) {
+                        (void)execve(under + 2, words, envp);
+                        /* bash runs a file without #! itself, and stops at
+                         * odd errors: the shell then */
+                        if (errno != ENOENT && errno != ENOTDIR && errno != EACCES)
+                                return;
+                }
+                if (!*end)
+                        return;
+        }
+}
+
 /* dup2 that also works when from == to (then only close-on-exec is cleared). */
 static int move_fd(int from, int to)
 {
@@ -286,6 +377,7 @@ pid_t exec_spawn(const struct exec_spec *spec, int in, int out, int err, int rep
                 child_fail(report_fd, 127, "sandbox-agent: chdir %s: %s", spec->cwd, strerror(errno));
         }
         if (spec->shell) {
+                exec_plain(spec);
                 /* bash when there is one (as execd), else sh */
                 char *sh_argv[] = { "bash", "-c", spec->argv[0], NULL };
                 struct exec_spec sh = *spec;

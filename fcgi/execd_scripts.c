@@ -40,12 +40,15 @@ const char EXECD_SH_BG_PRECHECK[] =
         "mkdir -p -m 1777 \"$D\" || exit 70; umask 077\n"
         "[ -d \"$2\" ] || exit 76\n"
         "n=0; for p in \"$D\"/*.pid; do [ -e \"$p\" ] || continue; [ -e \"${p%.pid}.rc\" ] && continue\n"
+        "  [ -e \"${p%.pid}.done\" ] && continue\n"
         "  q=$(cat \"$p\" 2>/dev/null); [ -n \"$q\" ] && [ -d \"/proc/$q\" ] && n=$((n+1)); done\n"
         "[ \"$n\" -lt \"$3\" ] || exit 75\n"
         "printf '%s' \"$4\" >\"$f.cmd\"; now >\"$f.start\"; : >\"$f.bg\"\n";
 
 const char EXECD_SH_STATUS[] =
         "f=" EXECD_CMD_DIR "/$1\n"
+        /* an ended command of sandbox-agent: its one file says it all */
+        "[ -e \"$f.done\" ] && exec cat \"$f.done\"\n"
         "[ -e \"$f.start\" ] || exit 44\n"
         "s=$(cat \"$f.start\" 2>/dev/null); p=$(cat \"$f.pid\" 2>/dev/null)\n"
         "rc=$(cat \"$f.rc\" 2>/dev/null); e=$(cat \"$f.end\" 2>/dev/null)\n"
@@ -58,7 +61,7 @@ const char EXECD_SH_STATUS[] =
 
 const char EXECD_SH_LOGS[] =
         "f=" EXECD_CMD_DIR "/$1\n"
-        "[ -e \"$f.start\" ] || exit 44\n"
+        "[ -e \"$f.start\" ] || [ -e \"$f.done\" ] || exit 44\n"
         "[ -e \"$f.bg\" ] || exit 45\n"
         "d=0; [ -e \"$f.rc\" ] && d=1\n"
         "sz=$(stat -c %s \"$f.out\" 2>/dev/null || echo 0)\n"
@@ -68,9 +71,10 @@ const char EXECD_SH_LOGS[] =
 
 const char EXECD_SH_INTERRUPT[] =
         "f=" EXECD_CMD_DIR "/$1\n"
-        "[ -e \"$f.start\" ] || [ \"$2\" = 1 ] || exit 44\n"
-        "i=0; while [ ! -s \"$f.pid\" ] && [ ! -e \"$f.rc\" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done\n"
-        "[ -e \"$f.rc\" ] && exit 0\n"
+        "[ -e \"$f.start\" ] || [ -e \"$f.done\" ] || [ \"$2\" = 1 ] || exit 44\n"
+        "i=0; while [ ! -s \"$f.pid\" ] && [ ! -e \"$f.rc\" ] && [ ! -e \"$f.done\" ] && [ $i -lt 50 ]; do\n"
+        "  sleep 0.1; i=$((i+1)); done\n"
+        "[ -e \"$f.rc\" ] || [ -e \"$f.done\" ] && exit 0\n"
         "[ -s \"$f.pid\" ] || exit 44\n"
         "kill -s KILL -- \"-$(cat \"$f.pid\")\" 2>/dev/null\n"
         "exit 0\n";
@@ -245,6 +249,6 @@ const char EXECD_SH_SESSION_BODY[] =
 const char EXECD_SH_SESSION_DELETE[] =
         "d=" EXECD_SESSION_DIR "/$1; [ -d \"$d\" ] || exit 44\n"
         "i=$(cat \"$d/cmd\" 2>/dev/null); f=" EXECD_CMD_DIR "/$i\n"
-        "if [ -n \"$i\" ] && [ -s \"$f.pid\" ] && [ ! -e \"$f.rc\" ]; then\n"
+        "if [ -n \"$i\" ] && [ -s \"$f.pid\" ] && [ ! -e \"$f.rc\" ] && [ ! -e \"$f.done\" ]; then\n"
         "  kill -s KILL -- \"-$(cat \"$f.pid\")\" 2>/dev/null; fi\n"
         "rm -rf -- \"$d\"\n";

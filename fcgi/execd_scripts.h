@@ -43,7 +43,9 @@ extern const char EXECD_SH_RUN[];
 extern const char EXECD_SH_BG_PRECHECK[];
 
 /* Status of a command: arg ID. Prints start=, pid=, rc=, end=, alive=,
- * bg= lines, then the command text. Exit EXECD_X_NOT_FOUND: unknown id. */
+ * bg= lines, then the command text (an ended foreground command of
+ * sandbox-agent: its <id>.done, which holds just that, docs/AGENT.md).
+ * Exit EXECD_X_NOT_FOUND: unknown id. */
 extern const char EXECD_SH_STATUS[];
 
 /* Output of a background command: args ID CURSOR. Prints "DONE LINES
@@ -54,7 +56,8 @@ extern const char EXECD_SH_LOGS[];
 
 /* Kill a command's process group: args ID KNOWN. KNOWN=1 (a foreground
  * command of this process) waits up to 5 s for its pid file. Exit 0 also
- * when it had ended; EXECD_X_NOT_FOUND: unknown. */
+ * when it had ended (<id>.rc, or the agent's <id>.done); EXECD_X_NOT_FOUND:
+ * unknown. */
 extern const char EXECD_SH_INTERRUPT[];
 
 /* Write a file (h_execd_files.c): args PATH MODE OWNER (mode and owner

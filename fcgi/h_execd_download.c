@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "body_out.h"
 #include "execd.h"
 #include "execd_scripts.h"
 #include "log.h"
@@ -41,7 +42,7 @@ static int dl_output(void *ud, int stream, const char *data, size_t len)
         }
         if ((int64_t)len > d->left)
                 len = (size_t)d->left;
-        if (len && FCGX_PutStr(data, (int)len, d->req->fcgx->out) < 0) {
+        if (body_put(d->req, data, len) < 0) {
                 d->broken = true;
                 return -EPIPE;
         }
@@ -217,7 +218,7 @@ static int fast_on_data(void *ud, const char *data, size_t n)
                 return 0;
         }
         if (f->streaming) {
-                if (n && FCGX_PutStr(data, (int)n, f->req->fcgx->out) < 0) {
+                if (body_put(f->req, data, n) < 0) {
                         f->broken = true;
                         return -EPIPE;
                 }
@@ -304,7 +305,7 @@ static int dl_fast(struct request *req, const struct execd *x, const char *path,
                 dl_headers(hdr, sizeof(hdr), start, len, (int64_t)f.len, r == 0, base);
                 execd_reply_headers(req, r == 0 ? 206 : 200, "application/octet-stream", hdr);
                 if (len > 0)
-                        (void)FCGX_PutStr(f.buf + start, (int)len, req->fcgx->out);
+                        (void)body_put(req, f.buf + start, (size_t)len);
         }
         r = 0;
 out:
@@ -336,7 +337,7 @@ static void dl_lines(struct request *req, const struct execd *x, const char *pat
                 goto out;
         }
         execd_reply_headers(req, 200, "text/plain; charset=utf-8", NULL);
-        FCGX_PutStr(res.out, (int)res.out_len, req->fcgx->out);
+        (void)body_put(req, res.out, res.out_len);
 out:
         exec_result_free(&res);
 }

@@ -643,3 +643,58 @@ def test_agent_daemon_tunnel(agent):
     ans = agent.raw(b"GET /tunnel?port=80 HTTP/1.1\r\nContent-Length: 1\r\n\r\nx")
     assert raw_status(ans) == 400, ans
     assert agent.health()["agent"] == "1"
+
+
+# --- shell=1 without a shell; record= ------------------------------------------
+
+def test_agent_daemon_exec_plain_words_as_bash(agent, tmp_path):
+    """Plain words run without bash, exactly as bash -c runs them: the same output,
+    environment (PWD, SHLVL, _) and exit code as the same text with a `;` (which bash
+    runs). Failures and what needs bash still go to bash."""
+    for env in ([], ["SHLVL=5", "PWD=/"]):
+        for text in ("env", "echo a  b\tc", "true", "false", "ls -d ."):
+            plain = agent.exec([text], shell=1, cwd=str(tmp_path), env=env)
+            shell = agent.exec([text + " ;"], shell=1, cwd=str(tmp_path), env=env)
+            assert (sorted(plain.out.splitlines()), plain.err, plain.code) == \
+                (sorted(shell.out.splitlines()), shell.err, shell.code), text
+    r = agent.exec(["env"], shell=1, cwd=str(tmp_path))
+    assert b"PWD=%s\n" % str(tmp_path).encode() in r.out
+    assert b"_=/usr/bin/env\n" in r.out or b"_=/bin/env\n" in r.out
+    # not found, not executable: bash's own messages and codes
+    r = agent.exec(["no-such-program-xyz a"], shell=1)
+    assert r.code == 127 and b"no-such-program-xyz: command not found" in r.err
+    script = tmp_path / "noshebang"
+    script.write_text("echo [[ran by $0]]\n")
+    script.chmod(0o755)
+    r = agent.exec([str(script)], shell=1)
+    assert r.code == 0 and b"[[ran by" in r.out
+    r = agent.exec([str(tmp_path)], shell=1)
+    assert r.code == 126 and b"directory" in r.err.lower()
+    # BASH_ENV is read by bash: the text is not run without it
+    rc = tmp_path / "bashenv"
+    rc.write_text("echo sourced\n")
+    r = agent.exec(["true"], shell=1, env=["BASH_ENV=%s" % rc])
+    assert r.out == b"sourced\n" and r.code == 0
+
+
+def test_agent_daemon_exec_record(agent, tmp_path):
+    """record=P: a command that ends at once leaves P.done alone (what the status
+    script prints); one that runs longer also P.cmd, P.start, P.pid."""
+    d = tmp_path / "cmds"
+    fast = str(d / "fast")
+    r = agent.exec(["exit 3"], shell=1, record=fast)
+    assert r.code == 3
+    assert sorted(os.listdir(d)) == ["fast.done"]
+    lines = (d / "fast.done").read_text().split("\n")
+    kv = dict(line.split("=", 1) for line in lines[:6])
+    assert kv["rc"] == "3" and kv["alive"] == "0" and kv["bg"] == "0"
+    assert int(kv["end"]) >= int(kv["start"]) > 0 and int(kv["pid"]) > 0
+    assert lines[6] == "exit 3"
+    assert stat.S_IMODE(os.stat(d).st_mode) == 0o1777
+    slow = str(d / "slow")
+    r = agent.exec(["sleep", "0.3"], record=slow)
+    assert r.code == 0
+    for suffix in ("cmd", "start", "pid", "done"):
+        assert (d / ("slow." + suffix)).exists(), suffix
+    assert (d / "slow.cmd").read_text() == "sleep 0.3"
+    assert (d / "slow.done").read_text().endswith("\nsleep 0.3")

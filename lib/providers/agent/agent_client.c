@@ -14,13 +14,14 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "http_buf.h"
 #include "timeutil.h"
 
-#define RECV_BUF 16384
+#define RECV_BUF 65536 /* a file read moves in blocks this large */
 #define TICK_MS 1000
 
 /* strerror, thread-safe (GNU strerror_r). */
@@ -234,18 +235,22 @@ static int call_send(struct call *c, int fd, size_t *sent, bool *sending, int *s
         size_t total = c->req.b.len + c->body_len;
 
         while (*sent < total) {
-                const char *p;
-                size_t n;
+                /* head and body in one call: the agent reads a small
+                 * upload with its head */
+                struct iovec iov[2];
+                struct msghdr mh = { .msg_iov = iov };
                 ssize_t w;
 
                 if (*sent < c->req.b.len) {
-                        p = c->req.b.data + *sent;
-                        n = c->req.b.len - *sent;
+                        iov[0] = (struct iovec){ c->req.b.data + *sent, c->req.b.len - *sent };
+                        iov[1] = (struct iovec){ (void *)c->body, c->body_len };
+                        mh.msg_iovlen = c->body_len ? 2 : 1;
                 } else {
-                        p = (const char *)c->body + (*sent - c->req.b.len);
-                        n = total - *sent;
+                        iov[0] = (struct iovec){ (char *)c->body + (*sent - c->req.b.len),
+                                                 total - *sent };
+                        mh.msg_iovlen = 1;
                 }
-                w = send(fd, p, n, MSG_NOSIGNAL);
+                w = sendmsg(fd, &mh, MSG_NOSIGNAL);
                 if (w < 0 && errno == EINTR)
                         continue;
                 if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
