@@ -101,13 +101,19 @@ static bool refill_held(struct redis_conn *rc, const struct broker_config *cfg, 
 
         if (cfg->pool_refill_hold_ms == 0 || !cold_in_flight(rc, cfg, cfg->pools[i].image)) {
                 if (ps->hold_since[i])
-                        log_debug(LOG_KV({ "IMAGE", cfg->pools[i].image }), "pool: refill resumes after %lld ms",
-                                  (long long)(now - ps->hold_since[i]));
+                        log_info(LOG_KV({ "IMAGE", cfg->pools[i].image }), "pool: refill resumes after %lld ms",
+                                 (long long)(now - ps->hold_since[i]));
                 ps->hold_since[i] = 0;
                 return false;
         }
-        if (!ps->hold_since[i])
+        if (!ps->hold_since[i]) {
                 ps->hold_since[i] = now;
+                log_info(LOG_KV({ "IMAGE", cfg->pools[i].image }),
+                         "pool: refill waits for the cold creates of its image in flight (at most %d ms)",
+                         cfg->pool_refill_hold_ms);
+        }
+        /* past the bound the refill goes on; "resumes after" is logged
+         * when the last cold create ends */
         return now - ps->hold_since[i] < cfg->pool_refill_hold_ms;
 }
 
