@@ -63,6 +63,7 @@ static const struct int_opt int_opts[] = {
         INT_OPT("TENANT_MAX_SLOTS", tenant_max_slots, 0, 0, 1000000),
         INT_OPT("POOL_MAX_AGE_MS", pool_max_age_ms, 3600000, 1000, 604800000),
         INT_OPT("POOL_COUNTS_AGAINST_CAPACITY", pool_counts_against_capacity, 0, 0, 1),
+        INT_OPT("POOL_REFILL_HOLD_MS", pool_refill_hold_ms, 60000, 0, 3600000),
         INT_OPT("VOLUME_MAX_PER_TENANT", volume_max_per_tenant, 16, 0, 10000),
         INT_OPT("PROVISION_WORKERS", provision_workers, 4, 1, PROVISION_WORKERS_MAX),
 };

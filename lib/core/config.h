@@ -94,6 +94,7 @@ struct broker_config {
         char pool[1024];
         int pool_max_age_ms;
         int pool_counts_against_capacity; /* 0: members are not leases, never take slots */
+        int pool_refill_hold_ms;  /* longest a refill waits for cold creates of its image; 0 = never */
         int n_pools;
         /* OpenSandbox volumes (docs/OPENSANDBOX.md, "Volumes"; volume.h) */
         char volume_host_allow[4096]; /* VOLUME_HOST_ALLOW: "dir[:ro|:rw],..."; "" = no host paths */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "sandbox.h"
 #include "timeutil.h"
 
 #define POOL_SCAN_MS 1000
@@ -31,6 +32,118 @@ void pool_limits_string(const struct broker_config *cfg, char *buf, size_t size)
 {
         snprintf(buf, size, "%lld,%lld,%lld", (long long)cfg->sandbox_millicpus * 1000000LL,
                  (long long)cfg->sandbox_memory_mb * 1024 * 1024, (long long)cfg->sandbox_pids);
+}
+
+static void cold_key(const struct broker_config *cfg, const char *image, char *key, size_t size)
+{
+        snprintf(key, size, "%swpoolcold:%s", cfg->key_prefix, image);
+}
+
+int pool_cold_begin(struct redis_conn *rc, const struct broker_config *cfg, const char *image,
+                    const char *sid)
+{
+        char key[320], until[24];
+        redisReply *rep = NULL;
+        int r;
+
+        if (config_pool_size(cfg, image) == 0 || cfg->pool_refill_hold_ms == 0)
+                return 0;
+        cold_key(cfg, image, key, sizeof(key));
+        snprintf(until, sizeof(until), "%lld",
+                 (long long)(timeutil_now_ms() + sandbox_provision_max_ms(cfg)));
+        const char *argv[] = { "ZADD", key, until, sid };
+        r = redis_conn_command(rc, 4, argv, &rep);
+        reply_drop(rep);
+        return r < 0 ? r : 1;
+}
+
+void pool_cold_end(struct redis_conn *rc, const struct broker_config *cfg, const char *image,
+                   const char *sid)
+{
+        char key[320];
+        redisReply *rep = NULL;
+
+        cold_key(cfg, image, key, sizeof(key));
+        const char *argv[] = { "ZREM", key, sid };
+        if (redis_conn_command(rc, 3, argv, &rep) == 0)
+                reply_drop(rep);
+}
+
+/* Are cold creates of image in flight (pool_cold_begin)? Entries past
+ * their bound (a crashed process's) are dropped on the way. */
+static bool cold_in_flight(struct redis_conn *rc, const struct broker_config *cfg, const char *image)
+{
+        char key[320], now[24];
+        redisReply *rep = NULL;
+        bool busy = false;
+
+        cold_key(cfg, image, key, sizeof(key));
+        snprintf(now, sizeof(now), "%lld", (long long)timeutil_now_ms());
+        const char *trim[] = { "ZREMRANGEBYSCORE", key, "-inf", now };
+        const char *card[] = { "ZCARD", key };
+        if (redis_conn_command(rc, 4, trim, &rep) == 0)
+                reply_drop(rep);
+        rep = NULL;
+        if (redis_conn_command(rc, 2, card, &rep) == 0 && rep->type == REDIS_REPLY_INTEGER)
+                busy = rep->integer > 0;
+        reply_drop(rep);
+        return busy;
+}
+
+/* Should pool i wait with its refill? While cold creates of its image are
+ * in flight, for at most POOL_REFILL_HOLD_MS at a stretch: a burst that
+ * emptied the pool gets Docker to itself, and a pool is never starved by
+ * a steady stream of cold creates. */
+static bool refill_held(struct redis_conn *rc, const struct broker_config *cfg, struct pool_state *ps,
+                        int i)
+{
+        int64_t now = timeutil_mono_ms();
+
+        if (cfg->pool_refill_hold_ms == 0 || !cold_in_flight(rc, cfg, cfg->pools[i].image)) {
+                if (ps->hold_since[i])
+                        log_info(LOG_KV({ "IMAGE", cfg->pools[i].image }), "pool: refill resumes after %lld ms",
+                                 (long long)(now - ps->hold_since[i]));
+                ps->hold_since[i] = 0;
+                return false;
+        }
+        if (!ps->hold_since[i]) {
+                ps->hold_since[i] = now;
+                log_info(LOG_KV({ "IMAGE", cfg->pools[i].image }),
+                         "pool: refill waits for the cold creates of its image in flight (at most %d ms)",
+                         cfg->pool_refill_hold_ms);
+        }
+        /* past the bound the refill goes on; "resumes after" is logged
+         * when the last cold create ends */
+        return now - ps->hold_since[i] < cfg->pool_refill_hold_ms;
+}
+
+/* The limits pool i's next member is made with: those its latest claim
+ * asked for (wpoolstat lastLimits, wpool_take in common.lua), so that a
+ * stream of like creates finds members that need no container update;
+ * the defaults when that is unknown or any of them is below its default
+ * (a member is never made smaller than the broker's default sandbox). */
+static void member_limits(struct redis_conn *rc, const struct broker_config *cfg, const char *image,
+                          struct sandbox_limits *l)
+{
+        char key[320];
+        redisReply *rep = NULL;
+        long long c, m, p;
+
+        l->nano_cpus = (int64_t)cfg->sandbox_millicpus * 1000000LL;
+        l->memory_bytes = (int64_t)cfg->sandbox_memory_mb * 1024 * 1024;
+        l->pids = cfg->sandbox_pids;
+        snprintf(key, sizeof(key), "%swpoolstat:%s", cfg->key_prefix, image);
+        const char *argv[] = { "HGET", key, "lastLimits" };
+        if (redis_conn_command(rc, 3, argv, &rep) < 0)
+                return;
+        if (rep->type == REDIS_REPLY_STRING && sscanf(rep->str, "%lld,%lld,%lld", &c, &m, &p) == 3 &&
+            c >= l->nano_cpus && m >= l->memory_bytes && p >= l->pids && c <= 64000000000LL &&
+            m <= 1099511627776LL && p <= 65536) {
+                l->nano_cpus = c;
+                l->memory_bytes = m;
+                l->pids = p;
+        }
+        reply_drop(rep);
 }
 
 /* Remove a member's container: by ref, or by its name when the crash came
@@ -212,6 +325,8 @@ static int make_member(struct redis_conn *rc, struct provider *pv, const struct 
         /* what the name means now: a later re-tag replaces the member */
         if (pv->ops->image_id && pv->ops->image_id(pv, image, image_id, err) < 0)
                 image_id[0] = err[0] = '\0';
+        struct sandbox_limits lim;
+        member_limits(rc, cfg, image, &lim);
         const char *envp[] = { env_sid, NULL };
         struct sandbox_spec spec = {
                 .sandbox_id = sid,
@@ -222,14 +337,14 @@ static int make_member(struct redis_conn *rc, struct provider *pv, const struct 
                 .network = cfg->sandbox_network,
                 .runtime = cfg->sandbox_runtime,
                 .no_agent = !config_runtime_has_agent(cfg->sandbox_runtime),
-                .limits = { (int64_t)cfg->sandbox_millicpus * 1000000LL,
-                            (int64_t)cfg->sandbox_memory_mb * 1024 * 1024, cfg->sandbox_pids },
+                .limits = lim,
         };
         r = pv->ops->create(pv, &spec, ref, err);
         if (r == 0)
                 r = pv->ops->start(pv, ref, err);
         if (r == 0) {
-                pool_limits_string(cfg, limits, sizeof(limits));
+                snprintf(limits, sizeof(limits), "%lld,%lld,%lld", (long long)lim.nano_cpus,
+                         (long long)lim.memory_bytes, (long long)lim.pids);
                 const char *dv[] = { "ready", sid, ref, limits, image_id };
                 r = wpool(rc, 5, dv, &rep);
                 if (r == 0 && !(rep->type == REDIS_REPLY_INTEGER && rep->integer == 1)) {
@@ -304,7 +419,7 @@ int pool_step(struct redis_conn *rc, struct provider *pv, const struct broker_co
                 r = count(rc, cfg->pools[i].image, &all, &ready);
                 if (r < 0)
                         return r;
-                if (all >= cfg->pools[i].size || !capacity_allows(rc, cfg))
+                if (all >= cfg->pools[i].size || !capacity_allows(rc, cfg) || refill_held(rc, cfg, ps, i))
                         continue;
                 make_member(rc, pv, cfg, ps, i);
                 return 1;

@@ -2,7 +2,8 @@
  * "Warm pool"). Members are created, started (agent up) and unassigned;
  * they carry the usual managed labels with their own sandbox id and are
  * recorded in Redis (lib/store/lua/wpool.lua), so the reconciler keeps
- * them. A lease claim takes the oldest ready member in its sandbox_claim
+ * them. A lease claim takes a ready member (the oldest made with its
+ * limits, else the oldest) in its sandbox_claim
  * script (the member's id and container become the sandbox's); an empty
  * pool is a cold create. pool_step() is the supervisor's side: one bounded
  * step of upkeep (drop stale members, make at most one new member). */
@@ -20,21 +21,36 @@ struct pool_state {
         int64_t next_scan;                    /* monotonic ms */
         int64_t next_check;                   /* monotonic ms: members' containers */
         char owner[33];                       /* this refiller's id (its members' owner) */
+        int64_t hold_since[CONFIG_POOLS_MAX]; /* monotonic ms a refill began to wait; 0 = not */
 };
 
 /* Drop members that are too old (POOL_MAX_AGE_MS), of an image no longer
  * pooled, left 'creating' by a crash, or (checked every POOL_CHECK_MS, and
  * at a supervisor's first step: members outlive a broker restart) whose
  * container is gone or has ended; then make one member for the
- * first pool below its size that is not backing off. Returns 1 if a member
+ * first pool below its size that is not backing off and not holding its
+ * refill (cold creates of its image in flight, at most POOL_REFILL_HOLD_MS).
+ * A member is made with the limits of the pool's latest claim when none
+ * is below the configured default, else with the defaults. Returns 1 if a member
  * was made or dropped (call again soon), 0 if nothing was to do, or a
  * negative errno. */
 int pool_step(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
               struct pool_state *ps);
 
-/* The limits a pool member is made with (the defaults of the config), as
- * the record's poolLimits string ("nanoCpus,memoryBytes,pids"). */
+/* The default limits a pool member is made with (the config's), as the
+ * record's poolLimits string ("nanoCpus,memoryBytes,pids"). */
 void pool_limits_string(const struct broker_config *cfg, char *buf, size_t size);
+
+/* A cold create of sid's image is in flight / has ended (made or failed):
+ * while one is, the image's pool holds its refill, so that the containers
+ * of a burst that emptied the pool are not slowed by new members. Entries
+ * end on their own after the provisioning bound (a crash leaves none for
+ * good). begin returns 1 when sid was marked (image pooled), else 0 or a
+ * negative errno; end is for a marked one. */
+int pool_cold_begin(struct redis_conn *rc, const struct broker_config *cfg, const char *image,
+                    const char *sid);
+void pool_cold_end(struct redis_conn *rc, const struct broker_config *cfg, const char *image,
+                   const char *sid);
 
 /* Pool state of image as JSON fields into *obj (size, members, ready, warm,
  * cold, lastRefillAt, refillMs, error, failures, backoffUntil). */

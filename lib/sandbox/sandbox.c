@@ -15,6 +15,7 @@
 #include "opensandbox.h"
 #include "log.h"
 #include "metrics.h"
+#include "pool.h"
 #include "provider_factory.h"
 #include "timeutil.h"
 #include "volume.h"
@@ -402,10 +403,12 @@ static int warm_entrypoint(struct provider *pv, const struct broker_config *cfg,
         return r;
 }
 
-/* Make sid run, holding its lock. */
-static int provision_locked(struct redis_conn *rc, struct provider *pv,
-                            const struct broker_config *cfg, const char *sid,
-                            const struct image_auth *auth, char *err)
+/* Make sid run, holding its lock; *cold: a cold create of its pooled
+ * image (into image, sizeof(rec.image)) was marked (pool_cold_begin), for
+ * the caller to end. */
+static int provision_steps(struct redis_conn *rc, struct provider *pv,
+                           const struct broker_config *cfg, const char *sid,
+                           const struct image_auth *auth, char *image, bool *cold, char *err)
 {
         struct record rec;
         char ref[PROVIDER_REF_MAX] = "";
@@ -426,6 +429,10 @@ static int provision_locked(struct redis_conn *rc, struct provider *pv,
         t0 = timeutil_mono_ms();
         for (attempt = 0; attempt < 2; attempt++) {
                 if (!ref[0]) {
+                        if (!*cold && pool_cold_begin(rc, cfg, rec.image, sid) == 1) {
+                                memcpy(image, rec.image, sizeof(rec.image));
+                                *cold = true;
+                        }
                         r = create_container(rc, pv, cfg, sid, &rec, auth, ref, err);
                         if (r < 0)
                                 return r;
@@ -457,6 +464,19 @@ static int provision_locked(struct redis_conn *rc, struct provider *pv,
         metrics_observe_ms(METRICS_SANDBOX_CREATE, timeutil_mono_ms() - t0);
         r = sandbox_transition(rc, sid, "Pending", "Running", "READY", "", ref);
         return r == -EBUSY ? -ECANCELED : r;
+}
+
+static int provision_locked(struct redis_conn *rc, struct provider *pv,
+                            const struct broker_config *cfg, const char *sid,
+                            const struct image_auth *auth, char *err)
+{
+        char image[sizeof(((struct record *)0)->image)];
+        bool cold = false;
+        int r = provision_steps(rc, pv, cfg, sid, auth, image, &cold, err);
+
+        if (cold)
+                pool_cold_end(rc, cfg, image, sid);
+        return r;
 }
 
 /* Wait for another process's provisioning of sid, or take it over. */

@@ -360,3 +360,37 @@ def test_pool_members_survive_broker_restart(docker_broker, how):
                "claimed sandbox removed")
     wait_full(sb, size)
     wait_until(lambda: len(sb.containers()) == size, 30, 0.5, "only the members run")
+
+
+def test_refill_waits_for_cold_creates_of_its_image(docker_broker):
+    # a cold create of the pooled image in flight (pool_cold_begin's entry,
+    # made here by hand) holds the refill; at most POOL_REFILL_HOLD_MS
+    sb = docker_broker(**pool_env(POOL="%s:1" % TINY_IMAGE, POOL_REFILL_HOLD_MS=8000))
+    (sid,) = wait_full(sb, 1)
+    cold = sb.b.key("wpoolcold:" + TINY_IMAGE)
+    sb.b.redis.zadd(cold, {"0" * 32: int(time.time() * 1000) + 600000})
+    lz = check_sandbox_lease(sb.acquire("hu", "s1"))
+    assert lz["sandboxId"] == sid
+    time.sleep(2)  # several refill steps (every 200 ms while idle)
+    assert ready_ids(sb) == [] and sb.b.redis.zcard(sb.b.key("wpoolall:" + TINY_IMAGE)) == 0
+    sb.b.redis.zrem(cold, "0" * 32)
+    wait_full(sb, 1)
+    # real cold creates leave no entry behind
+    for sess in ("s2", "s3", "s4"):
+        check_sandbox_lease(sb.acquire("hu", sess))
+    assert sb.b.redis.zcard(cold) == 0
+    # an entry that never ends (a crashed process's, before its bound) is outwaited
+    wait_full(sb, 1)
+    sb.b.redis.zadd(cold, {"1" * 32: int(time.time() * 1000) + 600000})
+    check_sandbox_lease(sb.acquire("hu", "s5"))
+    wait_full(sb, 1, timeout=60)  # after at most 8 s of holding
+    assert sb.b.redis.zcard(cold) == 1
+
+
+def test_refill_hold_off(docker_broker):
+    sb = docker_broker(**pool_env(POOL="%s:1" % TINY_IMAGE, POOL_REFILL_HOLD_MS=0))
+    (sid,) = wait_full(sb, 1)
+    lz = check_sandbox_lease(sb.acquire("ou", "s1"))
+    assert lz["sandboxId"] == sid
+    assert sb.b.redis.zcard(sb.b.key("wpoolcold:" + TINY_IMAGE)) == 0
+    wait_full(sb, 1)

@@ -167,3 +167,42 @@ def test_python_sdk_create_from_the_pool(request, services, it_root):
         assert "sleep 7654321" in processes(member)
     finally:
         sb.kill()
+
+
+def test_members_are_made_with_the_latest_claims_limits(request, services, it_root):
+    # a claim asking for at least the default limits (the Python SDK's own
+    # default is 1 CPU, 2 GiB) makes the pool's next members with them; a
+    # like create then takes such a member: no container update is needed
+    b = pool_broker(request, services, it_root, 2)
+    request.node._it_brokers = [b]
+    osb = OSB(b, "echo")
+    wait_full(b, 2)
+    want = "%d,%d,%d" % (10 ** 9, 1024 ** 3, 256)
+    big = dict(body(), resourceLimits={"cpu": "1", "memory": "1Gi"})
+    r = osb.create_raw(big)
+    assert r.status == 202 and r.json["status"]["state"] == "Running", r
+    first = r.json["id"]
+    rec = b.redis.hgetall(b.key("sandbox:" + first))
+    assert rec["poolLimits"] != want, rec  # a default member, updated
+    assert DOCKER.inspect("sb-" + first)["HostConfig"]["NanoCpus"] == 10 ** 9
+    assert pool_stat(b).get("lastLimits") == want, pool_stat(b)
+    # the refill makes the new member with the claim's limits
+    new = wait_until(lambda: [s for s in ready_ids(b)
+                              if b.redis.hget(b.key("wpoolm:" + s), "limits") == want], 60, 0.1,
+                     "a member made with the claim's limits")[0]
+    hc = DOCKER.inspect("sb-" + new)["HostConfig"]
+    assert hc["NanoCpus"] == 10 ** 9 and hc["Memory"] == 1024 ** 3, hc
+    # a like create takes that member although an older one is ready
+    assert len(ready_ids(b)) == 2 and ready_ids(b)[0] != new, ready_ids(b)
+    r = osb.create_raw(big)
+    assert r.status == 202 and r.json["id"] == new and r.json["status"]["state"] == "Running", r
+    assert b.redis.hget(b.key("sandbox:" + new), "poolLimits") == want
+    # a create below the defaults leaves the pool's limits at the defaults
+    r = osb.create_raw(body())
+    assert r.status == 202, r
+    assert pool_stat(b).get("lastLimits") == "%d,%d,%d" % (CPU_NANO, MEM, 256)
+    wait_until(lambda: len(ready_ids(b)) == 2 and all(
+        b.redis.hget(b.key("wpoolm:" + s), "limits") != want or s == ready_ids(b)[0]
+        for s in ready_ids(b)), 60, 0.1, "refilled with the default limits")
+    for sid in (first, new, r.json["id"]):
+        assert osb.delete(sid).status == 204

@@ -98,18 +98,32 @@ local function queue_blocks(default_cap)
 end
 
 -- An empty reason keeps the current one (e.g. Stopping(LEASE_EXPIRED) -> Terminated).
--- Take the oldest ready member of image's warm pool (wpool.lua) and count the
--- claim warm or cold. Returns its sandbox id, container ref and the limits it
--- was made with, or nil when the pool has none.
-local function wpool_take(image)
+-- Take a ready member of image's warm pool (wpool.lua) and count the claim
+-- warm or cold: the oldest made with the limits the claim wants ("cpus,mem,
+-- pids", as pool_limits_string) among the WPOOL_MATCH oldest, else the oldest
+-- (its limits are then updated). The wanted limits are kept as the pool's
+-- lastLimits: the refill makes the next members with them (pool.c).
+-- Returns its sandbox id, container ref and the limits it was made with, or
+-- nil when the pool has none.
+local WPOOL_MATCH = 32
+local function wpool_take(image, want)
   local id, ref, limits
-  local popped = redis.call('ZPOPMIN', P .. 'wpool:' .. image)
-  if #popped > 0 then
-    local m = redis.call('HMGET', P .. 'wpoolm:' .. popped[1], 'ref', 'limits')
-    redis.call('ZREM', P .. 'wpoolall:' .. image, popped[1])
-    redis.call('ZREM', P .. 'wpool:all', popped[1])
-    redis.call('DEL', P .. 'wpoolm:' .. popped[1])
-    if m[1] and m[1] ~= '' then id, ref, limits = popped[1], m[1], m[2] or '' end
+  local ready = P .. 'wpool:' .. image
+  local pick
+  if want and want ~= '' then
+    for _, m in ipairs(redis.call('ZRANGE', ready, 0, WPOOL_MATCH - 1)) do
+      if redis.call('HGET', P .. 'wpoolm:' .. m, 'limits') == want then pick = m break end
+    end
+    redis.call('HSET', P .. 'wpoolstat:' .. image, 'lastLimits', want)
+  end
+  if not pick then pick = redis.call('ZRANGE', ready, 0, 0)[1] end
+  if pick then
+    redis.call('ZREM', ready, pick)
+    local m = redis.call('HMGET', P .. 'wpoolm:' .. pick, 'ref', 'limits')
+    redis.call('ZREM', P .. 'wpoolall:' .. image, pick)
+    redis.call('ZREM', P .. 'wpool:all', pick)
+    redis.call('DEL', P .. 'wpoolm:' .. pick)
+    if m[1] and m[1] ~= '' then id, ref, limits = pick, m[1], m[2] or '' end
   end
   redis.call('HINCRBY', P .. 'wpoolstat:' .. image, id and 'warm' or 'cold', 1)
   return id, ref, limits

@@ -1,7 +1,7 @@
 -- osb_create: the record of an OpenSandbox create, before it asks for a slot.
 -- ARGV = prefix, sandboxId, tenant, maxPerTenant (default; tenantcfg maxSandboxes wins), timeoutMs ('' = manual cleanup),
 --   poolImage ('' = do not take a warm-pool member), then field/value pairs of the record
--- With poolImage, the oldest ready member of that image's warm pool (wpool.lua) is taken in
+-- With poolImage, a ready member of that image's warm pool (wpool_take, common.lua) is taken in
 -- this script, so that no member is ever handed out twice: the record gets the member's id
 -- (its container's label), its container (ref) and poolLimits (the limits it was made with);
 -- an empty pool is a cold create with sandboxId.
@@ -25,7 +25,10 @@ local fields = {}
 for i = 7, #ARGV do table.insert(fields, ARGV[i]) end
 local ref, warm = '', nil
 if pool_image ~= '' then
-  local id, r, limits = wpool_take(pool_image)
+  local want = {}
+  for i = 1, #fields - 1, 2 do want[fields[i]] = fields[i + 1] end
+  local id, r, limits = wpool_take(pool_image, (want.nanoCpus and want.memoryBytes and want.pids) and
+    (want.nanoCpus .. ',' .. want.memoryBytes .. ',' .. want.pids) or nil)
   if id then sid, ref, warm = id, r, limits end
 end
 redis.call('HSET', sandbox_key(sid), 'sandboxId', sid, 'tenant', tenant, 'mode', 'exclusive',

@@ -47,7 +47,7 @@ if not sid then
                        multi_user_shared = ARGV[18] })[mode] or ARGV[19]
     local ref, warm = '', nil
     if ARGV[10] == '1' and mode ~= 'multi_user_shared' and runtime == ARGV[19] then
-      local id, r, limits = wpool_take(image)
+      local id, r, limits = wpool_take(image, ARGV[6] .. ',' .. ARGV[7] .. ',' .. ARGV[8])
       if id then sid, ref, warm = id, r, limits end
     end
     redis.call('HSET', sandbox_key(sid), 'sandboxId', sid, 'slot', slot, 'mode', mode,
