@@ -83,8 +83,12 @@ static void run(struct sup *s)
                 if (got > 0 || woken) {
                         r = sup_queue_grant(s);
                         sup_redis_status(s, r, "grant");
-                        woken = false;
                 }
+                /* after the grants: the queue's leases go to the workers first */
+                r = sup_provision_intake(s, woken);
+                if (r < 0)
+                        sup_redis_status(s, r, "provisioning intents");
+                woken = false;
                 if (now >= s->next_recover) {
                         s->next_recover = now + SUP_RECOVER_MS;
                         sup_sandboxes_recover(s);

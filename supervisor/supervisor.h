@@ -94,6 +94,11 @@ void sup_watch_stop(struct sup *s);
  * leaves the queued leases to the next supervisor's recovery.
  * sup_provision_load() reads the queue length and the busy workers. */
 int sup_provision_start(struct sup *s);
+/* Take provisioning intents (a direct acquire's lease, lib/store/lease.h)
+ * for this supervisor's idle workers, when woken (the wake channel or a
+ * tick) or a worker went idle since the last call; returns the number
+ * taken or a negative errno. */
+int sup_provision_intake(struct sup *s, bool woken);
 int sup_provision_submit(struct sup *s, const char *lease_id);
 void sup_provision_load(struct sup *s, int *queued, int *busy);
 void sup_provision_stop(struct sup *s);

@@ -3,6 +3,8 @@
 --   sandboxId ('' unless an OpenSandbox create: the record it is for),
 --   tenantSlots (default per-tenant slot cap, 0 = none)
 -- userId and poolId are scoped ("<tenant>/<name>", see common.lua).
+-- A new lease with a provider is 'provisioning': a granted ticket (newTicketId)
+-- and an intent (P..intents) are stored with it, and the supervisors woken.
 -- Returns {'granted', lease-hash...} | {'queued', ticketId, position, 'new'|'existing'}
 --       | {'conflict', mode, poolId}
 local user, session, mode, pool = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -45,6 +47,11 @@ local p = place(user, session, mode, pool, seats)
 if not p.newslot or (slot_free(capacity) and tenant_room(tenant, tenant_cap)
     and not queue_blocks(tenant_cap)) then
   grant_lease(p, user, session, mode, pool, lease_id, provider, ttl, now, want_sid)
+  -- the sandbox is the supervisors' to make (an OpenSandbox create's is made
+  -- by its own handler's hook, which holds the pull credentials)
+  if provider ~= 'none' and want_sid == '' then
+    provision_intent(lease_id, ticket_id, user, session, mode, pool, now)
+  end
   return { 'granted', redis.call('HGETALL', lease_key(lease_id)) }
 end
 
