@@ -241,8 +241,9 @@ int lease_acquire(struct redis_conn *c, const struct broker_config *cfg,
         snprintf(tcap, sizeof(tcap), "%d", cfg->tenant_max_slots);
         const char *argv[] = { user, req->session_id, req->mode, pool, cap, ttl,
                                tttl, seats, lease_id, ticket_id, cfg->provider,
-                               req->sandbox_id ? req->sandbox_id : "", tcap };
-        return run_mapped(c, LUA_ACQUIRE, 13, argv, ret);
+                               req->sandbox_id ? req->sandbox_id : "", tcap,
+                               req->caller_makes ? "1" : "0" };
+        return run_mapped(c, LUA_ACQUIRE, 14, argv, ret);
 }
 
 int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,

@@ -32,6 +32,10 @@ struct lease_request {
         const char *mode;    /* one of lease_modes */
         const char *pool_id; /* "" unless mode is multi_user_shared */
         const char *sandbox_id; /* NULL, or the OpenSandbox record the lease is for */
+        /* a granted lease's sandbox is made by the caller, not the
+         * supervisors' workers (an OpenSandbox create with pull credentials
+         * held in memory, or a warm pool member) */
+        bool caller_makes;
 };
 
 enum lease_outcome_kind {

@@ -238,16 +238,19 @@ local function grant_lease(p, user, session, mode, pool, lease_id, provider, ttl
   return lease_id
 end
 
--- A direct acquire's lease (no queue ticket): a ticket record that is already
--- granted, so that the client polls it like a queued one while a supervisor
--- makes the sandbox, and the intent the supervisors' workers take.
--- Returns the number of supervisors listening on the wake channel.
+-- A lease granted at once whose sandbox the supervisors' workers make: the
+-- intent they take, and (ticket_id non-empty: a lease API acquire) a ticket
+-- record that is already granted, so that the client polls it like a queued
+-- one while the sandbox is made (an OpenSandbox create is polled through its
+-- record instead). Returns the number of supervisors listening.
 local function provision_intent(lease_id, ticket_id, user, session, mode, pool, now)
-  redis.call('HSET', ticket_key(ticket_id), 'ticketId', ticket_id, 'userId', user,
-    'sessionId', session, 'mode', mode, 'poolId', pool, 'state', 'granted',
-    'leaseId', lease_id, 'createdAt', now, 'grantedAt', now, 'sandboxId', '', 'direct', '1')
-  redis.call('EXPIRE', ticket_key(ticket_id), TICKET_KEEP_S)
-  redis.call('HSET', lease_key(lease_id), 'ticketId', ticket_id)
+  if ticket_id ~= '' then
+    redis.call('HSET', ticket_key(ticket_id), 'ticketId', ticket_id, 'userId', user,
+      'sessionId', session, 'mode', mode, 'poolId', pool, 'state', 'granted',
+      'leaseId', lease_id, 'createdAt', now, 'grantedAt', now, 'sandboxId', '', 'direct', '1')
+    redis.call('EXPIRE', ticket_key(ticket_id), TICKET_KEEP_S)
+    redis.call('HSET', lease_key(lease_id), 'ticketId', ticket_id)
+  end
   redis.call('RPUSH', K_INTENTS, lease_id)
   return redis.call('PUBLISH', K_WAKE, 'intent')
 end
