@@ -79,7 +79,7 @@ static void make(struct worker *w, const struct job *j)
                                    : "broker_provisions_total{result=\"failed\"}", 1);
         if (r == 0)
                 log_info(LOG_KV({ "LEASE_ID", j->lease_id }),
-                         "sandbox ready for a lease (%lld ms queued here, %lld ms made)",
+                         "sandbox ready for a lease (%lld ms queued, %lld ms made)",
                          (long long)(t0 - j->queued_at), (long long)(timeutil_mono_ms() - t0));
         else if (r != -ENOENT)
                 log_err(LOG_KV({ "LEASE_ID", j->lease_id }), "sandbox for a lease failed: %s",

@@ -83,3 +83,38 @@ def test_wait_bound_answers_202_with_a_ticket_to_poll(docker_broker):
     assert seen[-1] == "granted" and set(seen) <= {"provisioning", "granted"}, seen
     assert got["leaseId"] == r.json["lease"]["leaseId"] and got["sandboxId"], got
     assert sb.run(got, "echo ok")["stdout"] == "ok\n"
+
+
+def test_intent_taken_by_a_supervisor_that_died_is_recovered(docker_broker):
+    # A supervisor that popped the intent and died before making the
+    # sandbox: the lease is still 'provisioning' in P..provisioning, and the
+    # recovery of the next supervisor makes it.
+    sb = docker_broker(BROKER_CAPACITY=2, IDLE_POLICY="delete", SANDBOX_IMAGE=TINY_IMAGE)
+    b = sb.b
+    b.stop("supervisor", kill=True)
+    r = b.acquire("u4", "s1", timeout=SB_HTTP_TIMEOUT)
+    assert r.status == 202 and r.json["status"] == "provisioning", r
+    lid = r.json["lease"]["leaseId"]
+    assert b.redis.lpop(b.key("intents")) == lid
+    b.start("supervisor")
+    got = sb.poll_lease(r.json["ticketId"])
+    assert got["leaseId"] == lid and got["sandboxId"], got
+    assert "a lease left provisioning" in b.logs("supervisor")
+    assert sb.run(got, "echo ok")["stdout"] == "ok\n"
+
+
+def test_opensandbox_create_is_made_by_the_supervisor(docker_broker):
+    from sdklib import API_KEYS_ENV, OSB
+    sb = docker_broker(BROKER_CAPACITY=2, IDLE_POLICY="delete", SANDBOX_IMAGE=TINY_IMAGE,
+                       OPENSANDBOX_API_KEYS=API_KEYS_ENV)
+    b = sb.b
+    osb = OSB(b, "alpha")
+    b.stop("supervisor")
+    sid = osb.create(wait=False)
+    r = osb.get(sid)
+    assert r.status == 200 and r.json["status"]["state"] == "Pending", r
+    time.sleep(1.0)
+    assert sb.containers() == [], "the handler made a container"
+    b.start("supervisor")
+    osb.wait_state(sid, "Running")
+    assert len(sb.containers(sid)) == 1
