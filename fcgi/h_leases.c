@@ -95,7 +95,7 @@ static void reply_provisioning(struct request *req, const struct lease_outcome *
 }
 
 /* A granted lease whose sandbox the supervisors' provisioning workers make
- * (docs/ARCHITECTURE.md, "Provisioning intents"): wait for it, bounded by
+ * (docs/ARCHITECTURE.md §3.1): wait for it, bounded by
  * ACQUIRE_WAIT_MS, well inside nginx's read timeout. Returns SANDBOX_READY
  * (out->lease replaced by the ready lease), SANDBOX_PENDING, SANDBOX_NOBODY
  * (no supervisor listens: answered at once rather than after the wait), or
