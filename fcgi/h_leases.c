@@ -77,33 +77,73 @@ int leases_queue_ticket(struct request *req, const struct lease_request *lr,
         return -1;
 }
 
-/* Give a granted lease its running sandbox (created, restarted or shared);
- * out->lease is replaced by the ready lease. Replies and returns -1 on failure
- * (the lease is then released: nothing half-made stays). */
-static int attach_sandbox(struct request *req, const struct lease_request *lr,
-                          struct lease_outcome *out)
+/* 202: the lease holds its slot, its sandbox is not made yet; the client
+ * polls the ticket (or repeats the acquire, which waits again). */
+static void reply_provisioning(struct request *req, const struct lease_outcome *out,
+                               const char *message)
 {
-        char lease_id[33], err[SANDBOX_ERR_MAX];
-        struct json_object *ready = NULL;
+        struct json_object *o = json_object_new_object();
+
+        json_object_object_add(o, "status", json_object_new_string("provisioning"));
+        if (out->ticket_id[0])
+                json_object_object_add(o, "ticketId", json_object_new_string(out->ticket_id));
+        json_object_object_add(o, "lease", json_object_get(out->lease));
+        if (message)
+                json_object_object_add(o, "message", json_object_new_string(message));
+        reply_json(req, 202, o);
+        json_put(o);
+}
+
+/* A granted lease whose sandbox the supervisors' provisioning workers make
+ * (docs/ARCHITECTURE.md §3.1): wait for it, bounded by
+ * ACQUIRE_WAIT_MS, well inside nginx's read timeout. Returns SANDBOX_READY
+ * (out->lease replaced by the ready lease), SANDBOX_PENDING, SANDBOX_NOBODY
+ * (no supervisor listens: answered at once rather than after the wait), or
+ * -1 after replying an error (the sandbox failed: its slot is freed). */
+enum { SANDBOX_READY, SANDBOX_PENDING, SANDBOX_NOBODY };
+
+static int wait_sandbox(struct request *req, const struct lease_request *lr,
+                        struct lease_outcome *out)
+{
+        struct lease_outcome w = { 0 };
         int r;
 
-        snprintf(lease_id, sizeof(lease_id), "%s", lease_field(out->lease, "leaseId"));
-        r = sandbox_lease_ready(req->w->redis, req->w->provider, req->w->cfg, lease_id, &ready, err);
-        if (r == 0) {
-                json_put(out->lease);
-                out->lease = ready;
-                return 0;
+        if (!out->ticket_id[0])
+                return SANDBOX_PENDING; /* a lease stored before intents: repeat the acquire */
+        r = lease_supervisors(req->w->redis, req->w->cfg);
+        if (r == 0)
+                return SANDBOX_NOBODY;
+        r = lease_wait(req->w->redis, req->w->cfg, req->auth.tenant, out->ticket_id,
+                       req->w->cfg->acquire_wait_ms, &w);
+        if (r < 0) {
+                reply_errno(req, r, "acquire");
+                return -1;
         }
-        log_err(LOG_KV({ "LEASE_ID", lease_id }, { "USER_ID", lr->user_id },
-                       { "SESSION_ID", lr->session_id }, { "REQUEST_ID", req->request_id }),
-                "sandbox for a granted lease failed; lease released: %s", err);
-        if (r == -EIO)
-                reply_error(req, API_UNAVAILABLE, "Redis is unavailable, retry later");
-        else if (r == -ENOENT)
+        switch (w.kind) {
+        case LEASE_GRANTED:
+                json_put(out->lease);
+                out->lease = w.lease;
+                w.lease = NULL;
+                out->provisioning = false;
+                r = SANDBOX_READY;
+                break;
+        case LEASE_PROVISIONING:
+                r = SANDBOX_PENDING;
+                break;
+        case LEASE_FAILED:
+                log_err(LOG_KV({ "LEASE_ID", lease_field(out->lease, "leaseId") },
+                               { "TICKET_ID", out->ticket_id }, { "USER_ID", lr->user_id },
+                               { "SESSION_ID", lr->session_id }, { "REQUEST_ID", req->request_id }),
+                        "sandbox for a granted lease failed; lease released: %s", w.message);
+                reply_error(req, API_SANDBOX_FAILED, "%s", w.message);
+                r = -1;
+                break;
+        default:
                 reply_error(req, API_LEASE_NOT_FOUND, "the lease was released while its sandbox was being made");
-        else
-                reply_error(req, API_SANDBOX_FAILED, "%s", err);
-        return -1;
+                r = -1;
+        }
+        lease_outcome_clear(&w);
+        return r;
 }
 
 void h_leases_acquire(struct request *req)
@@ -112,7 +152,7 @@ void h_leases_acquire(struct request *req)
         struct lease_request lr = { 0 };
         struct lease_outcome out = { 0 };
         char err[256];
-        int r;
+        int r, status;
 
         if (request_json_body(req, &body) < 0)
                 return;
@@ -144,19 +184,26 @@ void h_leases_acquire(struct request *req)
         }
         switch (out.kind) {
         case LEASE_GRANTED:
-                if (req->w->provider && attach_sandbox(req, &lr, &out) < 0)
+                status = out.provisioning ? wait_sandbox(req, &lr, &out) : SANDBOX_READY;
+                if (status < 0)
                         break;
                 log_info(LOG_KV({ "LEASE_ID", lease_field(out.lease, "leaseId") },
                                 { "SANDBOX_ID", lease_field(out.lease, "sandboxId") },
                                 { "USER_ID", lr.user_id }, { "SESSION_ID", lr.session_id },
                                 { "REQUEST_ID", req->request_id }),
-                         "lease granted on acquire (mode %s)", lr.mode);
+                         "lease granted on acquire (mode %s)%s", lr.mode,
+                         status == SANDBOX_READY ? "" : ", its sandbox still being made");
                 request_audit(req, (struct audit_event){ .type = AUDIT_LEASE_ACQUIRED,
                                                          .user_id = lr.user_id,
                                                          .session_id = lr.session_id,
                                                          .lease_id = lease_field(out.lease, "leaseId"),
                                                          .sandbox_id = lease_field(out.lease, "sandboxId") });
-                reply_lease(req, 200, "granted", out.lease);
+                if (status == SANDBOX_READY)
+                        reply_lease(req, 200, "granted", out.lease);
+                else
+                        reply_provisioning(req, &out, status == SANDBOX_NOBODY
+                                ? "no supervisor is running: the sandbox is made when one starts; poll the ticket"
+                                : NULL);
                 break;
         case LEASE_QUEUED:
                 if (out.new_ticket && leases_queue_ticket(req, &lr, &out) < 0)

@@ -130,8 +130,9 @@ static void pending_auth_wipe(void)
         explicit_bzero(&pending_auth, sizeof(pending_auth));
 }
 
-/* After the 202: make the sandbox of a create that got a slot at once
- * (pulling its image with the create's credentials when missing). */
+/* After the 202: make the sandbox of a create with image.auth that got a
+ * slot at once (pulling its image with the create's credentials when
+ * missing): the credentials are never stored, so no supervisor could. */
 static void create_after(struct request *req)
 {
         char err[SANDBOX_ERR_MAX];
@@ -309,7 +310,7 @@ void h_osb_create(struct request *req)
         /* Admission: the same slots and queue as lease acquires. */
         lr = (struct lease_request){ .tenant = o.tenant, .user_id = LEASE_OSB_USER,
                                      .session_id = sid, .mode = "exclusive", .pool_id = "",
-                                     .sandbox_id = sid };
+                                     .sandbox_id = sid, .caller_makes = warm || c.has_auth };
         r = lease_acquire(req->w->redis, req->w->cfg, &lr, &out);
         if (r < 0) {
                 delete_record(req, sid, o.tenant);
@@ -341,10 +342,14 @@ void h_osb_create(struct request *req)
                         /* a running member: apply the request (limits, entrypoint)
                          * now and answer Running; its image is on the host */
                         warm_ready(req);
-                } else {
+                } else if (c.has_auth) {
+                        /* the pull credentials live only in this thread's
+                         * memory: this create is made here, after the 202 */
                         pending_auth_keep(&c);
                         req->after = create_after;
                 }
+                /* else the supervisors' provisioning workers make it (the
+                 * intent stored by lease_acquire) */
                 request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_CREATED,
                                                          .tenant = o.tenant, .sandbox_id = sid,
                                                          .lease_id = req->after_arg,

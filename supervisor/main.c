@@ -1,8 +1,10 @@
 /* broker-supervisor: see supervisor.h.
  *
  * The loop: take tickets from Kafka, grant what the slots allow (their
- * sandboxes are made by the provisioning workers, provision.c), reap on
- * every tick, sleep on the wake channel. SIGTERM/SIGINT finish the current
+ * sandboxes, and those of direct acquires' intents, are made by the
+ * provisioning workers, provision.c), reap on every tick, sleep on the wake
+ * channel. Teardowns and the reconciler run on their own thread
+ * (sandboxes.c), provider events on another (watch.c). SIGTERM/SIGINT finish the current
  * step (no half-granted ticket: every step is one Redis script) and leave
  * the consumer group cleanly. */
 #include <curl/curl.h>
@@ -83,16 +85,15 @@ static void run(struct sup *s)
                 if (got > 0 || woken) {
                         r = sup_queue_grant(s);
                         sup_redis_status(s, r, "grant");
-                        woken = false;
                 }
+                /* after the grants: the queue's leases go to the workers first */
+                r = sup_provision_intake(s, woken);
+                if (r < 0)
+                        sup_redis_status(s, r, "provisioning intents");
+                woken = false;
                 if (now >= s->next_recover) {
                         s->next_recover = now + SUP_RECOVER_MS;
                         sup_sandboxes_recover(s);
-                }
-                sup_sandboxes_teardown(s);
-                if (now >= s->next_reconcile) {
-                        s->next_reconcile = now + s->cfg.reconcile_ms;
-                        sup_sandboxes_reconcile(s);
                 }
                 /* Sleep on the wake channel, but come back soon for Kafka. */
                 woken = sup_wake_wait(s, KAFKA_POLL_MS) > 0;
@@ -154,6 +155,8 @@ int main(void)
                         log_info(NULL, "API keys: %d seed key(s) of OPENSANDBOX_API_KEYS present", n);
                 if (sup_pool_start(s) < 0)
                         log_warn(NULL, "pool: not kept (the refill thread did not start)");
+                if (sup_sandboxes_start(s) < 0)
+                        goto out;
                 run(s);
         }
         /* run() returns between steps: every granted ticket is committed. */
@@ -164,6 +167,7 @@ out:
         if (s->redis)
                 metrics_flush(s->redis, &s->cfg);
         sup_provision_stop(s); /* before the consumer: grants stopped with run() */
+        sup_sandboxes_stop(s);
         sup_pool_stop(s);
         sup_watch_stop(s);
         sup_queue_clear(s);

@@ -41,6 +41,17 @@ static int deps_check(struct sup *s, char *why, size_t whysz)
         }
         if (s->provider) {
                 r = s->provider->ops->ping(s->provider, err);
+                if (r == -EACCES) {
+                        /* It answers but refuses our credentials: waiting
+                         * will not fix that. Go on, so that every sandbox
+                         * asked for fails with this reason (the clients of
+                         * the acquires waiting for the workers see it)
+                         * rather than waits for a supervisor that never
+                         * becomes ready. */
+                        log_err(NULL, "the %s provider refuses the broker's credentials: %s; every sandbox will fail until that is fixed",
+                                s->cfg.provider, err[0] ? err : strerror(-r));
+                        return 0;
+                }
                 if (r < 0) {
                         snprintf(why, whysz, "waiting for the %s provider: %s", s->cfg.provider,
                                  err[0] ? err : strerror(-r));

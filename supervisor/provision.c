@@ -1,6 +1,8 @@
 /* provision: the supervisor's provisioning workers (docs/ARCHITECTURE.md,
- * "Provisioning workers"). The loop hands every lease it grants, and every
- * lease another process left 'provisioning', to a bounded queue; a fixed
+ * "Provisioning workers"). The loop hands every lease it grants, every
+ * intent a direct acquire stored (sup_provision_intake: as many as workers
+ * are idle), and every lease another process left 'provisioning', to a
+ * bounded queue; a fixed
  * set of threads (PROVISION_WORKERS), each with its own provider and Redis
  * connection, make their sandboxes (sandbox_lease_ready). So grants, reaping
  * and reconciling never wait behind the provider, and a burst of grants is
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lease.h"
 #include "log.h"
 #include "metrics.h"
 #include "provider_factory.h"
@@ -45,6 +48,7 @@ struct sup_provision {
         struct job queue[SUP_PROVISION_QUEUE];
         int head, len;
         bool stop;
+        bool freed; /* a worker went idle since the last intake */
         int n;
         struct worker w[PROVISION_WORKERS_MAX];
 };
@@ -75,10 +79,10 @@ static void make(struct worker *w, const struct job *j)
                                    : "broker_provisions_total{result=\"failed\"}", 1);
         if (r == 0)
                 log_info(LOG_KV({ "LEASE_ID", j->lease_id }),
-                         "sandbox ready for a lease granted from the queue (%lld ms queued, %lld ms made)",
+                         "sandbox ready for a lease (%lld ms queued, %lld ms made)",
                          (long long)(t0 - j->queued_at), (long long)(timeutil_mono_ms() - t0));
         else if (r != -ENOENT)
-                log_err(LOG_KV({ "LEASE_ID", j->lease_id }), "sandbox for a queued lease failed: %s",
+                log_err(LOG_KV({ "LEASE_ID", j->lease_id }), "sandbox for a lease failed: %s",
                         err[0] ? err : strerror(-r));
 }
 
@@ -101,6 +105,7 @@ static void *worker_main(void *arg)
                 make(w, &j);
                 pthread_mutex_lock(&p->mu);
                 w->lease_id[0] = '\0';
+                p->freed = true;
         }
         pthread_mutex_unlock(&p->mu);
         return NULL;
@@ -129,6 +134,39 @@ int sup_provision_submit(struct sup *s, const char *lease_id)
         }
         pthread_mutex_unlock(&p->mu);
         return r;
+}
+
+int sup_provision_intake(struct sup *s, bool woken)
+{
+        struct sup_provision *p = s->provision;
+        redisReply *rep = NULL;
+        int idle, busy = 0, taken = 0, r;
+
+        if (!p)
+                return 0;
+        pthread_mutex_lock(&p->mu);
+        if (p->freed)
+                woken = true;
+        p->freed = false;
+        for (int i = 0; i < p->n; i++)
+                busy += p->w[i].lease_id[0] != '\0';
+        idle = p->n - busy - p->len;
+        pthread_mutex_unlock(&p->mu);
+        /* Take only what idle workers start now: the rest stays in Redis for
+         * another supervisor's idle workers, or ours when one frees. */
+        if (!woken || idle <= 0)
+                return 0;
+        r = lease_intents_take(s->redis, idle, &rep);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < rep->elements; i++) {
+                const redisReply *id = rep->element[i];
+
+                if (id->type == REDIS_REPLY_STRING && sup_provision_submit(s, id->str) == 0)
+                        taken++;
+        }
+        reply_free(rep);
+        return taken;
 }
 
 void sup_provision_load(struct sup *s, int *queued, int *busy)

@@ -1,21 +1,45 @@
 /* sandboxes: the supervisor's side of sandbox life: teardown of released
  * sandboxes, the recovery of leases left 'provisioning' (handed to the
- * provisioning workers, provision.c), and the reconciler that heals crashes (docs/ARCHITECTURE.md §5: no container outlives its record). */
+ * provisioning workers, provision.c), and the reconciler that heals crashes
+ * (docs/ARCHITECTURE.md §5: no container outlives its record).
+ *
+ * Teardowns and the reconciler wait for the provider (a docker stop takes
+ * seconds; a reconcile lists every container), so they run on a thread of
+ * their own with its own provider and Redis connection: grants, intents
+ * and reaping on the main loop never wait behind them. The recovery only
+ * reads Redis and stays on the loop. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "audit.h"
 #include "lease.h"
 #include "log.h"
+#include "provider_factory.h"
 #include "sandbox.h"
 #include "supervisor.h"
+#include "timeutil.h"
 
-#define TEARDOWN_BATCH 8 /* per loop turn, so grants are not starved */
+#define TEARDOWN_BATCH 8 /* between checks of the stop flag and the reconciler */
+#define HOUSEKEEP_IDLE_MS 50 /* sleep when no teardown waits */
+
+struct sup_sandboxes {
+        struct broker_config cfg;
+        struct provider *provider;
+        struct redis_conn *redis;
+        struct kafka_producer *events; /* the supervisor's (thread-safe) */
+        pthread_t thread;
+        atomic_bool stop;
+        int64_t next_reconcile; /* monotonic ms */
+};
 
 /* A sandbox the teardown removed because its lease or its parking expired
  * gets a sandbox.expired event (removals a client asked for are the
  * handler's sandbox.deleted; parking a sandbox is no event). */
-static void audit_teardown(struct sup *s, const char *sid)
+static void audit_teardown(struct sup_sandboxes *s, const char *sid)
 {
         struct sandbox_owner o;
         char tenant[AUDIT_TENANT_MAX];
@@ -31,25 +55,27 @@ static void audit_teardown(struct sup *s, const char *sid)
                                                      .reason = o.reason });
 }
 
-void sup_sandboxes_teardown(struct sup *s)
+/* Up to TEARDOWN_BATCH teardowns; returns how many were done (0: none
+ * waits, or Redis or the provider failed: try again after a pause). */
+static int teardown(struct sup_sandboxes *s)
 {
         char sid[33], err[SANDBOX_ERR_MAX];
+        int i;
 
-        if (!s->provider)
-                return;
-        for (int i = 0; i < TEARDOWN_BATCH; i++) {
+        for (i = 0; i < TEARDOWN_BATCH; i++) {
                 int r = sandbox_teardown_next(s->redis, s->provider, &s->cfg, sid, err);
                 if (r == 0)
-                        return;
+                        break;
                 if (r < 0) {
                         if (sid[0])
                                 log_err(LOG_KV({ "SANDBOX_ID", sid }),
                                         "teardown failed (the reconciler retries): %s", err);
-                        return;
+                        break;
                 }
                 log_info(LOG_KV({ "SANDBOX_ID", sid }), "sandbox torn down");
                 audit_teardown(s, sid);
         }
+        return i;
 }
 
 void sup_sandboxes_recover(struct sup *s)
@@ -77,14 +103,12 @@ void sup_sandboxes_recover(struct sup *s)
         reply_free(rep);
 }
 
-void sup_sandboxes_reconcile(struct sup *s)
+static void reconcile(struct sup_sandboxes *s)
 {
         struct sandbox_reconcile_stats st;
         char err[SANDBOX_ERR_MAX];
         int r;
 
-        if (!s->provider)
-                return;
         r = sandbox_reconcile(s->redis, s->provider, &s->cfg, &st, err);
         if (r < 0) {
                 log_warn(NULL, "reconciler: %s%s%s", strerror(-r), err[0] ? ": " : "", err);
@@ -93,4 +117,62 @@ void sup_sandboxes_reconcile(struct sup *s)
         if (st.orphans_removed || st.records_failed || st.leases_recovered || st.teardowns_requeued)
                 log_info(NULL, "reconciler: %d orphan(s) removed, %d record(s) failed, %d lease(s) recovered, %d teardown(s) requeued",
                          st.orphans_removed, st.records_failed, st.leases_recovered, st.teardowns_requeued);
+}
+
+static void *housekeep_main(void *arg)
+{
+        struct sup_sandboxes *s = arg;
+
+        while (!atomic_load(&s->stop)) {
+                int64_t now = timeutil_mono_ms();
+
+                if (now >= s->next_reconcile) {
+                        s->next_reconcile = now + s->cfg.reconcile_ms;
+                        reconcile(s);
+                }
+                if (teardown(s) == 0)
+                        nanosleep(&(struct timespec){ 0, HOUSEKEEP_IDLE_MS * 1000 * 1000 }, NULL);
+        }
+        return NULL;
+}
+
+int sup_sandboxes_start(struct sup *s)
+{
+        char err[PROVIDER_ERR_MAX];
+        struct sup_sandboxes *h;
+
+        if (!s->provider)
+                return 0;
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        h->cfg = s->cfg;
+        h->events = s->events;
+        if (provider_new_from_config(&h->cfg, &h->provider, err) < 0 || !h->provider ||
+            redis_conn_new(&h->cfg, &h->redis) < 0 ||
+            pthread_create(&h->thread, NULL, housekeep_main, h) != 0) {
+                log_err(NULL, "sandboxes: cannot start the teardown and reconcile thread");
+                redis_conn_free(h->redis);
+                provider_free(h->provider);
+                free(h);
+                return -EIO;
+        }
+        s->sandboxes = h;
+        return 0;
+}
+
+void sup_sandboxes_stop(struct sup *s)
+{
+        struct sup_sandboxes *h = s->sandboxes;
+
+        if (!h)
+                return;
+        /* the teardown in hand finishes (bounded by the provider's
+         * deadline); what waits stays in Redis for the next supervisor */
+        atomic_store(&h->stop, true);
+        pthread_join(h->thread, NULL);
+        redis_conn_free(h->redis);
+        provider_free(h->provider);
+        free(h);
+        s->sandboxes = NULL;
 }

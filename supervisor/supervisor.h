@@ -39,11 +39,11 @@ struct sup {
         int64_t last_offset;     /* highest offset taken into the fifo, -1 none */
         bool redis_down;         /* to log a Redis outage once, not per tick */
         struct provider *provider; /* NULL: SANDBOX_PROVIDER=none */
-        int64_t next_reconcile;  /* monotonic ms */
         int64_t next_recover;    /* monotonic ms: abandoned provisioning (SUP_RECOVER_MS) */
         struct sup_watch *watch; /* watch.c; NULL: none */
         struct sup_pool *pool;   /* pool.c; NULL: no POOL */
         struct sup_provision *provision; /* provision.c; NULL: no provider */
+        struct sup_sandboxes *sandboxes; /* sandboxes.c; NULL: no provider */
 };
 
 /* queue.c: take messages from Kafka and grant in order. */
@@ -65,10 +65,13 @@ int sup_reap_expired(struct sup *s);
  * expire tickets). */
 void sup_ticket_expired(struct sup *s, const char *ticket_id);
 
-/* sandboxes.c: run teardowns and reconcile records with the provider.
- * No-ops without a provider. */
-void sup_sandboxes_teardown(struct sup *s);
-void sup_sandboxes_reconcile(struct sup *s);
+/* sandboxes.c: a thread running teardowns and reconciling records with
+ * the provider (every RECONCILE_MS, and once at start), with a provider and
+ * Redis connection of its own, so the loop never waits behind them.
+ * sup_sandboxes_stop() lets it finish the teardown in hand. No-ops without
+ * a provider. */
+int sup_sandboxes_start(struct sup *s);
+void sup_sandboxes_stop(struct sup *s);
 /* Leases another process left 'provisioning' (a supervisor killed between a
  * grant and its sandbox): finished within seconds, not at the reconciler's
  * lease-age bound. Checked every SUP_RECOVER_MS; a lease counts once it is
@@ -94,6 +97,11 @@ void sup_watch_stop(struct sup *s);
  * leaves the queued leases to the next supervisor's recovery.
  * sup_provision_load() reads the queue length and the busy workers. */
 int sup_provision_start(struct sup *s);
+/* Take provisioning intents (a direct acquire's lease, lib/store/lease.h)
+ * for this supervisor's idle workers, when woken (the wake channel or a
+ * tick) or a worker went idle since the last call; returns the number
+ * taken or a negative errno. */
+int sup_provision_intake(struct sup *s, bool woken);
 int sup_provision_submit(struct sup *s, const char *lease_id);
 void sup_provision_load(struct sup *s, int *queued, int *busy);
 void sup_provision_stop(struct sup *s);

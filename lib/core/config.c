@@ -66,6 +66,8 @@ static const struct int_opt int_opts[] = {
         INT_OPT("POOL_REFILL_HOLD_MS", pool_refill_hold_ms, 60000, 0, 3600000),
         INT_OPT("VOLUME_MAX_PER_TENANT", volume_max_per_tenant, 16, 0, 10000),
         INT_OPT("PROVISION_WORKERS", provision_workers, 4, 1, PROVISION_WORKERS_MAX),
+        /* below nginx's fastcgi_read_timeout (30 s) with room to answer */
+        INT_OPT("ACQUIRE_WAIT_MS", acquire_wait_ms, 20000, 0, 25000),
 };
 
 static const struct str_opt str_opts[] = {

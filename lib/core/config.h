@@ -67,6 +67,7 @@ struct broker_config {
         int file_max_bytes;
         int reconcile_ms;
         int provision_workers; /* supervisor threads making sandboxes (PROVISION_WORKERS) */
+        int acquire_wait_ms;   /* an acquire's long-poll for its sandbox (ACQUIRE_WAIT_MS) */
         /* SANDBOX_PROVIDER=daytona (docs/DAYTONA.md); the key is never logged */
         char daytona_api_url[512];
         char daytona_api_key[512];

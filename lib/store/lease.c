@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json_input.h"
 #include "timeutil.h"
@@ -141,8 +142,17 @@ int lease_outcome_from_reply(const redisReply *r, struct lease_outcome *o)
                 return -EPROTO;
         tag = r->element[0];
         if ((reply_is_str(tag, "granted") || reply_is_str(tag, "ok")) && r->elements == 2) {
+                const redisReply *h = r->element[1];
+
                 o->kind = LEASE_GRANTED;
-                return lease_json_from_hash(r->element[1], &o->lease);
+                /* not in the API's lease object: whether the caller waits */
+                for (size_t i = 0; h && h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2) {
+                        if (reply_is_str(h->element[i], "state"))
+                                o->provisioning = reply_is_str(h->element[i + 1], "provisioning");
+                        else if (reply_is_str(h->element[i], "ticketId"))
+                                (void)copy_id(h->element[i + 1], o->ticket_id, sizeof(o->ticket_id));
+                }
+                return lease_json_from_hash(h, &o->lease);
         }
         if (reply_is_str(tag, "queued") && r->elements == 4) {
                 /* acquire: {'queued', ticketId, position, 'new'|'existing'} */
@@ -231,8 +241,9 @@ int lease_acquire(struct redis_conn *c, const struct broker_config *cfg,
         snprintf(tcap, sizeof(tcap), "%d", cfg->tenant_max_slots);
         const char *argv[] = { user, req->session_id, req->mode, pool, cap, ttl,
                                tttl, seats, lease_id, ticket_id, cfg->provider,
-                               req->sandbox_id ? req->sandbox_id : "", tcap };
-        return run_mapped(c, LUA_ACQUIRE, 13, argv, ret);
+                               req->sandbox_id ? req->sandbox_id : "", tcap,
+                               req->caller_makes ? "1" : "0" };
+        return run_mapped(c, LUA_ACQUIRE, 14, argv, ret);
 }
 
 int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
@@ -247,6 +258,61 @@ int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char
         if (r == 0 && ret->kind != LEASE_GRANTED)
                 snprintf(ret->ticket_id, sizeof(ret->ticket_id), "%s", ticket_id);
         return r;
+}
+
+int lease_wait(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
+               const char *ticket_id, int wait_ms, struct lease_outcome *ret)
+{
+        int64_t deadline = timeutil_mono_ms() + wait_ms;
+        /* each BLPOP well inside the connection's read timeout */
+        int step_max = cfg->redis_timeout_ms / 2 < 1000 ? cfg->redis_timeout_ms / 2 : 1000;
+        char key[128], secs[16];
+        int r;
+
+        snprintf(key, sizeof(key), "%sticket:%s:done", cfg->key_prefix, ticket_id);
+        for (;;) {
+                redisReply *rep = NULL;
+                int64_t left;
+
+                r = lease_poll(c, cfg, tenant, ticket_id, ret);
+                if (r < 0 || ret->kind != LEASE_PROVISIONING)
+                        return r;
+                left = deadline - timeutil_mono_ms();
+                if (left <= 0)
+                        return 0;
+                if (left > step_max)
+                        left = step_max;
+                if (left < 5) {
+                        usleep(5000);
+                        continue;
+                }
+                snprintf(secs, sizeof(secs), "%.3f", left / 1000.0);
+                const char *argv[] = { "BLPOP", key, secs };
+                r = redis_conn_command(c, 3, argv, &rep);
+                reply_free(rep);
+                if (r < 0)
+                        return r;
+                lease_outcome_clear(ret);
+        }
+}
+
+int lease_supervisors(struct redis_conn *c, const struct broker_config *cfg)
+{
+        char channel[96];
+        redisReply *rep = NULL;
+        long long n = -1;
+        int r;
+
+        snprintf(channel, sizeof(channel), "%swake", cfg->key_prefix);
+        const char *argv[] = { "PUBSUB", "NUMSUB", channel };
+        r = redis_conn_command(c, 3, argv, &rep);
+        if (r < 0)
+                return r;
+        /* {channel, count} */
+        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2)
+                n = reply_int(rep->element[1]);
+        reply_free(rep);
+        return n < 0 ? -EPROTO : (int)n;
 }
 
 int lease_heartbeat(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
@@ -483,6 +549,26 @@ int lease_stale(struct redis_conn *c, int older_ms, int limit, redisReply **ret)
         const char *argv[] = { older, lim };
         *ret = NULL;
         r = redis_conn_script(c, LUA_LEASE_STALE, 2, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY) {
+                freeReplyObject(rep);
+                return -EPROTO;
+        }
+        *ret = rep;
+        return 0;
+}
+
+int lease_intents_take(struct redis_conn *c, int limit, redisReply **ret)
+{
+        char lim[16];
+        redisReply *rep = NULL;
+        int r;
+
+        snprintf(lim, sizeof(lim), "%d", limit);
+        const char *argv[] = { lim };
+        *ret = NULL;
+        r = redis_conn_script(c, LUA_INTENTS_TAKE, 1, argv, &rep);
         if (r < 0)
                 return r;
         if (rep->type != REDIS_REPLY_ARRAY) {

@@ -32,10 +32,14 @@ struct lease_request {
         const char *mode;    /* one of lease_modes */
         const char *pool_id; /* "" unless mode is multi_user_shared */
         const char *sandbox_id; /* NULL, or the OpenSandbox record the lease is for */
+        /* a granted lease's sandbox is made by the caller, not the
+         * supervisors' workers (an OpenSandbox create with pull credentials
+         * held in memory, or a warm pool member) */
+        bool caller_makes;
 };
 
 enum lease_outcome_kind {
-        LEASE_GRANTED,   /* lease set */
+        LEASE_GRANTED,   /* lease set; provisioning and ticket_id from its hash */
         LEASE_QUEUED,    /* ticket_id, position, new_ticket set */
         LEASE_CONFLICT,  /* conflict_mode set */
         LEASE_NOT_FOUND,
@@ -55,6 +59,7 @@ struct lease_outcome {
         bool slot_freed;
         char conflict_mode[32];
         char message[256];
+        bool provisioning; /* GRANTED, its sandbox not made yet */
 };
 
 /* Release what *o owns and zero it. */
@@ -62,7 +67,10 @@ void lease_outcome_clear(struct lease_outcome *o);
 
 /* Grant, queue (new or existing ticket) or report a mode conflict. A new
  * ticket is in Redis but not yet in Kafka: the caller produces it and calls
- * lease_ticket_cancel() if that fails. */
+ * lease_ticket_cancel() if that fails. A new lease with a provider is
+ * GRANTED with provisioning set and ticket_id naming an already granted
+ * ticket: its intent is stored for the supervisors' provisioning workers
+ * (nothing here makes a sandbox); lease_wait() waits for it. */
 int lease_acquire(struct redis_conn *c, const struct broker_config *cfg,
                   const struct lease_request *req, struct lease_outcome *ret);
 
@@ -71,6 +79,19 @@ int lease_acquire(struct redis_conn *c, const struct broker_config *cfg,
  * another tenant or of an OpenSandbox create). */
 int lease_poll(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
                const char *ticket_id, struct lease_outcome *ret);
+
+/* Wait up to wait_ms for the lease of a granted ticket to leave
+ * 'provisioning': *ret as lease_poll() gives it (GRANTED when ready, FAILED,
+ * EXPIRED when it was released meanwhile), still PROVISIONING at the
+ * deadline. Sleeps on the ticket's done list (BLPOP, in steps shorter than
+ * REDIS_TIMEOUT_MS), so it answers as soon as a worker finishes. */
+int lease_wait(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
+               const char *ticket_id, int wait_ms, struct lease_outcome *ret);
+
+/* How many supervisors listen on the wake channel (PUBSUB NUMSUB): 0 means
+ * nobody takes provisioning intents now. Returns the count or a negative
+ * errno. */
+int lease_supervisors(struct redis_conn *c, const struct broker_config *cfg);
 
 /* Renew a lease of tenant by id (lease_id non-NULL) or by (user, session):
  * GRANTED with the renewed lease, or NOT_FOUND (also a lease of another
@@ -147,6 +168,10 @@ int lease_reap(struct redis_conn *c, const struct broker_config *cfg, int limit,
  * making (its lock is free): up to limit ids into *ret (a REDIS array
  * reply of strings; the caller frees it with freeReplyObject). */
 int lease_stale(struct redis_conn *c, int older_ms, int limit, redisReply **ret);
+
+/* A supervisor's idle workers take up to limit provisioning intents (lease
+ * ids, each to one supervisor only): *ret as lease_stale(). */
+int lease_intents_take(struct redis_conn *c, int limit, redisReply **ret);
 
 /* Map a flat HGETALL array of a lease hash to the API's lease object. */
 int lease_json_from_hash(const redisReply *arr, struct json_object **ret);

@@ -100,13 +100,13 @@ def test_stale_scan_indexes_leases_made_before_the_index(docker_broker):
     still found and finished: the first scan indexes every such lease."""
     sb = docker_broker(BROKER_CAPACITY=2, IDLE_POLICY="delete", SANDBOX_IMAGE="sandbox-broker/tiny:latest")
     b = sb.b
-    b.stop("supervisor", kill=True)
     r = b.acquire("old", "s", timeout=60)
     assert r.status == 200, r
     lid = r.json["lease"]["leaseId"]
     sid = r.json["lease"]["sandboxId"]
+    b.stop("supervisor", kill=True)
     # as an older version left it when killed before the lease was made active:
-    # provisioning, no index entry, no marker
+    # provisioning, no index entry, no marker, no intent
     b.redis.hset(b.key("lease:%s" % lid), mapping={"state": "provisioning", "createdAt": "1"})
     b.redis.delete(b.key("provisioning"), b.key("provisioning:indexed"))
     b.start("supervisor")

@@ -284,6 +284,30 @@ static void expect_outcome_eproto(redisReply *r)
         reply_free(r);
 }
 
+/* A lease being provisioned: the caller learns it waits, and on which
+ * ticket, though neither is in the API's lease object. */
+static void test_outcome_granted_provisioning(void **state)
+{
+        struct lease_outcome o;
+
+        (void)state;
+        map_ok(r_arr(2, r_str("granted"),
+                     r_strs("leaseId", LEASE_ID, "userId", "u1", "sessionId", "s1", "mode",
+                            "exclusive", "poolId", "", "provider", "none", "state",
+                            "provisioning", "ticketId", TICKET_ID, "createdAt", T_CREATED,
+                            "expiresAt", T_EXPIRES, NULL)), &o);
+        assert_int_equal(o.kind, LEASE_GRANTED);
+        assert_true(o.provisioning);
+        assert_string_equal(o.ticket_id, TICKET_ID);
+        assert_string_equal(json_text(o.lease), exclusive_json);
+        lease_outcome_clear(&o);
+
+        map_ok(r_arr(2, r_str("granted"), lease_hash()), &o);
+        assert_false(o.provisioning);
+        assert_string_equal(o.ticket_id, "");
+        lease_outcome_clear(&o);
+}
+
 static void test_outcome_granted(void **state)
 {
         struct lease_outcome o;
@@ -522,7 +546,7 @@ static void test_outcome_clear(void **state)
 
 static void test_ticket_message(void **state)
 {
-        const struct lease_request req = { "acme", "u1", "s1", "exclusive", "", NULL };
+        const struct lease_request req = { "acme", "u1", "s1", "exclusive", "", NULL, false };
         struct json_object *o, *v;
         char *msg = NULL, id[33];
         int64_t before = timeutil_now_ms(), after;
@@ -556,7 +580,7 @@ static void test_ticket_message(void **state)
 
 static void test_ticket_message_pool(void **state)
 {
-        const struct lease_request req = { "acme", "u.2@x", "s-2", "multi_user_shared", "pool_1", NULL };
+        const struct lease_request req = { "acme", "u.2@x", "s-2", "multi_user_shared", "pool_1", NULL, false };
         struct json_object *o, *v;
         char *msg = NULL;
 
@@ -572,7 +596,7 @@ static void test_ticket_message_pool(void **state)
         free(msg);
 
         /* A NULL pool is the same as "". */
-        const struct lease_request nopool = { "acme", "u", "s", "user_shared", NULL, NULL };
+        const struct lease_request nopool = { "acme", "u", "s", "user_shared", NULL, NULL, false };
         assert_int_equal(lease_ticket_message(&nopool, TICKET_ID, &msg), 0);
         assert_non_null(strstr(msg, "\"poolId\":null"));
         free(msg);
@@ -698,7 +722,7 @@ static void assert_hex_id(const char *s)
 
 static void test_acquire_args(void **state)
 {
-        const struct lease_request req = { "acme", "u1", "s1", "multi_user_shared", "pool-9", NULL };
+        const struct lease_request req = { "acme", "u1", "s1", "multi_user_shared", "pool-9", NULL, false };
         struct lease_outcome o;
 
         (void)state;
@@ -711,8 +735,8 @@ static void test_acquire_args(void **state)
         assert_int_equal(lease_acquire(NULL, &test_cfg, &req, &o), 0);
         assert_int_equal(fake.calls, 1);
         assert_int_equal(fake.id, LUA_ACQUIRE);
-        /* lib/store/lua/acquire.lua: ARGV[2..13] (the prefix is added by redis_conn). */
-        assert_int_equal(fake.argc, 13);
+        /* lib/store/lua/acquire.lua: ARGV[2..15] (the prefix is added by redis_conn). */
+        assert_int_equal(fake.argc, 14);
         /* users and pools go to Redis scoped by their tenant */
         assert_string_equal(fake.argv[0], "acme/u1");
         assert_string_equal(fake.argv[1], "s1");
@@ -726,6 +750,8 @@ static void test_acquire_args(void **state)
         assert_hex_id(fake.argv[9]);
         assert_string_not_equal(fake.argv[8], fake.argv[9]);
         assert_string_equal(fake.argv[10], "docker");
+        assert_string_equal(fake.argv[11], "");  /* no OpenSandbox record */
+        assert_string_equal(fake.argv[13], "0"); /* the supervisors make the sandbox */
 
         assert_int_equal(o.kind, LEASE_QUEUED);
         assert_string_equal(o.ticket_id, TICKET_ID);
@@ -736,7 +762,7 @@ static void test_acquire_args(void **state)
 
 static void test_acquire_fresh_ids(void **state)
 {
-        const struct lease_request req = { "acme", "u1", "s1", "exclusive", "", NULL };
+        const struct lease_request req = { "acme", "u1", "s1", "exclusive", "", NULL, false };
         struct lease_outcome o;
         char first[2][80];
 
@@ -761,7 +787,7 @@ static void test_acquire_fresh_ids(void **state)
 static void test_acquire_errors(void **state)
 {
         static const int errs[] = { -EIO, -EPROTO, -ENOMEM, -E2BIG };
-        const struct lease_request req = { "acme", "u1", "s1", "exclusive", "", NULL };
+        const struct lease_request req = { "acme", "u1", "s1", "exclusive", "", NULL, false };
         struct lease_outcome o;
 
         (void)state;
@@ -1087,6 +1113,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_hash_exclusive),
+                cmocka_unit_test(test_outcome_granted_provisioning),
                 cmocka_unit_test(test_hash_shared_with_extras),
                 cmocka_unit_test(test_hash_seat_and_times),
                 cmocka_unit_test(test_hash_missing_fields),

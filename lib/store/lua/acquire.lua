@@ -1,14 +1,19 @@
 -- acquire: ARGV = prefix, userId, sessionId, mode, poolId ('' if none), capacity,
 --   leaseTtlMs, ticketTtlMs, poolSeats, newLeaseId, newTicketId, provider,
 --   sandboxId ('' unless an OpenSandbox create: the record it is for),
---   tenantSlots (default per-tenant slot cap, 0 = none)
+--   tenantSlots (default per-tenant slot cap, 0 = none),
+--   callerMakes ('1': the caller makes the granted lease's sandbox itself)
 -- userId and poolId are scoped ("<tenant>/<name>", see common.lua).
+-- A new lease with a provider is 'provisioning': an intent (P..intents) is
+-- stored with it (and for a lease API acquire a granted ticket, newTicketId),
+-- and the supervisors woken.
 -- Returns {'granted', lease-hash...} | {'queued', ticketId, position, 'new'|'existing'}
 --       | {'conflict', mode, poolId}
 local user, session, mode, pool = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local capacity, ttl, ticket_ttl = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local seats, lease_id, ticket_id, provider = tonumber(ARGV[9]), ARGV[10], ARGV[11], ARGV[12]
 local want_sid, tenant_cap = ARGV[13] or '', tonumber(ARGV[14] or '0')
+local caller_makes = ARGV[15] == '1'
 local tenant = tenant_of(user)
 local now = now_ms()
 
@@ -45,6 +50,11 @@ local p = place(user, session, mode, pool, seats)
 if not p.newslot or (slot_free(capacity) and tenant_room(tenant, tenant_cap)
     and not queue_blocks(tenant_cap)) then
   grant_lease(p, user, session, mode, pool, lease_id, provider, ttl, now, want_sid)
+  -- the sandbox is the supervisors' to make, unless the caller makes it
+  -- (an OpenSandbox create holding pull credentials, or a warm member)
+  if provider ~= 'none' and not caller_makes then
+    provision_intent(lease_id, want_sid == '' and ticket_id or '', user, session, mode, pool, now)
+  end
   return { 'granted', redis.call('HGETALL', lease_key(lease_id)) }
 end
 

@@ -37,7 +37,13 @@
 --   P..snapshot:<id>     HASH  a snapshot (snapshot_*.lua): id, tenant, sandboxId, name, image,
 --                              ref, state, reason, message, createdAt, lastTransitionAt, size
 --   P..snapshots:<t>     ZSET  a tenant's snapshotIds -> createdAt
---   P..wake              channel: published when a slot or seat frees while tickets wait
+--   P..wake              channel: published when a slot or seat frees while tickets wait,
+--                              and when a provisioning intent is stored
+--   P..intents           LIST  leaseIds whose sandbox a supervisor's workers are to make
+--                              (a direct acquire's intent; P..provisioning stays the durable
+--                              record: an intent taken by a supervisor that dies is recovered)
+--   P..ticket:<id>:done  LIST  pushed when the ticket's lease is ready or failed (a waiting
+--                              acquire's wake-up; expires after a minute)
 -- Slot names: ex:<user>:<session>, us:<user>, mu:<pool>:<n>.
 -- Tenants: every user and pool name the scripts see is scoped, "<tenant>/<name>"
 -- (lib/store/lease.c builds them; ids never contain '/' or ':'), so the same userId
@@ -51,6 +57,7 @@ local K_SANDBOXES, K_TEARDOWN, K_PARKED = P .. 'sandboxes', P .. 'teardown', P .
 local K_TQUEUES, K_TURN = P .. 'tqueues', P .. 'turn'
 local K_GONE = P .. 'gone' -- ZSET sandboxId -> when its finished record expires
 local K_PROV = P .. 'provisioning' -- ZSET leaseId -> createdAt while 'provisioning'
+local K_INTENTS = P .. 'intents' -- LIST leaseIds to provision (a direct acquire's)
 local TICKET_KEEP_S = 3600 -- how long a finished ticket still answers polls
 local SANDBOX_KEEP_S = 3600 -- how long a Terminated sandbox record stays readable
 local NEVER_MS = 253402300799000 -- 9999-12-31: "no expiry" (manual cleanup)
@@ -243,6 +250,31 @@ local function grant_lease(p, user, session, mode, pool, lease_id, provider, ttl
   redis.call('SET', session_key(user, session), lease_id)
   redis.call('HINCRBY', K_MODES, mode .. ':leases', 1)
   return lease_id
+end
+
+-- A lease granted at once whose sandbox the supervisors' workers make: the
+-- intent they take, and (ticket_id non-empty: a lease API acquire) a ticket
+-- record that is already granted, so that the client polls it like a queued
+-- one while the sandbox is made (an OpenSandbox create is polled through its
+-- record instead). Returns the number of supervisors listening.
+local function provision_intent(lease_id, ticket_id, user, session, mode, pool, now)
+  if ticket_id ~= '' then
+    redis.call('HSET', ticket_key(ticket_id), 'ticketId', ticket_id, 'userId', user,
+      'sessionId', session, 'mode', mode, 'poolId', pool, 'state', 'granted',
+      'leaseId', lease_id, 'createdAt', now, 'grantedAt', now, 'sandboxId', '', 'direct', '1')
+    redis.call('EXPIRE', ticket_key(ticket_id), TICKET_KEEP_S)
+    redis.call('HSET', lease_key(lease_id), 'ticketId', ticket_id)
+  end
+  redis.call('RPUSH', K_INTENTS, lease_id)
+  return redis.call('PUBLISH', K_WAKE, 'intent')
+end
+
+-- Tell an acquire waiting on the lease's ticket that the lease moved on.
+local function ticket_done(ticket)
+  if not ticket or ticket == '' then return end
+  local k = ticket_key(ticket) .. ':done'
+  redis.call('RPUSH', k, '1')
+  redis.call('PEXPIRE', k, 60000)
 end
 
 -- Remove a lease; frees its slot when it was the last lease on it.

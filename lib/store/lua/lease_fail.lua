@@ -7,5 +7,6 @@ if redis.call('EXISTS', lease_key(id)) == 0 then return { 'notfound' } end
 local freed = release_lease(id, 'remove', 'PROVISION_FAILED')
 if ticket and ticket ~= '' then
   redis.call('HSET', ticket_key(ticket), 'state', 'failed', 'message', message)
+  ticket_done(ticket)
 end
 return { 'released', freed and 1 or 0 }

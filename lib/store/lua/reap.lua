@@ -1,8 +1,9 @@
 -- reap: ARGV = prefix, ticketTtlMs, limit, idleKeepMs, provisionMaxMs
 -- Releases leases whose expiry has passed (their sandboxes are removed),
--- except leases still 'provisioning' younger than provisionMaxMs: their
--- holder never had them to heartbeat (a grant whose supervisor died is
--- finished by lease_stale's finder), so their expiry is pushed on;
+-- except leases still 'provisioning' for less than provisionMaxMs, or whose
+-- intent waits for a supervisor's worker (P..intents): their holder never
+-- had them to heartbeat (a grant whose supervisor died is finished by
+-- lease_stale's finder), so their expiry is pushed on;
 -- expires tickets nobody polled for ticketTtlMs, and removes parked
 -- sandboxes older than idleKeepMs; at most `limit` of each per call.
 -- Returns {freedSlots, {leaseId, userId, sessionId, ...}, {ticketId...}, {sandboxId...}}
@@ -12,7 +13,12 @@ local now = now_ms()
 local freed, leases, tickets = 0, {}, {}
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_LEASES, '-inf', now, 'LIMIT', 0, limit)) do
   local l = redis.call('HMGET', lease_key(id), 'userId', 'sessionId', 'state', 'createdAt')
-  if l[3] == 'provisioning' and tonumber(l[4] or 0) + prov_max > now then
+  -- provisioning since its creation, or since a supervisor took its intent
+  -- (intents_take.lua restamps P..provisioning); an intent no supervisor
+  -- has taken yet has not started at all
+  local since = math.max(tonumber(l[4] or 0), tonumber(redis.call('ZSCORE', K_PROV, id) or 0))
+  if l[3] == 'provisioning' and (since + prov_max > now
+      or redis.call('LPOS', K_INTENTS, id) ~= false) then
     redis.call('ZADD', K_LEASES, now + 5000, id)
   else
     if release_lease(id, 'remove', 'LEASE_EXPIRED') then freed = freed + 1 end
