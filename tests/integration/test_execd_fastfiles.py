@@ -200,7 +200,7 @@ def test_planted_link_resolves_inside_the_sandbox(fx):
     mount namespace and as the sandbox's root: /etc/shadow is the sandbox's
     own file (its root could read it anyway), never the host's."""
     ex, _, cid = fx
-    run(ex, "echo sandbox-shadow-marker > /tmp/shadow-mark; ln -sf /etc/shadow /workspace/ff/link;"
+    run(ex, "mkdir -p /workspace/ff; echo sandbox-shadow-marker > /tmp/shadow-mark; ln -sf /etc/shadow /workspace/ff/link;"
             " ln -sf /tmp/shadow-mark /workspace/ff/link2")
     st, _, raw = download(ex, "/workspace/ff/link2")
     assert st == 200 and raw == b"sandbox-shadow-marker\n", raw
