@@ -48,7 +48,9 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def it_root(request):
-    root = tempfile.mkdtemp(prefix="sbit-", dir=os.environ.get("IT_TMPDIR"))
+    # absolute: brokers get paths under it in their configuration (VOLUME_HOST_ALLOW
+    # wants absolute ones); an empty IT_TMPDIR means the default
+    root = os.path.abspath(tempfile.mkdtemp(prefix="sbit-", dir=os.environ.get("IT_TMPDIR") or None))
 
     def fin():
         if KEEP or request.config._it_failed:
