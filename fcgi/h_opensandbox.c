@@ -111,15 +111,17 @@ static void reply_sandbox(struct request *req, int status, const char *hdr, cons
  * for its after hook (the pull) and wiped by it: never stored. */
 static __thread struct {
         bool set;
+        char sid[64];
         char image[256];
         char user[OSB_AUTH_USER_MAX], pass[OSB_AUTH_PASS_MAX];
 } pending_auth;
 
-static void pending_auth_keep(const struct osb_create *c)
+static void pending_auth_keep(const struct osb_create *c, const char *sid)
 {
         pending_auth.set = c->has_auth;
         if (!c->has_auth)
                 return;
+        snprintf(pending_auth.sid, sizeof(pending_auth.sid), "%s", sid);
         snprintf(pending_auth.image, sizeof(pending_auth.image), "%s", c->image);
         memcpy(pending_auth.user, c->auth_user, sizeof(pending_auth.user));
         memcpy(pending_auth.pass, c->auth_pass, sizeof(pending_auth.pass));
@@ -130,18 +132,20 @@ static void pending_auth_wipe(void)
         explicit_bzero(&pending_auth, sizeof(pending_auth));
 }
 
-/* After the 202: make the sandbox of a create with image.auth that got a
- * slot at once (pulling its image with the create's credentials when
- * missing): the credentials are never stored, so no supervisor could. */
+/* After the 202 of a create with image.auth that got a slot: pull its
+ * image with the create's credentials (they are never stored, so no
+ * supervisor could), then the supervisors' workers make the sandbox from
+ * the image now on the host, as any other create. */
 static void create_after(struct request *req)
 {
         char err[SANDBOX_ERR_MAX];
         struct image_auth auth = { pending_auth.user, pending_auth.pass };
-        int r = sandbox_lease_ready_auth(req->w->redis, req->w->provider, req->w->cfg,
-                                         req->after_arg, pending_auth.set ? &auth : NULL, NULL, err);
+        int r = sandbox_lease_pull_then_queue(req->w->redis, req->w->provider, req->w->cfg,
+                                              req->after_arg, pending_auth.sid, pending_auth.image,
+                                              &auth, err);
 
         pending_auth_wipe();
-        if (r < 0 && r != -ENOENT)
+        if (r < 0 && r != -ECANCELED)
                 log_err(LOG_KV({ "LEASE_ID", req->after_arg }, { "REQUEST_ID", req->request_id }),
                         "OpenSandbox create: sandbox failed: %s", err);
 }
@@ -326,7 +330,7 @@ void h_osb_create(struct request *req)
                 snprintf(msg, sizeof(msg), "waiting for a free slot (queue position %lld)", out.position);
                 sandbox_transition(req->w->redis, sid, "Pending", "Pending", "QUEUED", msg, "");
                 if (c.has_auth) {
-                        pending_auth_keep(&c);
+                        pending_auth_keep(&c, sid);
                         snprintf(req->after_arg, sizeof(req->after_arg), "%s", sid);
                         req->after = prefetch_after;
                 }
@@ -344,8 +348,9 @@ void h_osb_create(struct request *req)
                         warm_ready(req);
                 } else if (c.has_auth) {
                         /* the pull credentials live only in this thread's
-                         * memory: this create is made here, after the 202 */
-                        pending_auth_keep(&c);
+                         * memory: the image is pulled here, after the 202,
+                         * then the workers make the sandbox */
+                        pending_auth_keep(&c, sid);
                         req->after = create_after;
                 }
                 /* else the supervisors' provisioning workers make it (the

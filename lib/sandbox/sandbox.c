@@ -535,6 +535,54 @@ static int provision(struct redis_conn *rc, struct provider *pv, const struct br
         return -ECANCELED;
 }
 
+int sandbox_lease_pull_then_queue(struct redis_conn *rc, struct provider *pv,
+                                  const struct broker_config *cfg, const char *lease_id,
+                                  const char *sid, const char *image,
+                                  const struct image_auth *auth, char *err)
+{
+        struct pull_progress pp = { rc, sid };
+        struct image_pull_cb cb = { on_pull_progress, &pp };
+        char lock[48], token[33];
+        bool kept = false;
+        int r, locked;
+
+        err[0] = '\0';
+        snprintf(lock, sizeof(lock), "sandbox:%s", sid);
+        r = timeutil_random_id(token, sizeof(token));
+        if (r < 0)
+                return r;
+        /* the sandbox's lock while the image comes: a supervisor's finder
+         * of leases left provisioning (lease_stale) leaves it alone, as it
+         * would a create in progress */
+        locked = lock_take(rc, lock, token, LOCK_KEEPER_TTL_MS);
+        if (locked == 1) {
+                kept = lock_keeper_add(cfg, lock, token) == 0;
+                if (!kept)
+                        (void)lock_take(rc, lock, token,
+                                        lock_ttl_ms(cfg) + cfg->image_pull_timeout_ms);
+        }
+        r = provider_image_ensure(pv, image, auth, cfg->image_pull_timeout_ms, &cb, err);
+        if (r == 0) {
+                /* queued while the lock is held: the worker that takes it
+                 * waits for the lock, never the finder of stale leases */
+                r = lease_intent_push(rc, lease_id);
+                if (r == 0)
+                        snprintf(err, SANDBOX_ERR_MAX, "the lease left provisioning during the pull");
+                r = r == 1 ? 0 : r == 0 ? -ECANCELED : r;
+        } else {
+                if (!err[0])
+                        snprintf(err, SANDBOX_ERR_MAX, "image pull of %s: %s", image, strerror(-r));
+                sandbox_transition(rc, sid, "", "Failed", "PROVIDER_ERROR", err, "");
+                if (r != -EIO)
+                        lease_fail(rc, lease_id, err);
+        }
+        if (kept)
+                lock_keeper_remove(lock, token);
+        if (locked == 1)
+                lock_drop(rc, lock, token);
+        return r;
+}
+
 /* Per-lease setup inside a running sandbox: a session directory for
  * user_shared leases (the image has /workspace and the seat homes). */
 static int prepare_workdir(struct provider *pv, const struct broker_config *cfg,

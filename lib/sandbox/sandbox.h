@@ -51,6 +51,18 @@ int sandbox_lease_ready_auth(struct redis_conn *rc, struct provider *pv,
 int sandbox_image_admissible(struct provider *pv, const struct broker_config *cfg,
                              const char *image, char *err);
 
+/* An OpenSandbox create with image.auth that got a slot (its lease is
+ * provisioning, the caller makes it): pull its image here with auth (used
+ * for this call only, never stored; the progress in the record, as a
+ * create's), holding the sandbox's lock, then hand the lease to the
+ * supervisors' workers (lease_intent_push), which make the sandbox from the
+ * image now on the host. A failed pull fails the sandbox and its lease
+ * with the registry's reason (in err). */
+int sandbox_lease_pull_then_queue(struct redis_conn *rc, struct provider *pv,
+                                  const struct broker_config *cfg, const char *lease_id,
+                                  const char *sid, const char *image,
+                                  const struct image_auth *auth, char *err);
+
 /* Pull image ahead of its sandbox (a create that waits for a slot), with
  * auth, so that the supervisor finds it on the host later. Errors as
  * provider_image_ensure. */

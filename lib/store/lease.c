@@ -579,6 +579,19 @@ int lease_intents_take(struct redis_conn *c, int limit, redisReply **ret)
         return 0;
 }
 
+int lease_intent_push(struct redis_conn *c, const char *lease_id)
+{
+        redisReply *rep = NULL;
+        const char *argv[] = { lease_id };
+        int r = redis_conn_script(c, LUA_INTENT_PUSH, 1, argv, &rep);
+
+        if (r == 0)
+                r = rep->type == REDIS_REPLY_INTEGER ? (int)rep->integer : -EPROTO;
+        if (rep)
+                freeReplyObject(rep);
+        return r;
+}
+
 int lease_reap(struct redis_conn *c, const struct broker_config *cfg, int limit,
                int provision_max_ms, const struct lease_grant_hooks *hooks, int *ret_freed)
 {

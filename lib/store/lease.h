@@ -173,6 +173,11 @@ int lease_stale(struct redis_conn *c, int older_ms, int limit, redisReply **ret)
  * ids, each to one supervisor only): *ret as lease_stale(). */
 int lease_intents_take(struct redis_conn *c, int limit, redisReply **ret);
 
+/* Queue a provisioning lease whose caller prepared it (sandbox.h,
+ * sandbox_lease_pull_then_queue) for the supervisors' workers and wake
+ * them: 1, 0 when the lease is no longer provisioning, or a negative errno. */
+int lease_intent_push(struct redis_conn *c, const char *lease_id);
+
 /* Map a flat HGETALL array of a lease hash to the API's lease object. */
 int lease_json_from_hash(const redisReply *arr, struct json_object **ret);
 

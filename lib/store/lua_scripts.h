@@ -8,6 +8,7 @@ enum lua_script_id {
         LUA_EGRESS_CAS,
         LUA_GRANT,
         LUA_HEARTBEAT,
+        LUA_INTENT_PUSH,
         LUA_INTENTS_TAKE,
         LUA_KEY_CREATE,
         LUA_KEY_LIST,
