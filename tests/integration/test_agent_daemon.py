@@ -429,6 +429,9 @@ def test_agent_daemon_file_errors(agent, tmp_path):
     os.mkfifo(tmp_path / "fifo")
     st, _, _ = agent.request("GET", "/file", [("path", str(tmp_path / "fifo"))])
     assert st == 400
+    # a write opens with O_TRUNC: a FIFO is refused, not truncated or blocked on
+    st, _, _ = agent.request("PUT", "/file", [("path", str(tmp_path / "fifo"))], body=b"x")
+    assert st == 400 and stat.S_ISFIFO(os.stat(tmp_path / "fifo").st_mode)
     if os.geteuid() == 0:
         return  # root passes every permission check
     (tmp_path / "locked").mkdir(mode=0o500)
