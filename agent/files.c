@@ -223,6 +223,7 @@ void files_put(struct http_request *req)
         gid_t gid = 0;
         char *dir = NULL, *buf = NULL;
         size_t bufsize;
+        long long written = -1; /* body bytes written, once writing began */
         struct stat st;
         int fd = -1, flags, r;
 
@@ -263,9 +264,12 @@ void files_put(struct http_request *req)
                 goto out;
         }
         /* The parents usually exist: make them only when the open says
-         * one is missing. O_TRUNC leaves a FIFO or a device untouched
-         * (refused below); on a regular file it is ftruncate(0). */
-        flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (append ? O_APPEND : O_TRUNC);
+         * one is missing. No O_TRUNC: the body overwrites the file from
+         * its start and the tail is cut after (below), because a
+         * truncation to 0 frees the file's blocks (a discard on a
+         * discard-mounted disk) and makes ext4 start writeback at close
+         * (auto_da_alloc): most of a small write's time. */
+        flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (append ? O_APPEND : 0);
         fd = open(path, flags, mode);
         if (fd < 0 && errno == ENOENT) {
                 dir = strdup(path);
@@ -299,6 +303,7 @@ void files_put(struct http_request *req)
                 goto out;
         }
         sock_timeouts(req->fd);
+        written = 0;
         for (;;) {
                 long n = http_body_read(req, buf, bufsize);
 
@@ -315,9 +320,20 @@ void files_put(struct http_request *req)
                         (void)http_reply_error(req, errno_status(-r), "%s: %s", path, strerror(-r));
                         goto out;
                 }
+                written += n;
         }
+        /* The old bytes past the new end go before the answer; the file
+         * is then the body, as if it had been truncated first. */
+        if (!append && written < st.st_size && ftruncate(fd, written) < 0) {
+                (void)http_reply_error(req, errno_status(errno), "%s: %s", path, strerror(errno));
+                goto out;
+        }
+        written = -1;
         (void)http_reply_head(req, 204, NULL, HTTP_NO_BODY);
 out:
+        /* A body cut short leaves what came of it, no old tail. */
+        if (fd >= 0 && !append && written >= 0 && written < st.st_size)
+                (void)ftruncate(fd, written);
         if (fd >= 0)
                 (void)close(fd);
         free(dir);
