@@ -222,8 +222,10 @@ void files_put(struct http_request *req)
         uid_t uid = 0;
         gid_t gid = 0;
         char *dir = NULL, *buf = NULL;
+        size_t bufsize;
+        long long written = -1; /* body bytes written, once writing began */
         struct stat st;
-        int fd = -1, r;
+        int fd = -1, flags, r;
 
         if (check_params(req, known, &path) < 0)
                 return;
@@ -252,24 +254,40 @@ void files_put(struct http_request *req)
                 (void)http_reply_error(req, 411, "Content-Length is required");
                 return;
         }
-        dir = strdup(path);
-        buf = malloc(AGENT_IO_CHUNK);
-        if (!dir || !buf) {
+        /* A small body needs no more buffer than itself (a chunk would be
+         * an mmap and munmap per write). */
+        bufsize = req->content_length < AGENT_IO_CHUNK ? (size_t)req->content_length + 1
+                                                       : AGENT_IO_CHUNK;
+        buf = malloc(bufsize);
+        if (!buf) {
                 (void)http_reply_error(req, 500, "out of memory");
                 goto out;
         }
-        r = make_parents(dir, has_owner, uid, gid);
-        if (r < 0) {
-                /* A parent that cannot be made is 404, unless for want of rights or room. */
-                int status = errno_status(-r);
+        /* The parents usually exist: make them only when the open says
+         * one is missing. No O_TRUNC: the body overwrites the file from
+         * its start and the tail is cut after (below), because a
+         * truncation to 0 frees the file's blocks (a discard on a
+         * discard-mounted disk) and makes ext4 start writeback at close
+         * (auto_da_alloc): most of a small write's time. */
+        flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (append ? O_APPEND : 0);
+        fd = open(path, flags, mode);
+        if (fd < 0 && errno == ENOENT) {
+                dir = strdup(path);
+                if (!dir) {
+                        (void)http_reply_error(req, 500, "out of memory");
+                        goto out;
+                }
+                r = make_parents(dir, has_owner, uid, gid);
+                if (r < 0) {
+                        /* A parent that cannot be made is 404, unless for want of rights or room. */
+                        int status = errno_status(-r);
 
-                (void)http_reply_error(req, status == 403 || status == 507 ? status : 404, "%s: %s",
-                                       dir, strerror(-r));
-                goto out;
+                        (void)http_reply_error(req, status == 403 || status == 507 ? status : 404,
+                                               "%s: %s", dir, strerror(-r));
+                        goto out;
+                }
+                fd = open(path, flags, mode);
         }
-        fd = open(path,
-                  O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (append ? O_APPEND : 0),
-                  mode);
         if (fd < 0) {
                 (void)http_reply_error(req, errno_status(errno), "%s: %s", path, strerror(errno));
                 goto out;
@@ -279,14 +297,15 @@ void files_put(struct http_request *req)
                 goto out;
         }
         /* Owner before mode: chown clears the set-id bits. */
-        if ((!append && ftruncate(fd, 0) < 0) || (has_owner && fchown(fd, uid, gid) < 0) ||
+        if ((has_owner && fchown(fd, uid, gid) < 0) ||
             (has_mode && fchmod(fd, mode) < 0)) {
                 (void)http_reply_error(req, errno_status(errno), "%s: %s", path, strerror(errno));
                 goto out;
         }
         sock_timeouts(req->fd);
+        written = 0;
         for (;;) {
-                long n = http_body_read(req, buf, AGENT_IO_CHUNK);
+                long n = http_body_read(req, buf, bufsize);
 
                 if (n == 0)
                         break;
@@ -301,9 +320,20 @@ void files_put(struct http_request *req)
                         (void)http_reply_error(req, errno_status(-r), "%s: %s", path, strerror(-r));
                         goto out;
                 }
+                written += n;
         }
+        /* The old bytes past the new end go before the answer; the file
+         * is then the body, as if it had been truncated first. */
+        if (!append && written < st.st_size && ftruncate(fd, written) < 0) {
+                (void)http_reply_error(req, errno_status(errno), "%s: %s", path, strerror(errno));
+                goto out;
+        }
+        written = -1;
         (void)http_reply_head(req, 204, NULL, HTTP_NO_BODY);
 out:
+        /* A body cut short leaves what came of it, no old tail. */
+        if (fd >= 0 && !append && written >= 0 && written < st.st_size)
+                (void)ftruncate(fd, written);
         if (fd >= 0)
                 (void)close(fd);
         free(dir);

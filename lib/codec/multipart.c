@@ -224,6 +224,18 @@ int multipart_feed(struct multipart *m, const char *buf, size_t len)
                 switch (m->st) {
                 case ST_PREAMBLE:
                 case ST_BODY:
+                        if (m->mi == 0 && c != m->delim[0]) {
+                                /* body bytes up to the next CR, the only byte
+                                 * a delimiter can start at: skipped at once */
+                                const char *cr = memchr(buf + i, m->delim[0], len - i);
+
+                                if (!in_run) {
+                                        run = i;
+                                        in_run = true;
+                                }
+                                i = cr ? (size_t)(cr - buf) - 1 : len - 1;
+                                continue;
+                        }
                         if (c == m->delim[m->mi]) {
                                 if (m->mi == 0 && in_run) {
                                         if ((r = data(m, buf + run, i - run)) < 0)

@@ -401,6 +401,22 @@ def test_agent_daemon_file_put_get(agent, tmp_path):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     st, _, _ = agent.request("PUT", "/file", [("path", path)], body=b"")
     assert st == 204 and os.path.getsize(path) == 0
+    # the body overwrites the file in place, the old tail cut after: a body
+    # cut short leaves what came of it, nothing of the old file
+    st, _, _ = agent.request("PUT", "/file", [("path", path)], body=b"0123456789" * 100)
+    assert st == 204
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(TIMEOUT)
+    s.connect(agent.sock)
+    s.sendall(b"PUT /file?path=%s HTTP/1.1\r\nContent-Length: 500\r\n\r\nabcd"
+              % query([("path", path)])[5:].encode())
+    s.shutdown(socket.SHUT_WR)
+    answer = b""
+    while (b := s.recv(65536)):
+        answer += b
+    s.close()
+    assert raw_status(answer) == 400 and b"shorter" in answer
+    assert open(path, "rb").read() == b"abcd"
     if os.geteuid() == 0:
         p2 = str(tmp_path / "owned" / "f")
         st, _, _ = agent.request("PUT", "/file", [("path", p2), ("owner", "65534:65534"),
@@ -429,6 +445,9 @@ def test_agent_daemon_file_errors(agent, tmp_path):
     os.mkfifo(tmp_path / "fifo")
     st, _, _ = agent.request("GET", "/file", [("path", str(tmp_path / "fifo"))])
     assert st == 400
+    # a write opens with O_TRUNC: a FIFO is refused, not truncated or blocked on
+    st, _, _ = agent.request("PUT", "/file", [("path", str(tmp_path / "fifo"))], body=b"x")
+    assert st == 400 and stat.S_ISFIFO(os.stat(tmp_path / "fifo").st_mode)
     if os.geteuid() == 0:
         return  # root passes every permission check
     (tmp_path / "locked").mkdir(mode=0o500)
