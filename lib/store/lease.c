@@ -538,17 +538,14 @@ out:
         return r;
 }
 
-int lease_stale(struct redis_conn *c, int older_ms, int limit, redisReply **ret)
+/* A script whose reply is an array of lease ids, into *ret (NULL on error). */
+static int script_ids(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
+                      redisReply **ret)
 {
-        char older[16], lim[16];
         redisReply *rep = NULL;
-        int r;
+        int r = redis_conn_script(c, id, argc, argv, &rep);
 
-        snprintf(older, sizeof(older), "%d", older_ms);
-        snprintf(lim, sizeof(lim), "%d", limit);
-        const char *argv[] = { older, lim };
         *ret = NULL;
-        r = redis_conn_script(c, LUA_LEASE_STALE, 2, argv, &rep);
         if (r < 0)
                 return r;
         if (rep->type != REDIS_REPLY_ARRAY) {
@@ -559,24 +556,23 @@ int lease_stale(struct redis_conn *c, int older_ms, int limit, redisReply **ret)
         return 0;
 }
 
+int lease_stale(struct redis_conn *c, int older_ms, int limit, redisReply **ret)
+{
+        char older[16], lim[16];
+
+        snprintf(older, sizeof(older), "%d", older_ms);
+        snprintf(lim, sizeof(lim), "%d", limit);
+        const char *argv[] = { older, lim };
+        return script_ids(c, LUA_LEASE_STALE, 2, argv, ret);
+}
+
 int lease_intents_take(struct redis_conn *c, int limit, redisReply **ret)
 {
         char lim[16];
-        redisReply *rep = NULL;
-        int r;
 
         snprintf(lim, sizeof(lim), "%d", limit);
         const char *argv[] = { lim };
-        *ret = NULL;
-        r = redis_conn_script(c, LUA_INTENTS_TAKE, 1, argv, &rep);
-        if (r < 0)
-                return r;
-        if (rep->type != REDIS_REPLY_ARRAY) {
-                freeReplyObject(rep);
-                return -EPROTO;
-        }
-        *ret = rep;
-        return 0;
+        return script_ids(c, LUA_INTENTS_TAKE, 1, argv, ret);
 }
 
 int lease_intent_push(struct redis_conn *c, const char *lease_id)
