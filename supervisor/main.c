@@ -1,12 +1,13 @@
 /* broker-supervisor: see supervisor.h.
  *
- * The loop: take tickets from Kafka, grant what the slots allow (their
- * sandboxes, and those of direct acquires' intents, are made by the
- * provisioning workers, provision.c), reap on every tick, sleep on the wake
- * channel. Teardowns and the reconciler run on their own thread
- * (sandboxes.c), provider events on another (watch.c). SIGTERM/SIGINT finish the current
- * step (no half-granted ticket: every step is one Redis script) and leave
- * the consumer group cleanly. */
+ * The loop: take tickets from Kafka, grant what the slots allow (each grant
+ * stores the intent to make its sandbox with the lease, as a direct acquire
+ * does), take intents for the idle provisioning workers (provision.c), reap
+ * on every tick, sleep on the wake channel. Teardowns and the reconciler
+ * run on their own thread (sandboxes.c), provider events on another
+ * (watch.c). SIGTERM/SIGINT finish the current step (no half-granted
+ * ticket: every step is one Redis script) and leave the consumer group
+ * cleanly. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <signal.h>
@@ -86,8 +87,10 @@ static void run(struct sup *s)
                         r = sup_queue_grant(s);
                         sup_redis_status(s, r, "grant");
                 }
-                /* after the grants: the queue's leases go to the workers first */
-                r = sup_provision_intake(s, woken);
+                /* after the grants: their intents are taken in the same turn
+                 * (not a turn later, on their own wake-up) */
+                r = sup_provision_intake(s, woken || s->granted);
+                s->granted = false;
                 if (r < 0)
                         sup_redis_status(s, r, "provisioning intents");
                 woken = false;

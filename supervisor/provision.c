@@ -1,18 +1,21 @@
 /* provision: the supervisor's provisioning workers (docs/ARCHITECTURE.md,
- * "Provisioning workers"). The loop hands every lease it grants, every
- * intent a direct acquire stored (sup_provision_intake: as many as workers
- * are idle), and every lease another process left 'provisioning', to a
- * bounded queue; a fixed
+ * "Provisioning workers"). Every lease to make comes from Redis: the
+ * intents that acquires and grants store with their leases
+ * (sup_provision_intake: as many as workers are idle, when woken or a
+ * worker frees), and the leases another process left 'provisioning' (the
+ * recovery, sandboxes.c). They go onto a bounded queue served by a fixed
  * set of threads (PROVISION_WORKERS), each with its own provider and Redis
- * connection, make their sandboxes (sandbox_lease_ready). So grants, reaping
- * and reconciling never wait behind the provider, and a burst of grants is
- * made in parallel.
+ * connection, which make their sandboxes (sandbox_lease_ready). So grants,
+ * reaping and reconciling never wait behind the provider, and a burst of
+ * grants is made in parallel.
  *
- * Nothing here is durable, nor needs to be: a lease waiting in the queue is
- * 'provisioning' in Redis, and a supervisor that dies (or stops) with work
- * queued leaves it to the recovery of the next one (lease_stale.lua). An id
- * is queued at most once per process: the recovery re-offers every stale
- * lease each second and must not queue one twice while it waits. */
+ * Nothing here is durable, nor needs to be: a lease in the queue or in a
+ * worker's hands is 'provisioning' in Redis, its intent taken
+ * (intents_take.lua restamped its P..provisioning entry), and a supervisor
+ * that dies (or stops) with work queued leaves it to the recovery of the
+ * next one (lease_stale.lua), seconds later. An id is queued at most once
+ * per process: the recovery re-offers every stale lease each second and
+ * must not queue one twice while it waits. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -3,7 +3,9 @@
  * Kafka carries the tickets in arrival order; Redis holds their state. A
  * message is committed only after its ticket has left the queue in Redis,
  * so a supervisor killed at any point re-reads it, finds the ticket already
- * granted (the grant script is idempotent) and just commits. */
+ * granted (the grant script is idempotent) and just commits. A granted
+ * lease's sandbox is an intent in Redis from the same step, so nothing of
+ * it lives only here either. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,10 +25,9 @@ static void on_granted(void *ud, const char *ticket, const char *lease, const ch
         char tenant[AUDIT_TENANT_MAX];
         const char *bare;
 
-        if (s->provider && sup_provision_submit(s, lease) == -ENOSPC)
-                log_warn(LOG_KV({ "LEASE_ID", lease }),
-                         "provisioning queue full: the lease waits for the recovery (%d ms)",
-                         SUP_RECOVER_AGE_MS);
+        /* The grant stored the lease's intent with it (grant.lua): the
+         * loop's intake takes it next, like any other supervisor's would. */
+        s->granted = true;
         metrics_add("broker_tickets_granted_total", 1);
         metrics_grant_wait(s->redis, &s->cfg, ticket);
         log_info(LOG_KV({ "TICKET_ID", ticket }, { "LEASE_ID", lease }, { "USER_ID", user },

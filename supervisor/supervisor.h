@@ -44,6 +44,7 @@ struct sup {
         struct sup_pool *pool;   /* pool.c; NULL: no POOL */
         struct sup_provision *provision; /* provision.c; NULL: no provider */
         struct sup_sandboxes *sandboxes; /* sandboxes.c; NULL: no provider */
+        bool granted;            /* a grant since the last intake (its intent waits) */
 };
 
 /* queue.c: take messages from Kafka and grant in order. */
@@ -89,7 +90,8 @@ int sup_watch_start(struct sup *s);
 void sup_watch_stop(struct sup *s);
 
 /* provision.c: PROVISION_WORKERS threads making the sandboxes of granted
- * leases, fed by a bounded queue, so the loop never waits for the provider.
+ * leases (their intents, and the leases the recovery finds), fed by a
+ * bounded queue, so the loop never waits for the provider.
  * sup_provision_submit() queues a lease id: 0, -EALREADY (queued or being
  * made here already), -ENOSPC (queue full: the lease stays 'provisioning'
  * and sup_sandboxes_recover() offers it again), -ENOTCONN (no workers).
@@ -97,10 +99,10 @@ void sup_watch_stop(struct sup *s);
  * leaves the queued leases to the next supervisor's recovery.
  * sup_provision_load() reads the queue length and the busy workers. */
 int sup_provision_start(struct sup *s);
-/* Take provisioning intents (a direct acquire's lease, lib/store/lease.h)
- * for this supervisor's idle workers, when woken (the wake channel or a
- * tick) or a worker went idle since the last call; returns the number
- * taken or a negative errno. */
+/* Take provisioning intents (the lease of a direct acquire or of a grant,
+ * lib/store/lease.h) for this supervisor's idle workers, when woken (the
+ * wake channel, a tick, or a grant of its own) or a worker went idle since
+ * the last call; returns the number taken or a negative errno. */
 int sup_provision_intake(struct sup *s, bool woken);
 int sup_provision_submit(struct sup *s, const char *lease_id);
 void sup_provision_load(struct sup *s, int *queued, int *busy);

@@ -40,7 +40,8 @@
 --   P..wake              channel: published when a slot or seat frees while tickets wait,
 --                              and when a provisioning intent is stored
 --   P..intents           LIST  leaseIds whose sandbox a supervisor's workers are to make
---                              (a direct acquire's intent; P..provisioning stays the durable
+--                              (stored with the lease by acquire.lua and grant.lua, or by
+--                              intent_push.lua after a pull; P..provisioning stays the durable
 --                              record: an intent taken by a supervisor that dies is recovered)
 --   P..ticket:<id>:done  LIST  pushed when the ticket's lease is ready or failed (a waiting
 --                              acquire's wake-up; expires after a minute)
@@ -57,7 +58,7 @@ local K_SANDBOXES, K_TEARDOWN, K_PARKED = P .. 'sandboxes', P .. 'teardown', P .
 local K_TQUEUES, K_TURN = P .. 'tqueues', P .. 'turn'
 local K_GONE = P .. 'gone' -- ZSET sandboxId -> when its finished record expires
 local K_PROV = P .. 'provisioning' -- ZSET leaseId -> createdAt while 'provisioning'
-local K_INTENTS = P .. 'intents' -- LIST leaseIds to provision (a direct acquire's)
+local K_INTENTS = P .. 'intents' -- LIST leaseIds to provision (acquired or granted)
 local TICKET_KEEP_S = 3600 -- how long a finished ticket still answers polls
 local SANDBOX_KEEP_S = 3600 -- how long a Terminated sandbox record stays readable
 local NEVER_MS = 253402300799000 -- 9999-12-31: "no expiry" (manual cleanup)

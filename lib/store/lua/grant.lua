@@ -8,6 +8,10 @@
 -- tenant's thousand queued tickets hold another tenant's first ticket back by
 -- at most one grant per waiting tenant. Idempotent: a ticket is granted at most
 -- once because it leaves the queue in the same step.
+-- A new lease with a provider is 'provisioning', and its intent (P..intents)
+-- is stored in the same step, as acquire.lua stores a direct acquire's: the
+-- supervisors' workers take it (intents_take.lua), so a supervisor killed
+-- right after the grant loses nothing. The supervisors are woken once.
 -- Returns {targetState ('queued'|'granted'|'expired'|'gone'|''), granted, expired}
 -- where granted = {ticketId, leaseId, userId, sessionId, ...} and expired = {ticketId...}.
 local target, capacity, ttl = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -18,6 +22,7 @@ local granted, expired = {}, {}
 local next_id = 9
 local passed = {} -- tenants at their cap during this step
 local full = false -- no free slot: only tickets that need none may go
+local intents = 0 -- leases whose sandbox the workers are to make
 
 -- The next tenant whose turn it is and that may be served now.
 local function next_tenant()
@@ -54,6 +59,10 @@ while next_id <= #ARGV do
         else
           lease_id = grant_lease(p, user, session, mode, pool, ARGV[next_id], provider, ttl, now, t[6])
           next_id = next_id + 1
+          if provider ~= 'none' then
+            redis.call('RPUSH', K_INTENTS, lease_id)
+            intents = intents + 1
+          end
         end
       end
       if go then
@@ -70,6 +79,8 @@ while next_id <= #ARGV do
     end
   end
 end
+
+if intents > 0 then redis.call('PUBLISH', K_WAKE, 'intent') end
 
 local state = ''
 if target ~= '' then
