@@ -114,7 +114,9 @@ static void *worker_main(void *arg)
         return NULL;
 }
 
-int sup_provision_submit(struct sup *s, const char *lease_id)
+/* Queue lease_id as if it had been queued at queued_at (monotonic ms): an
+ * intent's wait in Redis counts as queueing. */
+static int submit_at(struct sup *s, const char *lease_id, int64_t queued_at)
 {
         struct sup_provision *p = s->provision;
         int r = 0;
@@ -131,12 +133,17 @@ int sup_provision_submit(struct sup *s, const char *lease_id)
         } else {
                 struct job *j = &p->queue[(p->head + p->len) % SUP_PROVISION_QUEUE];
                 snprintf(j->lease_id, sizeof(j->lease_id), "%s", lease_id);
-                j->queued_at = timeutil_mono_ms();
+                j->queued_at = queued_at;
                 p->len++;
                 pthread_cond_signal(&p->cond);
         }
         pthread_mutex_unlock(&p->mu);
         return r;
+}
+
+int sup_provision_submit(struct sup *s, const char *lease_id)
+{
+        return submit_at(s, lease_id, timeutil_mono_ms());
 }
 
 int sup_provision_intake(struct sup *s, bool woken)
@@ -162,10 +169,13 @@ int sup_provision_intake(struct sup *s, bool woken)
         r = lease_intents_take(s->redis, idle, &rep);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < rep->elements; i++) {
-                const redisReply *id = rep->element[i];
+        for (size_t i = 0; i + 1 < rep->elements; i += 2) {
+                const redisReply *id = rep->element[i], *waited = rep->element[i + 1];
+                int64_t at = timeutil_mono_ms();
 
-                if (id->type == REDIS_REPLY_STRING && sup_provision_submit(s, id->str) == 0)
+                if (waited->type == REDIS_REPLY_INTEGER && waited->integer > 0)
+                        at -= waited->integer;
+                if (id->type == REDIS_REPLY_STRING && submit_at(s, id->str, at) == 0)
                         taken++;
         }
         reply_free(rep);

@@ -169,8 +169,9 @@ int lease_reap(struct redis_conn *c, const struct broker_config *cfg, int limit,
  * reply of strings; the caller frees it with freeReplyObject). */
 int lease_stale(struct redis_conn *c, int older_ms, int limit, redisReply **ret);
 
-/* A supervisor's idle workers take up to limit provisioning intents (lease
- * ids, each to one supervisor only): *ret as lease_stale(). */
+/* A supervisor's idle workers take up to limit provisioning intents (each
+ * to one supervisor only): *ret is an array of lease id and the ms its
+ * intent waited (an integer), pairs flat; freed as lease_stale()'s. */
 int lease_intents_take(struct redis_conn *c, int limit, redisReply **ret);
 
 /* Queue a provisioning lease whose caller prepared it (sandbox.h,

@@ -2,10 +2,13 @@
 while queued tickets are granted with real sandboxes (issue 11).
 
 Each kill lands just after a grant, while its lease is 'provisioning' and
-its sandbox is being made (or not yet started): the list of sandboxes to
-make lived only in the dead process. The lease must not be reaped for
-missing heartbeats (nobody could heartbeat it yet), and the next supervisor
-finishes it within seconds (lease_stale.lua, supervisor/provision.c).
+its sandbox is being made (or not yet started). Once the list of sandboxes
+to make lived only in the supervisor's memory; now the grant stores the
+intent with the lease (grant.lua), so the intent waits in Redis for the
+next supervisor, or, taken by the dead one, its lease is found by the
+recovery (lease_stale.lua). The lease must not be reaped for missing
+heartbeats (nobody could heartbeat it yet), and the next supervisor
+finishes it within seconds.
 
 Every ticket is granted exactly once and gets a running sandbox; active
 slots never exceed capacity; no container is left over at the end.
