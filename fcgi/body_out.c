@@ -88,20 +88,17 @@ static void splice_pipe_close(void)
         splice_pipe[0] = splice_pipe[1] = -1;
 }
 
-ssize_t body_splice(struct request *req, int fd, size_t max)
+/* One record of what is queued on fd (at most max bytes): its count, 0 at
+ * fd's end, or a negative errno (-EPIPE: the connection broke). */
+static ssize_t splice_record(FCGX_Request *f, int fd, size_t max)
 {
-        FCGX_Request *f = req->fcgx;
         unsigned char h[8];
+        struct iovec iov = { h, sizeof(h) };
         ssize_t n, done = 0;
 
-        if (splice_pipe[0] < 0 && pipe2(splice_pipe, O_CLOEXEC) < 0)
-                return -EOPNOTSUPP;
-        if (FCGX_FFlush(f->out) < 0 || FCGX_GetError(f->out) != 0)
-                return -EPIPE;
         if (max > RECORD_MAX)
                 max = RECORD_MAX;
-        /* what is queued on fd, up to one record: the pipe is empty and
-         * holds 64 KiB, so EAGAIN says fd has nothing */
+        /* the pipe is empty and holds 64 KiB: EAGAIN says fd has nothing */
         do
                 n = splice(fd, NULL, splice_pipe[1], NULL, max, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         while (n < 0 && errno == EINTR);
@@ -111,12 +108,8 @@ ssize_t body_splice(struct request *req, int fd, size_t max)
                 return 0;
         /* the record's header says exactly what was taken */
         record_header(h, f, (size_t)n);
-        {
-                struct iovec iov = { h, sizeof(h) };
-
-                if (writev_all(f->ipcFd, &iov, 1) < 0)
-                        goto broken;
-        }
+        if (writev_all(f->ipcFd, &iov, 1) < 0)
+                goto broken;
         while (done < n) {
                 ssize_t w = splice(splice_pipe[0], NULL, f->ipcFd, NULL, (size_t)(n - done),
                                    SPLICE_F_MOVE);
@@ -131,4 +124,27 @@ ssize_t body_splice(struct request *req, int fd, size_t max)
 broken:
         splice_pipe_close();
         return -EPIPE;
+}
+
+ssize_t body_splice(struct request *req, int fd, size_t max)
+{
+        FCGX_Request *f = req->fcgx;
+        size_t total = 0;
+
+        if (splice_pipe[0] < 0 && pipe2(splice_pipe, O_CLOEXEC) < 0)
+                return -EOPNOTSUPP;
+        if (FCGX_FFlush(f->out) < 0 || FCGX_GetError(f->out) != 0)
+                return -EPIPE;
+        /* all that is queued, record by record (one wakeup of the caller
+         * for what the agent's socket holds, not one per record) */
+        while (total < max) {
+                ssize_t n = splice_record(f, fd, max - total);
+
+                if (n == -EPIPE || (n <= 0 && total == 0))
+                        return n;
+                if (n <= 0)
+                        break; /* the count so far; the caller comes back for the rest */
+                total += (size_t)n;
+        }
+        return (ssize_t)total;
 }

@@ -17,7 +17,8 @@ int body_put(struct request *req, const char *data, size_t n);
 
 /* Move up to max bytes queued on fd (a nonblocking socket) to the answer's
  * body without reading them here: spliced through a pipe, one STDOUT record
- * of exactly what was taken (at most 64 KiB a call). Returns the count,
+ * of exactly what was taken per 64 KiB or less, as long as fd has some.
+ * Returns the count,
  * 0 at fd's end, -EAGAIN when fd has nothing yet, -EPIPE when the
  * connection is broken, -EOPNOTSUPP when fd cannot be spliced (nothing was
  * taken), or another negative errno of reading fd. */
