@@ -246,6 +246,21 @@ static int fast_on_data(void *ud, const char *data, size_t n)
         return 0;
 }
 
+/* Once streaming, the bytes are spliced from the agent's socket to the
+ * client's connection (body_splice), never read into the handler. */
+static ssize_t fast_on_fd(void *ud, int fd, size_t max)
+{
+        struct fast_read *f = ud;
+        ssize_t n;
+
+        if (!f->streaming || f->broken)
+                return -EOPNOTSUPP;
+        n = body_splice(f->req, fd, max);
+        if (n == -EPIPE)
+                f->broken = true;
+        return n;
+}
+
 /* A failed fast read as an API error (the meaning of the script path's). */
 static void fast_reply_error(struct request *req, const struct execd *x, const char *path, int r,
                              const char *err)
@@ -279,11 +294,12 @@ static int dl_fast(struct request *req, const struct execd *x, const char *path,
 {
         struct fast_read f = { .max = (size_t)req->w->cfg->file_max_bytes, .req = req,
                                .range = range, .base = base };
+        struct file_read_cb cb = { .on_data = fast_on_data, .on_fd = fast_on_fd, .ud = &f };
         char err[PROVIDER_ERR_MAX] = "", hdr[512];
         int64_t start = 0, len = 0;
         int r;
 
-        r = provider_read_file(req->w->provider, x->ref, path, 0, -1, fast_on_data, &f,
+        r = provider_read_file(req->w->provider, x->ref, path, 0, -1, &cb,
                                req->w->cfg->exec_timeout_ms, err);
         if (f.streaming) {
                 /* answered: a failure now can only cut the body short */

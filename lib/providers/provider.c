@@ -165,14 +165,13 @@ bool provider_has_files(const struct provider *p)
 }
 
 int provider_read_file(struct provider *p, const char *ref, const char *path, int64_t offset,
-                       int64_t len, int (*on_data)(void *ud, const char *data, size_t n),
-                       void *ud, int timeout_ms, char *ret_err)
+                       int64_t len, const struct file_read_cb *cb, int timeout_ms, char *ret_err)
 {
         if (!p->ops->read_file) {
                 provider_errf(ret_err, "%s: no file reads", p->ops->name);
                 return -EOPNOTSUPP;
         }
-        return p->ops->read_file(p, ref, path, offset, len, on_data, ud, timeout_ms, ret_err);
+        return p->ops->read_file(p, ref, path, offset, len, cb, timeout_ms, ret_err);
 }
 
 int provider_write_file(struct provider *p, const char *ref, const char *path, const void *data,

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "api_error.h"
 
@@ -182,6 +183,19 @@ struct exec_stream_cb {
         void *ud;
 };
 
+/* Where the bytes of a file read go (ops->read_file). on_data gets them in
+ * pieces. on_fd (may be NULL) may take them instead without their being
+ * read into memory (a download splices them to its client): up to max
+ * bytes of the file that are queued on fd, a nonblocking socket; it
+ * returns the count taken, 0 at fd's end, -EAGAIN when none is there yet,
+ * -EOPNOTSUPP when it cannot now (they then go to on_data), or another
+ * negative errno, which aborts the read and is returned. */
+struct file_read_cb {
+        int (*on_data)(void *ud, const char *data, size_t n);
+        ssize_t (*on_fd)(void *ud, int fd, size_t max);
+        void *ud;
+};
+
 struct exec_result {
         int exit_code;            /* -1 if unknown */
         bool timed_out;
@@ -261,8 +275,9 @@ struct provider_ops {
                             bool (*stop)(void *ud), void *ud, char *ret_err);
         /* Optional (NULL if the backend cannot): read path inside the
          * sandbox from offset (>= 0), len bytes (-1: to the end), handed to
-         * on_data in pieces as they come (first, when the backend knows
-         * it, on_data(ud, NULL, number of bytes that follow) once; a
+         * cb->on_data in pieces as they come, or taken by cb->on_fd where
+         * both can (first, when the backend knows it, on_data(ud, NULL,
+         * number of bytes that follow) once; a
          * negative return aborts and is
          * returned; bytes handed over before a later failure are the
          * caller's to discard). Errors: -ENOENT no such file (not "no
@@ -270,8 +285,8 @@ struct provider_ops {
          * permission, -EOPNOTSUPP this sandbox cannot (the caller falls
          * back to a command), -EIO, -ETIMEDOUT. */
         int (*read_file)(struct provider *p, const char *ref, const char *path, int64_t offset,
-                         int64_t len, int (*on_data)(void *ud, const char *data, size_t n),
-                         void *ud, int timeout_ms, char *ret_err);
+                         int64_t len, const struct file_read_cb *cb, int timeout_ms,
+                         char *ret_err);
         /* Optional (NULL if the backend cannot): write len bytes of data to
          * path inside the sandbox (missing parents made, mode 0755),
          * created or truncated, or appended to with append. mode < 0: a
@@ -389,8 +404,7 @@ bool provider_has_files(const struct provider *p);
 
 /* ops->read_file (see there), or -EOPNOTSUPP when the backend has none. */
 int provider_read_file(struct provider *p, const char *ref, const char *path, int64_t offset,
-                       int64_t len, int (*on_data)(void *ud, const char *data, size_t n),
-                       void *ud, int timeout_ms, char *ret_err);
+                       int64_t len, const struct file_read_cb *cb, int timeout_ms, char *ret_err);
 
 /* ops->write_file (see there), or -EOPNOTSUPP when the backend has none. */
 int provider_write_file(struct provider *p, const char *ref, const char *path, const void *data,

@@ -105,11 +105,10 @@ static int counted_file(int r, const char *op)
 }
 
 static int m_read_file(struct provider *p, const char *ref, const char *path, int64_t offset,
-                       int64_t len, int (*on_data)(void *ud, const char *data, size_t n),
-                       void *ud, int timeout_ms, char *ret_err)
+                       int64_t len, const struct file_read_cb *cb, int timeout_ms, char *ret_err)
 {
-        return counted_file(INNER(p)->ops->read_file(INNER(p), ref, path, offset, len, on_data,
-                                                     ud, timeout_ms, ret_err),
+        return counted_file(INNER(p)->ops->read_file(INNER(p), ref, path, offset, len, cb,
+                                                     timeout_ms, ret_err),
                             "read_file");
 }
 

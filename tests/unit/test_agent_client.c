@@ -261,6 +261,56 @@ static void test_proto_bodies(void **state)
         got_free(&g);
 }
 
+/* What a caller may take past the parser: only a 2xx Content-Length body,
+ * never more than what is left of it. */
+static void test_proto_passable(void **state)
+{
+        static const char cl[] = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc";
+        static const char ch[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        static const char nf[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 10\r\n\r\n";
+        struct agent_proto p;
+        struct got g;
+
+        (void)state;
+        proto_start(&p, &g, false);
+        assert_int_equal(agent_proto_passable(&p), 0); /* no head yet */
+        assert_int_equal(agent_proto_feed(&p, cl, sizeof(cl) - 1), 0);
+        assert_int_equal(agent_proto_passable(&p), 7);
+        agent_proto_skip(&p, 8); /* more than the body: ignored */
+        assert_int_equal(agent_proto_passable(&p), 7);
+        agent_proto_skip(&p, 5);
+        assert_int_equal(agent_proto_passable(&p), 2);
+        assert_false(agent_proto_done(&p));
+        assert_int_equal(agent_proto_feed(&p, "ijJUNK", 6), 0);
+        assert_true(agent_proto_done(&p));
+        assert_string_equal(g.body.p, "abcij");
+        got_free(&g);
+
+        proto_start(&p, &g, false);
+        assert_int_equal(agent_proto_feed(&p, cl, sizeof(cl) - 1), 0);
+        agent_proto_skip(&p, 7);
+        assert_true(agent_proto_done(&p));
+        assert_int_equal(agent_proto_passable(&p), 0);
+        assert_int_equal(agent_proto_finish(&p), 0);
+        got_free(&g);
+
+        proto_start(&p, &g, false);
+        assert_int_equal(agent_proto_feed(&p, ch, sizeof(ch) - 1), 0);
+        assert_int_equal(agent_proto_passable(&p), 0);
+        got_free(&g);
+
+        proto_start(&p, &g, false);
+        assert_int_equal(agent_proto_feed(&p, nf, sizeof(nf) - 1), 0);
+        assert_int_equal(agent_proto_passable(&p), 0);
+        got_free(&g);
+
+        proto_start(&p, &g, true); /* /exec frames are parsed, never passed */
+        assert_int_equal(agent_proto_feed(&p, cl, sizeof(cl) - 4), 0); /* the head */
+        assert_true(p.head_done);
+        assert_int_equal(agent_proto_passable(&p), 0);
+        got_free(&g);
+}
+
 /* Every one of these is -EPROTO with a reason, fed whole or byte by byte. */
 static void test_proto_malformed(void **state)
 {
@@ -1349,6 +1399,135 @@ static void test_read_file_cb(void **state)
         fake_free(&f);
 }
 
+/* on_fd as a download uses it, with recv standing in for splice: it must
+ * be offered only the body (never more than its Content-Length), after the
+ * size, and may decline (-EOPNOTSUPP: the bytes then come to on_data). */
+struct fd_sink {
+        struct bytes got;
+        size_t calls, max_seen;
+        bool decline;
+        bool before_size; /* called before the size was announced */
+};
+
+static int fd_sink_data(void *ud, const char *p, size_t n)
+{
+        struct fd_sink *s = ud;
+
+        if (!p) {
+                collect_announced = n;
+                return 0;
+        }
+        bytes_add(&s->got, p, n);
+        return 0;
+}
+
+static ssize_t fd_sink_fd(void *ud, int fd, size_t max)
+{
+        struct fd_sink *s = ud;
+        char buf[65536];
+        ssize_t n;
+
+        if (s->decline)
+                return -EOPNOTSUPP;
+        if (collect_announced == (size_t)-1)
+                s->before_size = true;
+        s->calls++;
+        if (max > s->max_seen)
+                s->max_seen = max;
+        n = recv(fd, buf, max < sizeof(buf) ? max : sizeof(buf), MSG_DONTWAIT);
+        if (n < 0)
+                return -errno;
+        bytes_add(&s->got, buf, (size_t)n);
+        return n;
+}
+
+static void test_read_file_fd(void **state)
+{
+        struct bytes body = { 0 }, a = { 0 };
+        char err[PROVIDER_ERR_MAX] = "";
+        struct fake f = { 0 };
+
+        (void)state;
+        for (int i = 0; i < 40000; i++)
+                bytes_fmt(&body, "%05d\n", i);
+        bytes_fmt(&a, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", body.n);
+        bytes_add(&a, body.p, body.n);
+        bytes_add(&a, "GARBAGE AFTER THE BODY", 22); /* a hostile agent's extra bytes */
+
+        for (int decline = 0; decline < 2; decline++) {
+                struct fd_sink s = { .decline = decline };
+                struct file_read_cb cb = { .on_data = fd_sink_data, .on_fd = fd_sink_fd, .ud = &s };
+
+                fake_init(&f);
+                f.piece = 50000;
+                fake_start(&f, FAKE_ANSWER, a.p, a.n);
+                collect_announced = (size_t)-1;
+                assert_int_equal(agent_read_file_fd(f.dir, "/big", 0, -1, &cb, 5000, err), 0);
+                fake_done(&f);
+                assert_int_equal(collect_announced, body.n);
+                assert_false(s.before_size);
+                assert_int_equal(s.got.n, body.n);
+                assert_memory_equal(s.got.p, body.p, body.n);
+                if (decline) {
+                        assert_int_equal(s.calls, 0);
+                } else {
+                        assert_true(s.calls > 0);
+                        assert_true(s.max_seen <= body.n);
+                }
+                free(s.got.p);
+                fake_free(&f);
+        }
+
+        /* closed before the Content-Length: cut short, an error */
+        {
+                struct fd_sink s = { 0 };
+                struct file_read_cb cb = { .on_data = fd_sink_data, .on_fd = fd_sink_fd, .ud = &s };
+
+                fake_init(&f);
+                f.piece = 50000;
+                fake_start(&f, FAKE_ANSWER, a.p, a.n / 2);
+                collect_announced = (size_t)-1;
+                assert_int_equal(agent_read_file_fd(f.dir, "/big", 0, -1, &cb, 5000, err), -EIO);
+                fake_done(&f);
+                assert_true(s.got.n < body.n);
+                free(s.got.p);
+                fake_free(&f);
+        }
+
+        /* stalls mid-body: the deadline still holds */
+        {
+                struct fd_sink s = { 0 };
+                struct file_read_cb cb = { .on_data = fd_sink_data, .on_fd = fd_sink_fd, .ud = &s };
+                int64_t t0 = now_ms(), dt;
+
+                fake_init(&f);
+                fake_start(&f, FAKE_ANSWER_HANG, a.p, a.n / 2);
+                collect_announced = (size_t)-1;
+                assert_int_equal(agent_read_file_fd(f.dir, "/big", 0, -1, &cb, 300, err), -ETIMEDOUT);
+                dt = now_ms() - t0;
+                fake_done(&f);
+                assert_true(dt >= 290 && dt < 1500);
+                free(s.got.p);
+                fake_free(&f);
+        }
+
+        /* an error answer: its body is never offered to on_fd */
+        {
+                struct fd_sink s = { 0 };
+                struct file_read_cb cb = { .on_data = fd_sink_data, .on_fd = fd_sink_fd, .ud = &s };
+
+                fake_init(&f);
+                fake_start(&f, FAKE_ANSWER, "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nno such f", 0);
+                collect_announced = (size_t)-1;
+                assert_int_equal(agent_read_file_fd(f.dir, "/nope", 0, -1, &cb, 2000, err), -ENOENT);
+                fake_done(&f);
+                assert_int_equal(s.calls, 0); /* an error body is never offered */
+                fake_free(&f);
+        }
+        free(body.p);
+        free(a.p);
+}
+
 static void test_read_file_timeout(void **state)
 {
         char err[PROVIDER_ERR_MAX] = "";
@@ -1446,6 +1625,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_proto_exec_split_everywhere),
                 cmocka_unit_test(test_proto_bodies),
+                cmocka_unit_test(test_proto_passable),
                 cmocka_unit_test(test_proto_malformed),
                 cmocka_unit_test(test_proto_cut_short),
                 cmocka_unit_test(test_proto_no_exit_frame),
@@ -1471,6 +1651,7 @@ int main(void)
                 cmocka_unit_test(test_read_file),
                 cmocka_unit_test(test_file_status_mapping),
                 cmocka_unit_test(test_read_file_cb),
+                cmocka_unit_test(test_read_file_fd),
                 cmocka_unit_test(test_read_file_timeout),
                 cmocka_unit_test(test_write_file),
                 cmocka_unit_test(test_health),

@@ -26,6 +26,9 @@
  * net.core.wmem_default, 208 KiB by default), so that a large file crosses
  * in fewer wakeups of the broker (and fewer writev of 64 KiB records). */
 #define RECV_BUF_FILE (256 * 1024)
+/* A call whose body may be taken from the socket (on_fd) reads its head in
+ * recvs this small, so that little of the body is copied on the way. */
+#define RECV_HEAD 4096
 #define TICK_MS 1000
 
 /* strerror, thread-safe (GNU strerror_r). */
@@ -216,6 +219,10 @@ struct call {
         int (*on_tick)(void *ud);
         void *tick_ud;
         size_t recv_size; /* 0: RECV_BUF on the stack */
+        /* optional: takes a passable body from the socket itself
+         * (struct file_read_cb's on_fd) */
+        ssize_t (*on_fd)(void *ud, int fd, size_t max);
+        void *fd_ud;
         struct agent_proto proto;
 };
 
@@ -343,8 +350,45 @@ static int call_run(const char *dir, struct call *c, char *ret_err)
                                 sent_at = timeutil_mono_ms();
                 }
                 if (pfd.revents & (POLLIN | POLLERR | POLLHUP)) {
-                        ssize_t got_n = recv(fd, buf, bufsize, 0);
+                        uint64_t pass = c->on_fd ? agent_proto_passable(&c->proto) : 0;
+                        ssize_t got_n;
 
+                        if (pass > 0) {
+                                /* the body's bytes, no more, taken from the
+                                 * socket by the caller (never read here) */
+                                got_n = c->on_fd(c->fd_ud, fd, pass < SIZE_MAX ? (size_t)pass : SIZE_MAX);
+                                if (got_n == -EAGAIN || got_n == -EINTR)
+                                        continue;
+                                if (got_n == -EOPNOTSUPP) {
+                                        c->on_fd = NULL;
+                                        continue;
+                                }
+                                if (got_n == -ECONNRESET) {
+                                        send_errno = ECONNRESET;
+                                        eof = true;
+                                        break;
+                                }
+                                if (got_n < 0) {
+                                        r = (int)got_n;
+                                        provider_errf(ret_err, "sandbox agent: %s: passing the body on: %s",
+                                                      c->what, errstr((int)-got_n, eb, sizeof(eb)));
+                                        goto out;
+                                }
+                                if (got_n == 0) {
+                                        eof = true;
+                                        break;
+                                }
+                                if ((uint64_t)got_n > pass) {
+                                        r = -EIO;
+                                        provider_errf(ret_err, "sandbox agent: %s: took more than the body",
+                                                      c->what);
+                                        goto out;
+                                }
+                                got = true;
+                                agent_proto_skip(&c->proto, (uint64_t)got_n);
+                                continue;
+                        }
+                        got_n = recv(fd, buf, c->on_fd && !c->proto.head_done && bufsize > RECV_HEAD ? RECV_HEAD : bufsize, 0);
                         if (got_n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
                                 continue;
                         if (got_n < 0 && errno != ECONNRESET) {
@@ -604,9 +648,11 @@ static int file_call(const char *dir, struct call *c, const struct agent_proto_c
 
 static int file_read(const char *dir, const char *path, int64_t offset, int64_t want,
                      const struct agent_proto_cb *pcb, const struct agent_proto **ret_proto,
-                     int timeout_ms, char *ret_err)
+                     ssize_t (*on_fd)(void *ud, int fd, size_t max), void *fd_ud, int timeout_ms,
+                     char *ret_err)
 {
-        struct call c = { .what = "read", .recv_size = want >= 0 && want <= RECV_BUF ? 0 : RECV_BUF_FILE };
+        struct call c = { .what = "read", .recv_size = want >= 0 && want <= RECV_BUF ? 0 : RECV_BUF_FILE,
+                          .on_fd = on_fd, .fd_ud = fd_ud };
         int r;
 
         if (!path || offset < 0) {
@@ -663,7 +709,7 @@ int agent_read_file(const char *dir, const char *path, int64_t offset, int64_t l
         /* Ask for one byte past the cap: a longer file is then -EFBIG
          * without the agent sending it all. */
         want = len < 0 ? cap : min64(len, cap);
-        r = file_read(dir, path, offset, want, &pcb, NULL, timeout_ms, ret_err);
+        r = file_read(dir, path, offset, want, &pcb, NULL, NULL, NULL, timeout_ms, ret_err);
         if (r == -EFBIG)
                 provider_errf(ret_err, "sandbox agent: read: over %zu bytes", max_len);
         if (r < 0)
@@ -678,39 +724,67 @@ out:
         return r;
 }
 
-/* agent_read_file_cb's sink: the answer's Content-Length, once, before the
+/* agent_read_file_fd's sink: the answer's Content-Length, once, before the
  * first bytes (on_data(ud, NULL, n)), so that a download can send its
  * headers and stream; a chunked or unframed answer announces nothing. */
 struct size_sink {
-        int (*on_data)(void *ud, const char *p, size_t n);
-        void *ud;
+        const struct file_read_cb *cb;
         const struct agent_proto *proto;
         bool announced;
 };
+
+static int size_announce(struct size_sink *s)
+{
+        if (s->announced)
+                return 0;
+        s->announced = true;
+        /* remaining still counts the bytes about to be handed on */
+        if (s->proto && s->proto->kind == AP_BODY_LENGTH && s->proto->remaining <= SIZE_MAX)
+                return s->cb->on_data(s->cb->ud, NULL, (size_t)s->proto->remaining);
+        return 0;
+}
 
 static int size_on_body(void *ud, const char *p, size_t n)
 {
         struct size_sink *s = ud;
         int r;
 
-        if (!s->announced) {
-                s->announced = true;
-                /* remaining still counts these n bytes (agent_proto.c) */
-                if (s->proto && s->proto->kind == AP_BODY_LENGTH && s->proto->remaining <= SIZE_MAX &&
-                    (r = s->on_data(s->ud, NULL, (size_t)s->proto->remaining)) < 0)
-                        return r;
+        if ((r = size_announce(s)) < 0)
+                return r;
+        return s->cb->on_data(s->cb->ud, p, n);
+}
+
+static ssize_t size_on_fd(void *ud, int fd, size_t max)
+{
+        struct size_sink *s = ud;
+        int r;
+
+        if ((r = size_announce(s)) < 0)
+                return r;
+        return s->cb->on_fd(s->cb->ud, fd, max);
+}
+
+int agent_read_file_fd(const char *dir, const char *path, int64_t offset, int64_t len,
+                       const struct file_read_cb *cb, int timeout_ms, char *ret_err)
+{
+        struct size_sink s = { .cb = cb };
+        struct agent_proto_cb pcb = { .on_body = size_on_body, .ud = &s };
+
+        if (!cb || !cb->on_data) {
+                provider_errf(ret_err, "sandbox agent: read: no callbacks");
+                return -EINVAL;
         }
-        return s->on_data(s->ud, p, n);
+        return file_read(dir, path, offset, len < 0 ? -1 : len, &pcb, &s.proto,
+                         cb->on_fd ? size_on_fd : NULL, &s, timeout_ms, ret_err);
 }
 
 int agent_read_file_cb(const char *dir, const char *path, int64_t offset, int64_t len,
                        int (*on_data)(void *ud, const char *p, size_t n), void *ud, int timeout_ms,
                        char *ret_err)
 {
-        struct size_sink s = { .on_data = on_data, .ud = ud };
-        struct agent_proto_cb pcb = { .on_body = size_on_body, .ud = &s };
+        struct file_read_cb cb = { .on_data = on_data, .ud = ud };
 
-        return file_read(dir, path, offset, len < 0 ? -1 : len, &pcb, &s.proto, timeout_ms, ret_err);
+        return agent_read_file_fd(dir, path, offset, len, &cb, timeout_ms, ret_err);
 }
 
 int agent_write_file(const char *dir, const char *path, const void *data, size_t len, int mode,

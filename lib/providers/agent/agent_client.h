@@ -90,6 +90,13 @@ int agent_read_file_cb(const char *dir, const char *path, int64_t offset, int64_
                        int (*on_data)(void *ud, const char *p, size_t n), void *ud, int timeout_ms,
                        char *ret_err);
 
+/* The same with file_read_cb (provider.h): where on_fd is set, it takes
+ * the body from the socket itself once the head is read (a 2xx answer
+ * with a Content-Length; never more than that length), after the same
+ * size announcement. */
+int agent_read_file_fd(const char *dir, const char *path, int64_t offset, int64_t len,
+                       const struct file_read_cb *cb, int timeout_ms, char *ret_err);
+
 /* PUT /file: write len bytes of data to path (parents made), created or
  * truncated, or appended to with append. mode < 0: the agent's default,
  * else octal permission bits (<= 07777); uid and gid both >= 0: the owner,

@@ -495,6 +495,22 @@ int agent_proto_finish(struct agent_proto *p)
         return 0;
 }
 
+uint64_t agent_proto_passable(const struct agent_proto *p)
+{
+        if (p->state != AP_BODY || p->kind != AP_BODY_LENGTH || p->frames || !status_ok(p))
+                return 0;
+        return p->remaining;
+}
+
+void agent_proto_skip(struct agent_proto *p, uint64_t n)
+{
+        if (n == 0 || n > agent_proto_passable(p))
+                return;
+        p->remaining -= n;
+        if (p->remaining == 0)
+                (void)body_end(p); /* no frames: cannot fail */
+}
+
 bool agent_proto_done(const struct agent_proto *p)
 {
         return p->state == AP_DONE;

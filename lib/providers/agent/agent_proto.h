@@ -117,6 +117,14 @@ int agent_proto_finish(struct agent_proto *p);
  * caller stops reading then. */
 bool agent_proto_done(const struct agent_proto *p);
 
+/* How many bytes of the body that follow a caller may take itself (past
+ * the parser, agent_proto_skip): the rest of a 2xx answer's Content-Length
+ * body without frames; else 0 (they must be fed). */
+uint64_t agent_proto_passable(const struct agent_proto *p);
+
+/* n bytes (1 .. agent_proto_passable) of the body taken by the caller. */
+void agent_proto_skip(struct agent_proto *p, uint64_t n);
+
 /* The body of GET /health (docs/AGENT.md), parsed. */
 struct agent_health {
         bool running;  /* entrypoint=running */

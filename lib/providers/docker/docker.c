@@ -820,8 +820,7 @@ static int agent_file_errno(int r, const char *err)
 }
 
 static int docker_read_file(struct provider *p, const char *ref, const char *path,
-                            int64_t offset, int64_t len,
-                            int (*on_data)(void *ud, const char *data, size_t n), void *ud,
+                            int64_t offset, int64_t len, const struct file_read_cb *cb,
                             int timeout_ms, char *ret_err)
 {
         char dir[256], err[PROVIDER_ERR_MAX] = "";
@@ -831,7 +830,7 @@ static int docker_read_file(struct provider *p, const char *ref, const char *pat
                 provider_errf(ret_err, "docker: no sandbox agent in %.64s", ref);
                 return -EOPNOTSUPP;
         }
-        r = agent_read_file_cb(dir, path, offset, len, on_data, ud, timeout_ms, err);
+        r = agent_read_file_fd(dir, path, offset, len, cb, timeout_ms, err);
         if (r < 0)
                 provider_errf(ret_err, "%s", err);
         return agent_file_errno(r, err);
