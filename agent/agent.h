@@ -34,6 +34,12 @@ struct agent_state {
                          * entrypoint (POST /entrypoint) writes its pid there */
 };
 
+/* Once, in the agent's first process: every signal's disposition the
+ * default, then SIGPIPE, SIGTTIN and SIGTTOU ignored, the only ones the
+ * agent changes (it handles the others through a signalfd), so that
+ * agent_child_reset has those three to put back. */
+void agent_signals_init(void);
+
 /* The child side of every fork that execs something (entrypoint, commands):
  * empty signal mask, default dispositions, and every fd from 3 up closed
  * except keep_fd (-1: none). Never fails; what cannot be reset stays. */

@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,75 +172,137 @@ void exec_spec_free(struct exec_spec *spec)
         spec->owned_env = NULL;
 }
 
-__attribute__((format(printf, 3, 4), noreturn)) static void child_fail(int report_fd, int code,
-                                                                       const char *fmt, ...)
-{
+/* What the child needs, all made by the parent before the clone: the child
+ * shares the handler's memory until it execs (CLONE_VM|CLONE_VFORK, no copy
+ * of the handler's page tables, the handler waiting meanwhile), so it
+ * allocates nothing, takes no lock and calls only async-signal-safe
+ * functions (system calls, string helpers). */
+struct spawn {
+        const struct exec_spec *spec;
+        int in, out, err, report_fd;
+        char **sh_argv; /* room for "sh", the file, the args: a file without #! */
+        /* shell=1 with plain words (plainsh.h), when plain is set */
+        bool plain;
+        char *text; /* the words' storage */
+        char *words[PLAINSH_MAX_WORDS + 1];
+        char **plain_envp; /* the entries, then PWD, SHLVL and _ */
+        size_t plain_n;    /* entries before PWD */
+        char shlvl[32];
+        char cwd[PATH_MAX], pwd[PATH_MAX + 8], under[PATH_MAX + 8], buf[PATH_MAX];
         char msg[PATH_MAX + 256];
-        va_list ap;
-        int n;
+};
 
-        va_start(ap, fmt);
-        n = vsnprintf(msg, sizeof(msg) - 1, fmt, ap);
+#define SPAWN_STACK (64 * 1024)
+
+/* dst = a + b + c (any may be NULL); false when it does not fit. In the child. */
+static bool cat3(char *dst, size_t size, const char *a, const char *b, size_t b_len, const char *c)
+{
+        size_t la = a ? strlen(a) : 0, lc = c ? strlen(c) : 0;
+
+        if (la + b_len + lc >= size)
+                return false;
+        if (la)
+                memcpy(dst, a, la);
+        if (b_len)
+                memcpy(dst + la, b, b_len);
+        if (lc)
+                memcpy(dst + la + b_len, c, lc);
+        dst[la + b_len + lc] = '\0';
+        return true;
+}
+
+/* dir (len bytes; empty: the current directory, POSIX) + "/" + file. In the child. */
+static bool path_join(char *dst, size_t size, const char *prefix, const char *dir, size_t len,
+                      const char *file)
+{
+        size_t lp = strlen(prefix);
+
+        if (lp + len + 1 >= size)
+                return false;
+        memcpy(dst, prefix, lp);
+        memcpy(dst + lp, dir, len);
+        if (len)
+                dst[lp + len++] = '/';
+        return cat3(dst + lp + len, size - lp - len, NULL, "", 0, file);
+}
+
+/* Write the pieces (NULL-terminated list) and a newline to report_fd as
+ * one line, then _exit(code). In the child. */
+__attribute__((noreturn, sentinel)) static void child_fail(struct spawn *sp, int code, ...)
+{
+        size_t n = 0, cap = sizeof(sp->msg) - 1;
+        const char *piece;
+        va_list ap;
+
+        va_start(ap, code);
+        while ((piece = va_arg(ap, const char *))) {
+                size_t l = strlen(piece);
+
+                if (l > cap - n)
+                        l = cap - n;
+                memcpy(sp->msg + n, piece, l);
+                n += l;
+        }
         va_end(ap);
-        if (n < 0)
-                n = 0;
-        if ((size_t)n > sizeof(msg) - 2)
-                n = sizeof(msg) - 2;
-        msg[n++] = '\n';
-        (void)!write(report_fd, msg, (size_t)n);
+        sp->msg[n++] = '\n';
+        (void)!write(sp->report_fd, sp->msg, n);
         _exit(code);
 }
 
 /* A file the kernel will not exec (no #! line): run it with /bin/sh, as
- * execvp does. Returns only on failure, errno set to ENOEXEC. */
-static void exec_script(const char *path, char **argv, char **envp, size_t argc)
+ * execvp does. Returns only on failure, errno set to ENOEXEC. In the child. */
+static void exec_script(struct spawn *sp, const char *path, char **argv, char **envp, size_t argc)
 {
-        char **sh_argv = calloc(argc + 2, sizeof(char *));
-
-        if (sh_argv) {
-                sh_argv[0] = "sh";
-                sh_argv[1] = (char *)path;
-                memcpy(sh_argv + 2, argv + 1, (argc - 1) * sizeof(char *));
-                (void)execve("/bin/sh", sh_argv, envp);
-        }
+        sp->sh_argv[0] = "sh";
+        sp->sh_argv[1] = (char *)path;
+        memcpy(sp->sh_argv + 2, argv + 1, (argc - 1) * sizeof(char *));
+        sp->sh_argv[argc + 1] = NULL;
+        (void)execve("/bin/sh", sp->sh_argv, envp);
         errno = ENOEXEC;
 }
 
-/* execvp with the PATH of envp (default AGENT_DEFAULT_PATH). Returns only
- * on failure, with errno: ENOENT when nothing was found, EACCES when only a
- * file that cannot be executed was. */
-static void exec_lookup(const struct exec_spec *spec)
+/* The value of key (with its '=', "PATH=") in envp, or NULL. */
+static const char *env_get(char *const *envp, const char *key)
 {
-        const char *file = spec->argv[0], *path = NULL, *dir, *end;
+        size_t k = strlen(key);
+
+        for (; *envp; envp++)
+                if (strncmp(*envp, key, k) == 0)
+                        return *envp + k;
+        return NULL;
+}
+
+/* execvp of argv (argc of them) with the PATH of the spec's envp (default
+ * AGENT_DEFAULT_PATH). Returns only on failure, with errno: ENOENT when
+ * nothing was found, EACCES when only a file that cannot be executed was.
+ * In the child. */
+static void exec_lookup(struct spawn *sp, char **argv, size_t argc)
+{
+        const char *file = argv[0], *path = NULL, *dir, *end;
+        char **envp = sp->spec->envp;
         bool denied = false;
-        char buf[PATH_MAX];
 
         if (!*file) {
                 errno = ENOENT;
                 return;
         }
         if (strchr(file, '/')) {
-                (void)execve(file, spec->argv, spec->envp);
+                (void)execve(file, argv, envp);
                 if (errno == ENOEXEC)
-                        exec_script(file, spec->argv, spec->envp, spec->argc);
+                        exec_script(sp, file, argv, envp, argc);
                 return;
         }
-        for (char **e = spec->envp; *e; e++)
+        for (char **e = envp; *e; e++)
                 if (strncmp(*e, "PATH=", 5) == 0)
                         path = *e + 5;
         if (!path)
                 path = AGENT_DEFAULT_PATH;
         for (dir = path;; dir = end + 1) {
-                size_t len;
-
                 end = strchrnul(dir, ':');
-                len = (size_t)(end - dir);
-                /* An empty element is the current directory (POSIX). */
-                if (snprintf(buf, sizeof(buf), "%.*s%s%s", (int)len, dir, len ? "/" : "", file) <
-                    (int)sizeof(buf)) {
-                        (void)execve(buf, spec->argv, spec->envp);
+                if (path_join(sp->buf, sizeof(sp->buf), "", dir, (size_t)(end - dir), file)) {
+                        (void)execve(sp->buf, argv, envp);
                         if (errno == ENOEXEC) {
-                                exec_script(buf, spec->argv, spec->envp, spec->argc);
+                                exec_script(sp, sp->buf, argv, envp, argc);
                                 return;
                         }
                         if (errno == EACCES)
@@ -254,85 +318,88 @@ static void exec_lookup(const struct exec_spec *spec)
         errno = denied ? EACCES : ENOENT;
 }
 
-/* The value of key (with its '=', "PATH=") in envp, or NULL. */
-static const char *env_get(char *const *envp, const char *key)
+/* shell=1: can the text run as a program, as bash -c would run it, with the
+ * variables bash adds to a program's environment (PWD of the cwd, SHLVL, _
+ * the program's path)? Plain words (plainsh.h), no BASH_ENV, no exported
+ * function of that name, a SHLVL bash would keep. Sets up sp->plain and
+ * what exec_plain needs; -ENOMEM when out of memory. In the parent. */
+static int plain_prepare(struct spawn *sp)
 {
-        size_t k = strlen(key);
-
-        for (; *envp; envp++)
-                if (strncmp(*envp, key, k) == 0)
-                        return *envp + k;
-        return NULL;
-}
-
-/* shell=1 with plain words (plainsh.h): exec the program as bash -c would,
- * with the variables bash adds to a program's environment (PWD of the cwd,
- * SHLVL, _ the program's path). Returns when it cannot (the text or the
- * environment needs the shell, or no program was found): the caller then
- * runs the shell, which reports as bash does. In the child. */
-static void exec_plain(const struct exec_spec *spec)
-{
-        char *words[PLAINSH_MAX_WORDS + 1], *text, **envp, cwd[PATH_MAX], pwd[PATH_MAX + 8];
-        char shlvl[32], under[PATH_MAX + 8], fn[160];
-        const char *path = env_get(spec->envp, "PATH="), *v, *dir, *end;
-        struct stat a, b;
+        const struct exec_spec *spec = sp->spec;
+        const char *v;
+        char fn[160];
         size_t n, k = 0;
         long lvl = 0;
 
-        text = strdup(spec->argv[0]);
-        if (!text || !path || env_get(spec->envp, "BASH_ENV="))
-                return;
-        n = plainsh_split(text, words, PLAINSH_MAX_WORDS + 1);
+        if (!env_get(spec->envp, "PATH=") || env_get(spec->envp, "BASH_ENV="))
+                return 0;
+        sp->text = strdup(spec->argv[0]);
+        if (!sp->text)
+                return -ENOMEM;
+        n = plainsh_split(sp->text, sp->words, PLAINSH_MAX_WORDS + 1);
         if (n == 0)
-                return;
+                return 0;
         /* an exported function of that name runs instead of a program */
-        if (snprintf(fn, sizeof(fn), "BASH_FUNC_%s%%%%=", words[0]) >= (int)sizeof(fn) ||
+        if (snprintf(fn, sizeof(fn), "BASH_FUNC_%s%%%%=", sp->words[0]) >= (int)sizeof(fn) ||
             env_get(spec->envp, fn))
-                return;
+                return 0;
         if ((v = env_get(spec->envp, "SHLVL="))) {
                 /* bash's own level, put back when it execs; odd ones: bash */
                 if (!*v || strlen(v) > 3 || strspn(v, "0123456789") != strlen(v))
-                        return;
+                        return 0;
                 lvl = strtol(v, NULL, 10);
                 if (lvl >= 999)
-                        return;
+                        return 0;
         }
-        if (!getcwd(cwd, sizeof(cwd)))
-                return;
-        /* PWD is kept when it names the cwd (a path through a link) */
-        v = env_get(spec->envp, "PWD=");
-        if (!(v && v[0] == '/' && stat(v, &a) == 0 && stat(".", &b) == 0 && a.st_dev == b.st_dev &&
-              a.st_ino == b.st_ino))
-                v = cwd;
-        snprintf(pwd, sizeof(pwd), "PWD=%s", v);
-        snprintf(shlvl, sizeof(shlvl), "SHLVL=%ld", lvl);
+        snprintf(sp->shlvl, sizeof(sp->shlvl), "SHLVL=%ld", lvl);
         for (char **e = spec->envp; *e; e++)
                 k++;
-        envp = calloc(k + 4, sizeof(char *));
-        if (!envp)
-                return;
+        sp->plain_envp = calloc(k + 4, sizeof(char *));
+        if (!sp->plain_envp)
+                return -ENOMEM;
         k = 0;
         for (char **e = spec->envp; *e; e++)
                 if (strncmp(*e, "PWD=", 4) != 0 && strncmp(*e, "SHLVL=", 6) != 0 &&
                     strncmp(*e, "_=", 2) != 0)
-                        envp[k++] = *e;
-        envp[k++] = pwd;
-        envp[k++] = shlvl;
-        envp[k++] = under;
+                        sp->plain_envp[k++] = *e;
+        sp->plain_n = k;
+        sp->plain = true;
+        return 0;
+}
+
+/* Exec the words plain_prepare found. Returns when it cannot (no program
+ * was found, or an odd error): the caller then runs the shell, which
+ * reports as bash does. In the child, after the chdir. */
+static void exec_plain(struct spawn *sp)
+{
+        char **envp = sp->plain_envp, **words = sp->words;
+        const char *path = env_get(sp->spec->envp, "PATH="), *v, *dir, *end;
+        struct stat a, b;
+        size_t k = sp->plain_n;
+
+        if (!sp->plain || !getcwd(sp->cwd, sizeof(sp->cwd)))
+                return;
+        /* PWD is kept when it names the cwd (a path through a link) */
+        v = env_get(sp->spec->envp, "PWD=");
+        if (!(v && v[0] == '/' && stat(v, &a) == 0 && stat(".", &b) == 0 && a.st_dev == b.st_dev &&
+              a.st_ino == b.st_ino))
+                v = sp->cwd;
+        if (!cat3(sp->pwd, sizeof(sp->pwd), "PWD=", v, strlen(v), NULL))
+                return;
+        envp[k++] = sp->pwd;
+        envp[k++] = sp->shlvl;
+        envp[k++] = sp->under;
         envp[k] = NULL;
         if (strchr(words[0], '/')) {
-                snprintf(under, sizeof(under), "_=%s", words[0]);
-                (void)execve(words[0], words, envp);
+                if (path_join(sp->under, sizeof(sp->under), "_=", "", 0, words[0]))
+                        (void)execve(words[0], words, envp);
                 return;
         }
         for (dir = path;; dir = end + 1) {
-                size_t len;
-
                 end = strchrnul(dir, ':');
-                len = (size_t)(end - dir);
-                if (snprintf(under, sizeof(under), "_=%.*s%s%s", (int)len, dir, len ? "/" : "",
-                             words[0]) < (int)sizeof(under)) {
-                        (void)execve(under + 2, words, envp);
+                if (path_join(sp->under, sizeof(sp->under), "_=", dir, (size_t)(end - dir),
+                              words[0])) {
+                        (void)execve(sp->under + 2, words, envp);
                         /* bash runs a file without #! itself, and stops at
                          * odd errors: the shell then */
                         if (errno != ENOENT && errno != ENOTDIR && errno != EACCES)
@@ -351,48 +418,83 @@ static int move_fd(int from, int to)
         return dup2(from, to) < 0 ? -1 : 0;
 }
 
-pid_t exec_spawn(const struct exec_spec *spec, int in, int out, int err, int report_fd)
+/* The child: until it execs, on its own stack in the handler's memory. */
+static int spawn_child(void *arg)
 {
+        struct spawn *sp = arg;
+        const struct exec_spec *spec = sp->spec;
         const char *what = NULL;
-        pid_t pid = fork();
-
-        if (pid != 0)
-                return pid < 0 ? -errno : pid;
+        int e;
 
         (void)setsid();
-        if (move_fd(in, 0) < 0 || move_fd(out, 1) < 0 || move_fd(err, 2) < 0)
-                child_fail(report_fd, 127, "sandbox-agent: stdio: %s", strerror(errno));
-        if (report_fd == err)
-                report_fd = 2;
-        agent_child_reset(report_fd);
+        if (move_fd(sp->in, 0) < 0 || move_fd(sp->out, 1) < 0 || move_fd(sp->err, 2) < 0)
+                child_fail(sp, 127, "sandbox-agent: stdio: ", strerror(errno), NULL);
+        if (sp->report_fd == sp->err)
+                sp->report_fd = 2;
+        agent_child_reset(sp->report_fd);
         if (spec->has_user) {
                 int r = users_apply(&spec->user, &what);
 
                 if (r < 0)
-                        child_fail(report_fd, 127, "sandbox-agent: %s: %s", what, strerror(-r));
+                        child_fail(sp, 127, "sandbox-agent: ", what, ": ", strerror(-r), NULL);
         }
         if (chdir(spec->cwd) < 0) {
                 if (spec->record)
-                        child_fail(report_fd, 1, "cwd %s: no such directory", spec->cwd);
-                child_fail(report_fd, 127, "sandbox-agent: chdir %s: %s", spec->cwd, strerror(errno));
+                        child_fail(sp, 1, "cwd ", spec->cwd, ": no such directory", NULL);
+                child_fail(sp, 127, "sandbox-agent: chdir ", spec->cwd, ": ", strerror(errno),
+                           NULL);
         }
         if (spec->shell) {
-                exec_plain(spec);
                 /* bash when there is one (as execd), else sh */
                 char *sh_argv[] = { "bash", "-c", spec->argv[0], NULL };
-                struct exec_spec sh = *spec;
 
-                sh.argv = sh_argv;
-                sh.argc = 3;
-                exec_lookup(&sh);
+                exec_plain(sp);
+                exec_lookup(sp, sh_argv, 3);
                 if (errno != ENOENT)
-                        child_fail(report_fd, 126, "sandbox-agent: exec bash: %s", strerror(errno));
+                        child_fail(sp, 126, "sandbox-agent: exec bash: ", strerror(errno), NULL);
                 sh_argv[0] = "sh";
-                exec_lookup(&sh);
-                child_fail(report_fd, errno == ENOENT || errno == ENOTDIR ? 127 : 126,
-                           "sandbox-agent: exec sh: %s", strerror(errno));
+                exec_lookup(sp, sh_argv, 3);
+                e = errno;
+                child_fail(sp, e == ENOENT || e == ENOTDIR ? 127 : 126, "sandbox-agent: exec sh: ",
+                           strerror(e), NULL);
         }
-        exec_lookup(spec);
-        child_fail(report_fd, errno == ENOENT || errno == ENOTDIR ? 127 : 126,
-                   "sandbox-agent: exec %s: %s", spec->argv[0], strerror(errno));
+        exec_lookup(sp, spec->argv, spec->argc);
+        e = errno;
+        child_fail(sp, e == ENOENT || e == ENOTDIR ? 127 : 126, "sandbox-agent: exec ",
+                   spec->argv[0], ": ", strerror(e), NULL);
+}
+
+pid_t exec_spawn(const struct exec_spec *spec, int in, int out, int err, int report_fd)
+{
+        struct spawn *sp = calloc(1, sizeof(*sp));
+        size_t slots = (spec->argc > 3 ? spec->argc : 3) + 2;
+        char *stack = malloc(SPAWN_STACK);
+        sigset_t all, old;
+        pid_t pid = -ENOMEM;
+
+        if (!sp || !stack)
+                goto out;
+        *sp = (struct spawn){ .spec = spec, .in = in, .out = out, .err = err, .report_fd = report_fd };
+        sp->sh_argv = calloc(slots, sizeof(char *));
+        if (!sp->sh_argv || (spec->shell && plain_prepare(sp) < 0))
+                goto out;
+        /* Every signal blocked across the clone, so that nothing runs in
+         * the child before agent_child_reset; the child sets its own mask. */
+        (void)sigfillset(&all);
+        (void)sigprocmask(SIG_BLOCK, &all, &old);
+        /* The stack grows down: the child starts at its top. Returns once
+         * the child has exec'd or exited. */
+        pid = clone(spawn_child, stack + SPAWN_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, sp);
+        if (pid < 0)
+                pid = -errno;
+        (void)sigprocmask(SIG_SETMASK, &old, NULL);
+out:
+        if (sp) {
+                free(sp->sh_argv);
+                free(sp->text);
+                free(sp->plain_envp);
+        }
+        free(sp);
+        free(stack);
+        return pid;
 }

@@ -122,9 +122,7 @@ static int signals_setup(struct agent *a)
          * default-disposition signals the kernel would otherwise drop. */
         if (sigprocmask(SIG_BLOCK, &set, NULL) < 0)
                 return -errno;
-        (void)signal(SIGPIPE, SIG_IGN);
-        (void)signal(SIGTTIN, SIG_IGN);
-        (void)signal(SIGTTOU, SIG_IGN);
+        agent_signals_init(); /* SIGPIPE, SIGTTIN, SIGTTOU ignored */
         a->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
         return a->sig_fd < 0 ? -errno : 0;
 }

@@ -30,6 +30,21 @@ void agent_child_reset(int keep_fd)
         agent_child_reset2(keep_fd, -1);
 }
 
+/* The signals the agent ignores (agent_signals_init); every other
+ * disposition is the default or a handler, which exec resets. */
+static const int ignored[] = { SIGPIPE, SIGTTIN, SIGTTOU };
+
+void agent_signals_init(void)
+{
+        /* whatever the agent's own parent left ignored, once, so that a
+         * child has only the ignored[] ones to put back */
+        for (int sig = 1; sig < _NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void)signal(sig, SIG_DFL);
+        for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+                (void)signal(ignored[i], SIG_IGN);
+}
+
 void agent_child_reset2(int keep_a, int keep_b)
 {
         sigset_t none;
@@ -37,10 +52,12 @@ void agent_child_reset2(int keep_a, int keep_b)
         int keep[2] = { keep_a < keep_b ? keep_a : keep_b, keep_a < keep_b ? keep_b : keep_a };
 
         /* Dispositions first, then the mask: a signal pending now is then
-         * delivered with its default action, as it would be after exec. */
-        for (int sig = 1; sig < _NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP)
-                        (void)signal(sig, SIG_DFL);
+         * delivered with its default action, as it would be after exec.
+         * Three calls, not one per signal: only ignored[] differs from the
+         * default (agent_signals_init). All async-signal-safe: this also
+         * runs in a child that shares the handler's memory (exec_spawn.c). */
+        for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+                (void)signal(ignored[i], SIG_DFL);
         (void)sigemptyset(&none);
         (void)sigprocmask(SIG_SETMASK, &none, NULL);
         for (int i = 0; i < 2; i++) {

@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "users.h"
@@ -146,15 +147,18 @@ int users_apply(const struct user_spec *u, const char **ret_what)
         /* Not root (the agent as a plain process): only "stay who you are" works. */
         if (geteuid() != 0 && u->uid == geteuid() && u->gid == getegid())
                 return 0;
-        if (setgroups(u->n_groups, u->groups) < 0) {
+        /* The system calls themselves: libc's setuid and the like take a
+         * lock to change every thread, and this runs in a child sharing the
+         * handler's memory (exec_spawn.c), which has one thread. */
+        if (syscall(SYS_setgroups, u->n_groups, u->groups) < 0) {
                 *ret_what = "setgroups";
                 return -errno;
         }
-        if (setgid(u->gid) < 0) {
+        if (syscall(SYS_setgid, u->gid) < 0) {
                 *ret_what = "setgid";
                 return -errno;
         }
-        if (setuid(u->uid) < 0) {
+        if (syscall(SYS_setuid, u->uid) < 0) {
                 *ret_what = "setuid";
                 return -errno;
         }

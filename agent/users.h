@@ -25,6 +25,7 @@ int users_resolve(const char *spec, struct user_spec *ret);
 /* Release what *u owns. NULL-safe. */
 void users_spec_free(struct user_spec *u);
 
-/* In a child about to exec: setgroups, setgid, setuid. Returns 0 or the
+/* In a child about to exec: setgroups, setgid, setuid (async-signal-safe:
+ * the raw system calls, for a single-threaded process). Returns 0 or the
  * negative errno of the step that failed, with that step's name in *ret_what. */
 int users_apply(const struct user_spec *u, const char **ret_what);

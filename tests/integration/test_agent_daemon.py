@@ -703,7 +703,8 @@ def test_agent_daemon_exec_record(agent, tmp_path):
     fast = str(d / "fast")
     r = agent.exec(["exit 3"], shell=1, record=fast)
     assert r.code == 3
-    assert sorted(os.listdir(d)) == ["fast.done"]
+    # and, after its answer, maybe the empty spare the next P.done is renamed from
+    assert sorted(f for f in os.listdir(d) if f != ".sb-spare") == ["fast.done"]
     lines = (d / "fast.done").read_text().split("\n")
     kv = dict(line.split("=", 1) for line in lines[:6])
     assert kv["rc"] == "3" and kv["alive"] == "0" and kv["bg"] == "0"
@@ -717,3 +718,35 @@ def test_agent_daemon_exec_record(agent, tmp_path):
         assert (d / ("slow." + suffix)).exists(), suffix
     assert (d / "slow.cmd").read_text() == "sleep 0.3"
     assert (d / "slow.done").read_text().endswith("\nsleep 0.3")
+
+
+def test_agent_daemon_exec_record_spare(agent, tmp_path):
+    """P.done is the spare .sb-spare renamed, and only a spare of the agent's: a
+    planted link or a file with another link is moved away, never written
+    through."""
+    d = tmp_path / "cmds"
+    assert agent.exec(["true"], record=str(d / "a")).code == 0
+    for _ in range(100):  # made after the answer
+        if (d / ".sb-spare").exists():
+            break
+        time.sleep(0.02)
+    spare = os.stat(d / ".sb-spare")
+    assert spare.st_size == 0 and stat.S_IMODE(spare.st_mode) == 0o600
+    assert agent.exec(["true"], record=str(d / "b")).code == 0
+    assert os.stat(d / "b.done").st_ino == spare.st_ino
+    assert "rc=0\n" in (d / "b.done").read_text()
+    for plant in ("symlink", "hardlink"):
+        for _ in range(100):
+            if (d / ".sb-spare").exists():
+                break
+            time.sleep(0.02)
+        os.unlink(d / ".sb-spare")
+        target = tmp_path / ("target-" + plant)
+        target.write_text("keep\n")
+        (os.symlink if plant == "symlink" else os.link)(target, d / ".sb-spare")
+        rec = d / ("c-" + plant)
+        assert agent.exec(["true"], record=str(rec)).code == 0
+        done = d / ("c-" + plant + ".done")
+        assert not done.is_symlink() and os.stat(done).st_nlink == 1, plant
+        assert "rc=0\n" in done.read_text(), plant
+        assert target.read_text() == "keep\n", plant
