@@ -16,13 +16,15 @@ import base64
 import http.client
 import json
 import os
+import signal
 import socket
+import subprocess
 import time
 import urllib.parse
 
 import pytest
 
-from brokerlib import http_request, wait_until
+from brokerlib import REPO, http_request, wait_until
 
 DOCKER_SOCK = os.environ.get("IT_DOCKER_SOCK", "/var/run/docker.sock")
 LABEL_MANAGED = "io.sandbox-broker.managed"
@@ -359,3 +361,26 @@ def check_sandbox_lease(lease, mode="exclusive"):
 
 def now():
     return time.monotonic()
+
+
+def start_second_supervisor(sb, request):
+    """Another broker-supervisor with exactly the first one's environment
+    (what scripts/stack gave it: Redis prefix, Kafka topic and group,
+    AGENT_DIR, ...); stopped by PID when the test ends."""
+    build = os.environ.get("BROKER_BUILD_DIR") or os.path.join(REPO, "build")
+    with open("/proc/%d/environ" % sb.b.pid("supervisor"), "rb") as f:
+        env = dict(kv.decode().split("=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+    log = open(os.path.join(sb.b.state_dir, "logs", "supervisor2.log"), "ab")
+    p = subprocess.Popen([os.path.join(build, "broker-supervisor")], env=env,
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    log.close()
+
+    def fin():
+        p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(10)
+    request.addfinalizer(fin)
+    return p

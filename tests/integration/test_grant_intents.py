@@ -12,18 +12,15 @@ side make each sandbox once.
 """
 
 import os
-import signal
-import subprocess
 import uuid
 
 from brokerlib import wait_until
 from sandboxlib import (PROVISION_TIMEOUT, SB_HTTP_TIMEOUT, TINY_IMAGE, docker_broker,  # noqa: F401
-                        require_docker)
+                        require_docker, start_second_supervisor)
 
 require_docker()
 
 LUA = os.path.join(os.path.dirname(__file__), "..", "..", "lib", "store", "lua")
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def script(name):
@@ -35,17 +32,6 @@ def script(name):
         return common + f.read()
 
 
-def start_second_supervisor(sb):
-    """Another broker-supervisor on the same Redis and Kafka group, with the
-    first one's environment; stopped by PID at the end of the test."""
-    build = os.environ.get("BROKER_BUILD_DIR") or os.path.join(REPO, "build")
-    with open("/proc/%d/environ" % sb.b.pid("supervisor"), "rb") as f:
-        env = dict(kv.decode().split("=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-    log = open(os.path.join(sb.b.state_dir, "logs", "supervisor2.log"), "ab")
-    p = subprocess.Popen([os.path.join(build, "broker-supervisor")], env=env,
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-    log.close()
-    return p
 
 
 def test_queued_grant_intent_outlives_the_supervisor(docker_broker):
@@ -98,16 +84,8 @@ def test_two_supervisors_make_each_granted_sandbox_once(docker_broker, request):
     sb = docker_broker(BROKER_CAPACITY=n, IDLE_POLICY="delete", TICKET_TTL_MS=300000,
                        SANDBOX_IMAGE=TINY_IMAGE, PROVISION_WORKERS=2)
     b = sb.b
-    sup2 = start_second_supervisor(sb)
+    sup2 = start_second_supervisor(sb, request)
 
-    def fin():
-        sup2.send_signal(signal.SIGTERM)
-        try:
-            sup2.wait(30)
-        except subprocess.TimeoutExpired:
-            sup2.kill()
-            sup2.wait(10)
-    request.addfinalizer(fin)
     for i in range(n):
         r = b.acquire("h%d" % i, "s", timeout=SB_HTTP_TIMEOUT)
         assert r.status == 200, r

@@ -8,14 +8,14 @@ Two supervisors on one Redis refill the same pool while a storm claims.
 import concurrent.futures
 import os
 import signal
-import subprocess
 import threading
 import time
 
 import pytest
 
-from brokerlib import REPO, http_request, wait_until
-from sandboxlib import BASE_IMAGE, DOCKER, TINY_IMAGE, check_sandbox_lease, docker_broker, require_docker  # noqa: F401
+from brokerlib import http_request, wait_until
+from sandboxlib import (BASE_IMAGE, DOCKER, TINY_IMAGE, check_sandbox_lease, docker_broker,  # noqa: F401
+                        require_docker, start_second_supervisor)
 
 require_docker()
 
@@ -192,33 +192,13 @@ def test_reconciler_removes_stale_members(docker_broker):
     assert len(pool_containers(sb)) == 1
 
 
-def start_second_supervisor(sb):
-    """Another supervisor process with exactly the first one's environment
-    (what scripts/stack gave it: Redis prefix, Kafka topic and group,
-    AGENT_DIR, ...); stopped by PID at the end of the test."""
-    build = os.environ.get("BROKER_BUILD_DIR") or os.path.join(REPO, "build")
-    with open("/proc/%d/environ" % sb.b.pid("supervisor"), "rb") as f:
-        env = dict(kv.decode().split("=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-    log = open(os.path.join(sb.b.state_dir, "logs", "supervisor2.log"), "ab")
-    p = subprocess.Popen([os.path.join(build, "broker-supervisor")], env=env,
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-    log.close()
-    return p
 
 
 def test_two_supervisors_storm_never_double_claims(docker_broker, request):
     n, size, cap = 16, 4, 8
     sb = docker_broker(**pool_env(POOL="%s:%d" % (TINY_IMAGE, size), BROKER_CAPACITY=cap))
-    sup2 = start_second_supervisor(sb)
+    sup2 = start_second_supervisor(sb, request)
 
-    def fin():
-        sup2.send_signal(signal.SIGTERM)
-        try:
-            sup2.wait(30)
-        except subprocess.TimeoutExpired:
-            sup2.kill()
-            sup2.wait(10)
-    request.addfinalizer(fin)
     seen_members = set(wait_full(sb, size))
     # both supervisors refill and scan the same pool while the storm claims
     # members: the first `cap` acquires in the handlers, the queued rest in
