@@ -103,6 +103,26 @@ static void run(struct sup *s)
         }
 }
 
+int sup_conns_open(const struct broker_config *cfg, struct provider **pv, struct redis_conn **rc)
+{
+        char err[PROVIDER_ERR_MAX];
+
+        *pv = NULL;
+        *rc = NULL;
+        if (provider_new_from_config(cfg, pv, err) == 0 && *pv && redis_conn_new(cfg, rc) == 0)
+                return 0;
+        sup_conns_close(*pv, *rc);
+        *pv = NULL;
+        *rc = NULL;
+        return -EIO;
+}
+
+void sup_conns_close(struct provider *pv, struct redis_conn *rc)
+{
+        redis_conn_free(rc);
+        provider_free(pv);
+}
+
 int main(void)
 {
         struct sup *s = calloc(1, sizeof(*s));

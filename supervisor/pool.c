@@ -42,7 +42,6 @@ static void *pool_main(void *ud)
 
 int sup_pool_start(struct sup *s)
 {
-        char err[PROVIDER_ERR_MAX];
         struct sup_pool *p;
 
         if (!s->provider || s->cfg.n_pools == 0) {
@@ -54,12 +53,10 @@ int sup_pool_start(struct sup *s)
         if (!p)
                 return -ENOMEM;
         p->cfg = s->cfg;
-        if (provider_new_from_config(&p->cfg, &p->provider, err) < 0 || !p->provider ||
-            redis_conn_new(&p->cfg, &p->redis) < 0 ||
+        if (sup_conns_open(&p->cfg, &p->provider, &p->redis) < 0 ||
             pthread_create(&p->thread, NULL, pool_main, p) != 0) {
                 log_err(NULL, "pool: cannot start the refill thread");
-                redis_conn_free(p->redis);
-                provider_free(p->provider);
+                sup_conns_close(p->provider, p->redis);
                 free(p);
                 return -EIO;
         }
@@ -78,8 +75,7 @@ void sup_pool_stop(struct sup *s)
                 return;
         atomic_store(&p->stop, true);
         pthread_join(p->thread, NULL); /* at most one member's create + start */
-        redis_conn_free(p->redis);
-        provider_free(p->provider);
+        sup_conns_close(p->provider, p->redis);
         free(p);
         s->pool = NULL;
 }

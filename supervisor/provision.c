@@ -198,10 +198,8 @@ void sup_provision_load(struct sup *s, int *queued, int *busy)
 
 static void provision_free(struct sup_provision *p)
 {
-        for (int i = 0; i < PROVISION_WORKERS_MAX; i++) {
-                redis_conn_free(p->w[i].redis);
-                provider_free(p->w[i].provider);
-        }
+        for (int i = 0; i < PROVISION_WORKERS_MAX; i++)
+                sup_conns_close(p->w[i].provider, p->w[i].redis);
         pthread_cond_destroy(&p->cond);
         pthread_mutex_destroy(&p->mu);
         free(p);
@@ -220,7 +218,6 @@ static void provision_join(struct sup_provision *p)
 
 int sup_provision_start(struct sup *s)
 {
-        char err[PROVIDER_ERR_MAX];
         struct sup_provision *p;
 
         if (!s->provider)
@@ -235,8 +232,7 @@ int sup_provision_start(struct sup *s)
                 struct worker *w = &p->w[i];
 
                 w->p = p;
-                if (provider_new_from_config(&p->cfg, &w->provider, err) < 0 || !w->provider ||
-                    redis_conn_new(&p->cfg, &w->redis) < 0)
+                if (sup_conns_open(&p->cfg, &w->provider, &w->redis) < 0)
                         goto fail;
                 p->n = i + 1;
                 if (pthread_create(&w->thread, NULL, worker_main, w) != 0)

@@ -138,7 +138,6 @@ static void *housekeep_main(void *arg)
 
 int sup_sandboxes_start(struct sup *s)
 {
-        char err[PROVIDER_ERR_MAX];
         struct sup_sandboxes *h;
 
         if (!s->provider)
@@ -148,12 +147,10 @@ int sup_sandboxes_start(struct sup *s)
                 return -ENOMEM;
         h->cfg = s->cfg;
         h->events = s->events;
-        if (provider_new_from_config(&h->cfg, &h->provider, err) < 0 || !h->provider ||
-            redis_conn_new(&h->cfg, &h->redis) < 0 ||
+        if (sup_conns_open(&h->cfg, &h->provider, &h->redis) < 0 ||
             pthread_create(&h->thread, NULL, housekeep_main, h) != 0) {
                 log_err(NULL, "sandboxes: cannot start the teardown and reconcile thread");
-                redis_conn_free(h->redis);
-                provider_free(h->provider);
+                sup_conns_close(h->provider, h->redis);
                 free(h);
                 return -EIO;
         }
@@ -171,8 +168,7 @@ void sup_sandboxes_stop(struct sup *s)
          * deadline); what waits stays in Redis for the next supervisor */
         atomic_store(&h->stop, true);
         pthread_join(h->thread, NULL);
-        redis_conn_free(h->redis);
-        provider_free(h->provider);
+        sup_conns_close(h->provider, h->redis);
         free(h);
         s->sandboxes = NULL;
 }

@@ -66,6 +66,12 @@ int sup_reap_expired(struct sup *s);
  * expire tickets). */
 void sup_ticket_expired(struct sup *s, const char *ticket_id);
 
+/* main.c: a thread's own provider and Redis connection (neither is shared
+ * between threads): 0 with both, or -EIO with neither. sup_conns_close()
+ * frees what is there (NULL is fine). */
+int sup_conns_open(const struct broker_config *cfg, struct provider **pv, struct redis_conn **rc);
+void sup_conns_close(struct provider *pv, struct redis_conn *rc);
+
 /* sandboxes.c: a thread running teardowns and reconciling records with
  * the provider (every RECONCILE_MS, and once at start), with a provider and
  * Redis connection of its own, so the loop never waits behind them.

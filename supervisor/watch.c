@@ -139,7 +139,6 @@ static void *watch_main(void *arg)
 
 int sup_watch_start(struct sup *s)
 {
-        char err[PROVIDER_ERR_MAX];
         struct sup_watch *w;
 
         if (!s->provider || !s->provider->ops->watch_events)
@@ -148,12 +147,10 @@ int sup_watch_start(struct sup *s)
         if (!w)
                 return -ENOMEM;
         w->cfg = s->cfg;
-        if (provider_new_from_config(&w->cfg, &w->provider, err) < 0 || !w->provider ||
-            redis_conn_new(&w->cfg, &w->redis) < 0 ||
+        if (sup_conns_open(&w->cfg, &w->provider, &w->redis) < 0 ||
             pthread_create(&w->thread, NULL, watch_main, w) != 0) {
                 log_err(NULL, "watch: cannot start the provider's event stream");
-                redis_conn_free(w->redis);
-                provider_free(w->provider);
+                sup_conns_close(w->provider, w->redis);
                 free(w);
                 return -EIO;
         }
@@ -169,8 +166,7 @@ void sup_watch_stop(struct sup *s)
                 return;
         atomic_store(&w->stop, true);
         pthread_join(w->thread, NULL); /* the stream asks stop() about once a second */
-        redis_conn_free(w->redis);
-        provider_free(w->provider);
+        sup_conns_close(w->provider, w->redis);
         free(w);
         s->watch = NULL;
 }
