@@ -63,6 +63,12 @@ $(BUILD)/sandbox-egress-acl: $(BUILD)/egress/acl_helper.o $(BUILD)/libbroker.a
 $(BUILD)/sandbox-ingress: $(BUILD)/ingress/ingress.o $(BUILD)/libbroker.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# scripts/bench-agent's baseline for downloads: a local `cat` spliced to nginx
+# by the broker's own body_out.c (not part of `all`; the bench builds it).
+$(BUILD)/bench/cat-fcgi: bench/cat-fcgi.c $(BUILD)/fcgi/body_out.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Ifcgi $(LDFLAGS) -o $@ $< $(BUILD)/fcgi/body_out.o $(LDLIBS)
+
 # The first process of every Docker sandbox (docs/AGENT.md): static, linked
 # with musl so that it runs in any image, and with nothing of lib/.
 MUSL_CC   ?= musl-gcc
