@@ -71,3 +71,24 @@ def test_python_sdk_5mib_file_and_10000_lines(osb_broker):
     assert q["exit_code"] == 0 and q["count"] == 10000 and q["in_order"], q
     run.step("done")
     assert run.rc == 0, run.explain()
+
+
+def test_python_sdk_metrics_are_the_sandboxs_and_an_exited_entrypoint_shows(osb_broker):
+    """Through the SDK: get_metrics reports the sandbox's own limits (within 10%
+    of the 1.5 CPUs and 384 MiB asked; the host has 2 CPUs and 24 GiB), and an
+    entrypoint that exits with 7 leaves Running with its code in the status."""
+    py = python_sdk_python()
+    run = run_script([py, SDK_DIR + "/limits.py"], {
+        "QS_DOMAIN": "127.0.0.1:%d" % osb_broker.port,
+        "QS_API_KEY": KEY["bravo"],
+    }, timeout=300)
+    m = run.step("metrics")
+    assert abs(m["cpu_count"] - m["want_cpu"]) <= 0.1 * m["want_cpu"], m
+    assert abs(m["memory_total_in_mib"] - m["want_memory_mib"]) <= 0.1 * m["want_memory_mib"], m
+    assert 0 < m["memory_used_in_mib"] <= m["memory_total_in_mib"], m
+    assert 0 <= m["cpu_used_percentage"] <= 100, m
+    e = run.step("exited")
+    assert e["state"] == "Failed", e
+    assert e["reason"] == "ENTRYPOINT_EXITED" and "7" in (e["message"] or ""), e
+    run.step("done")
+    assert run.rc == 0, run.explain()
