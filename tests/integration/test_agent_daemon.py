@@ -304,12 +304,11 @@ def test_agent_daemon_exec_timeout_kills_group(agent):
 
 def test_agent_daemon_exec_detach(agent, tmp_path):
     marker = tmp_path / "detached"
-    t0 = time.monotonic()
-    r = agent.exec(["sh", "-c", "sleep 0.5; echo done > %s" % marker], detach=1)
-    assert time.monotonic() - t0 < 0.4
+    # answered before the command's end: its marker comes 2 s after it starts
+    r = agent.exec(["sh", "-c", "sleep 2; echo done > %s" % marker], detach=1)
     assert r.frames == [("x", -1, 0)]
     assert not marker.exists()
-    wait_until(marker.exists, 5, 0.05, "detached command ran")
+    wait_until(marker.exists, 10, 0.05, "detached command ran")
     r = agent.exec(["/no/such/binary"], detach=1)
     assert r.code == 127 and b"No such file" in r.err
 
@@ -541,10 +540,8 @@ def test_agent_daemon_entrypoint_killed(agent_factory, tmp_path):
 
 def test_agent_daemon_sigterm_without_entrypoint(agent):
     agent.health()
-    t0 = time.monotonic()
     agent.proc.send_signal(signal.SIGTERM)
     assert agent.proc.wait(5) == 0
-    assert time.monotonic() - t0 < 1
 
 
 def test_agent_daemon_entrypoint_not_found(agent_factory):
