@@ -163,11 +163,12 @@ static const char *refusal(const char *line, size_t len)
                 return "OK";
         }
         decision_log(&q, false, q.refusal,
-                     r < 0                                ? " (refused by Squid; unreadable request)"
+                     r < 0                              ? " (refused by Squid; unreadable request)"
                      : q.refusal == EGRESS_REFUSAL_PORT ? " (refused by Squid: port not allowed)"
-                                                          : " (refused by Squid: blocked address)");
+                                                        : " (refused by Squid: blocked address)");
         return "OK";
 }
+
 /* The line being read from Squid: its first EGRESS_ACL_REQ_MAX bytes. */
 struct input {
         char buf[EGRESS_ACL_REQ_MAX];

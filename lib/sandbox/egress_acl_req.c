@@ -153,12 +153,9 @@ int egress_acl_req_parse(const char *line, size_t len, struct egress_acl_req *re
 const char *egress_refusal_name(enum egress_refusal r)
 {
         switch (r) {
-        case EGRESS_REFUSAL_PORT:
-                return "port";
-        case EGRESS_REFUSAL_ADDRESS:
-                return "address";
+        case EGRESS_REFUSAL_PORT: return "port";
+        case EGRESS_REFUSAL_ADDRESS: return "address";
         case EGRESS_REFUSAL_NONE:
-        default:
-                return "policy";
+        default: return "policy";
         }
 }

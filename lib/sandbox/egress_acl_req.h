@@ -29,9 +29,9 @@ enum egress_refusal {
 };
 
 struct egress_acl_req {
-        char sid[33];                         /* 32 hex digits, "" = no sandbox identity */
-        char host[EGRESS_ACL_HOST_MAX + 1];   /* decoded, "" if unreadable */
-        int port;                             /* 0..65535, -1 if Squid had none ("-") or unreadable */
+        char sid[33];                       /* 32 hex digits, "" = no sandbox identity */
+        char host[EGRESS_ACL_HOST_MAX + 1]; /* decoded, "" if unreadable */
+        int port;                           /* 0..65535, -1 if Squid had none ("-") or unreadable */
         enum egress_refusal refusal;
 };
 

@@ -27,7 +27,8 @@ static void check(const struct egress_acl_req *q)
 
         CHECK(n == 0 || n == 32);
         for (size_t i = 0; i < n; i++)
-                CHECK((q->sid[i] >= '0' && q->sid[i] <= '9') || (q->sid[i] >= 'a' && q->sid[i] <= 'f'));
+                CHECK((q->sid[i] >= '0' && q->sid[i] <= '9') ||
+                      (q->sid[i] >= 'a' && q->sid[i] <= 'f'));
         CHECK(strnlen(q->host, sizeof(q->host)) <= EGRESS_ACL_HOST_MAX);
         for (const char *h = q->host; *h; h++)
                 CHECK(*h > 0x20 && *h < 0x7f);
