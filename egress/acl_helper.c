@@ -1,20 +1,28 @@
 /* sandbox-egress-acl: Squid's external ACL helper for sandbox egress
  * (docs/EGRESS.md).
  *
- * Squid runs it as `external_acl_type ... %>a %DST %PORT`: one request per
- * line, "<source address> <host> <port>", answered by one line, OK or ERR.
- * The source address is what sandbox-egress-relay declared in its PROXY
- * line: the sandbox id read as an IPv6 address. The sandbox's policy is the
- * `egress_policy` field of its record <prefix>sandbox:<sid> in Redis (no
- * record, no field, or an unreadable policy: deny). A policy read is cached
- * EGRESS_ACL_CACHE_MS; Squid caches an answer for its ttl= (1 s), so a change
- * takes effect within about 2 s.
+ * Squid runs it as `external_acl_type ... %>a %PORT %DATA %DST`: one request
+ * per line (parsed by lib/sandbox/egress_acl_req.c), answered by one line,
+ * OK or ERR. The source address is what sandbox-egress-relay declared in its
+ * PROXY line: the sandbox id read as an IPv6 address.
+ *
+ * Two roles, one per external_acl_type of egress/squid.conf.in:
+ *  - (no argument) the policy decision: the sandbox's policy is the
+ *    `egress_policy` field of its record <prefix>sandbox:<sid> in Redis (no
+ *    record, no field, an unreadable policy or request: deny). A policy read
+ *    is cached EGRESS_ACL_CACHE_MS; Squid caches no answer (cache=0), so
+ *    every request is decided, logged and counted here, and a change takes
+ *    effect within about a second. A Redis failure denies (and is logged).
+ *  - `--refusals`: the logger of Squid's own refusals (a port not in
+ *    EGRESS_PORTS, a resolved address in a blocked range). Squid asks it last
+ *    on its deny lines; it only logs and counts, and answers OK (the deny
+ *    happens whatever it answers: each of those lines is repeated without it).
  *
  * Every decision is logged once (SANDBOX_ID=, EGRESS_HOST=, EGRESS_PORT=,
- * EGRESS_VERDICT=) and counted (broker_egress_{allowed,denied}_total). A
- * Redis failure denies (and is logged), never allows. Configured by the
- * broker's environment (REDIS_*, LOG_LEVEL, ...; docs/CONFIGURATION.md). */
-#include <arpa/inet.h>
+ * EGRESS_VERDICT=, and EGRESS_REASON=policy|port|address for a deny) and
+ * counted (broker_egress_allowed_total, broker_egress_denied_total{reason=}).
+ * Configured by the broker's environment (REDIS_*, LOG_LEVEL, ...;
+ * docs/CONFIGURATION.md). */
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -24,6 +32,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "egress_acl_req.h"
 #include "egress_policy.h"
 #include "log.h"
 #include "metrics.h"
@@ -32,7 +41,6 @@
 
 #define EGRESS_ACL_CACHE_MS 1000
 #define EGRESS_ACL_CACHE_N 16
-#define EGRESS_ACL_LINE_MAX 4096
 
 struct cached {
         char sid[33];
@@ -47,18 +55,6 @@ struct acl {
         struct cached cache[EGRESS_ACL_CACHE_N];
         unsigned next; /* round-robin eviction */
 };
-
-/* The sandbox id from an IPv6 source address; false if it is none. */
-static bool sid_from_addr(const char *addr, char sid[33])
-{
-        struct in6_addr a;
-
-        if (inet_pton(AF_INET6, addr, &a) != 1)
-                return false;
-        for (int i = 0; i < 16; i++)
-                snprintf(sid + 2 * i, 3, "%02x", a.s6_addr[i]);
-        return true;
-}
 
 /* Read the policy of sid from Redis into c. Returns 0 (c->found says whether
  * there was a readable one) or a negative errno (Redis unreachable). */
@@ -104,66 +100,110 @@ static const struct cached *policy_get(struct acl *acl, const char *sid, int *re
         return c;
 }
 
-/* Squid %-encodes tokens (RFC 1738 style); undo it in place. */
-static void unescape(char *s)
+/* Log and count one decision: allowed, or denied for reason; why is a note
+ * for the message ("" or " (no policy)", ...). The message of a decision
+ * with nothing to note is "egress allowed|denied <host>:<port>" (the
+ * journalctl recipes of docs/OPERATIONS.md and tests/deploy/run rely on it). */
+static void decision_log(const struct egress_acl_req *q, bool allow, enum egress_refusal reason,
+                         const char *why)
 {
-        char *o = s;
+        const char *rname = allow ? NULL : egress_refusal_name(reason);
+        const char *host = q->host[0] ? q->host : "-";
+        char port[12] = "-", series[METRICS_SERIES_LEN];
 
-        for (; *s; s++) {
-                unsigned v;
-                if (s[0] == '%' && s[1] && s[2] && sscanf(s + 1, "%2x", &v) == 1) {
-                        *o++ = (char)v;
-                        s += 2;
-                } else {
-                        *o++ = *s;
-                }
+        if (q->port >= 0)
+                snprintf(port, sizeof(port), "%d", q->port);
+        log_info(LOG_KV({ "SANDBOX_ID", q->sid }, { "EGRESS_HOST", host }, { "EGRESS_PORT", port },
+                        { "EGRESS_VERDICT", allow ? "allow" : "deny" }, { "EGRESS_REASON", rname }),
+                 "egress %s %s:%s%s", allow ? "allowed" : "denied", host, port, why);
+        if (allow) {
+                metrics_add("broker_egress_allowed_total", 1);
+                return;
         }
-        *o = '\0';
+        snprintf(series, sizeof(series), "broker_egress_denied_total{reason=\"%s\"}", rname);
+        metrics_add(series, 1);
 }
 
-static const char *decide(struct acl *acl, char *line)
+/* One policy question: OK or ERR. Logged and counted once, whatever the
+ * answer (a line that does not parse is a deny too). */
+static const char *decide(struct acl *acl, const char *line, size_t len)
 {
-        char *save = NULL, *src = strtok_r(line, " \t\r\n", &save);
-        char *host = strtok_r(NULL, " \t\r\n", &save);
-        char *port = strtok_r(NULL, " \t\r\n", &save);
-        char sid[33] = "";
+        struct egress_acl_req q;
         const struct cached *c = NULL;
         bool allow = false;
-        int r = 0;
+        int r = 0, pr;
 
-        if (!src || !host || !port)
-                return "ERR message=bad%20request";
-        unescape(src);
-        unescape(host);
-        unescape(port);
-        /* a name from the sandbox: no control bytes reach the logs */
-        for (const char *t = host; *t; t++)
-                if ((unsigned char)*t < 0x21 || (unsigned char)*t == 0x7f)
-                        return "ERR message=bad%20host";
-        if (sid_from_addr(src, sid)) {
-                c = policy_get(acl, sid, &r);
-                allow = c && c->found && egress_policy_allows(&c->policy, host);
+        pr = egress_acl_req_parse(line, len, &q);
+        if (pr == 0 && q.sid[0]) {
+                c = policy_get(acl, q.sid, &r);
+                allow = c && c->found && egress_policy_allows(&c->policy, q.host);
         }
         if (r < 0)
-                log_err(LOG_KV({ "SANDBOX_ID", sid }), "egress: policy read failed: %s",
+                log_err(LOG_KV({ "SANDBOX_ID", q.sid }), "egress: policy read failed: %s",
                         strerror(-r));
-        log_info(LOG_KV({ "SANDBOX_ID", sid }, { "EGRESS_HOST", host }, { "EGRESS_PORT", port },
-                        { "EGRESS_VERDICT", allow ? "allow" : "deny" }),
-                 "egress %s %s:%s%s", allow ? "allowed" : "denied", host, port,
-                 !sid[0]          ? " (no sandbox identity)"
-                 : c && !c->found ? " (no policy)"
-                                  : "");
-        metrics_add(allow ? "broker_egress_allowed_total" : "broker_egress_denied_total", 1);
+        decision_log(&q, allow, EGRESS_REFUSAL_NONE,
+                     pr < 0           ? " (unreadable request)"
+                     : !q.sid[0]      ? " (no sandbox identity)"
+                     : c && !c->found ? " (no policy)"
+                                      : "");
         return allow ? "OK" : "ERR";
 }
 
-int main(void)
+/* One refusal of Squid's own (--refusals): logged and counted, answered OK.
+ * The answer does not matter: squid.conf.in follows every line that asks
+ * this helper with the same deny without it. */
+static const char *refusal(const char *line, size_t len)
+{
+        struct egress_acl_req q;
+        int r = egress_acl_req_parse(line, len, &q);
+
+        if (q.refusal == EGRESS_REFUSAL_NONE) {
+                log_err(NULL, "egress: a refusal without its reason (port|address); "
+                              "check squid.conf against egress/squid.conf.in");
+                return "OK";
+        }
+        decision_log(&q, false, q.refusal,
+                     r < 0                              ? " (refused by Squid; unreadable request)"
+                     : q.refusal == EGRESS_REFUSAL_PORT ? " (refused by Squid: port not allowed)"
+                                                        : " (refused by Squid: blocked address)");
+        return "OK";
+}
+
+/* The line being read from Squid: its first EGRESS_ACL_REQ_MAX bytes. */
+struct input {
+        char buf[EGRESS_ACL_REQ_MAX];
+        size_t len; /* > EGRESS_ACL_REQ_MAX: cut, the rest is dropped */
+};
+
+/* Answer every line completed by data[0..n): one answer per line, in order,
+ * as Squid expects (no concurrency= channel). */
+static void input_feed(struct acl *acl, struct input *in, bool refusals, const char *data, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                if (in->len < sizeof(in->buf))
+                        in->buf[in->len] = data[i];
+                if (in->len <= sizeof(in->buf))
+                        in->len++;
+                if (data[i] != '\n')
+                        continue;
+                puts(refusals ? refusal(in->buf, in->len) : decide(acl, in->buf, in->len));
+                in->len = 0;
+        }
+}
+
+int main(int argc, char **argv)
 {
         static struct acl acl;
-        char err[256], line[EGRESS_ACL_LINE_MAX];
+        static struct input in;
+        char err[256];
+        bool refusals = argc == 2 && !strcmp(argv[1], "--refusals");
         int r;
 
         log_init("sandbox-egress-acl", LOG_INFO);
+        if (argc > 2 || (argc == 2 && !refusals)) {
+                log_err(NULL, "usage: sandbox-egress-acl [--refusals]");
+                return 2;
+        }
         r = config_load(&acl.cfg, err, sizeof(err));
         if (r < 0) {
                 log_err(NULL, "config: %s", err);
@@ -176,26 +216,22 @@ int main(void)
                 return 1;
         }
         setvbuf(stdout, NULL, _IOLBF, 0);
-        /* unbuffered: poll() on fd 0 must see every line not yet read */
-        setvbuf(stdin, NULL, _IONBF, 0);
         for (;;) {
                 struct pollfd p = { .fd = 0, .events = POLLIN };
+                char chunk[4096];
+                ssize_t n;
 
                 /* idle: the counts still reach /metrics within a second */
                 if (poll(&p, 1, METRICS_FLUSH_MS) == 0) {
                         (void)metrics_flush(acl.redis, &acl.cfg);
                         continue;
                 }
-                if (!fgets(line, sizeof(line), stdin))
-                        break;
-                if (!strchr(line, '\n') && !feof(stdin)) {
-                        int ch;
-                        while ((ch = getchar()) != EOF && ch != '\n')
-                                ;
-                        puts("ERR message=too%20long");
+                n = read(0, chunk, sizeof(chunk));
+                if (n < 0 && errno == EINTR)
                         continue;
-                }
-                puts(decide(&acl, line));
+                if (n <= 0)
+                        break;
+                input_feed(&acl, &in, refusals, chunk, (size_t)n);
                 metrics_flush_due(acl.redis, &acl.cfg);
         }
         (void)metrics_flush(acl.redis, &acl.cfg);

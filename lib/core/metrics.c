@@ -309,27 +309,34 @@ static void __attribute__((format(printf, 2, 3))) put(struct buf *b, const char 
 struct family {
         const char *name, *type, *help;
         bool labelled; /* no series until the first count: nothing to show as 0 */
+        /* of a labelled family: label sets known in advance, shown as 0
+         * until counted (so that rate() sees the first one) */
+        const char *const *zeros;
 };
+
+static const char *const egress_reasons[] = { "{reason=\"policy\"}", "{reason=\"port\"}",
+                                              "{reason=\"address\"}", NULL };
 
 static const struct family counters[] = {
         { "broker_http_requests_total", "counter",
-          "Requests answered by the FastCGI handlers, by route group, route pattern, method and status.", true },
-        { "broker_tickets_granted_total", "counter", "Queued tickets granted by a supervisor.", false },
+          "Requests answered by the FastCGI handlers, by route group, route pattern, method and status.", true, NULL },
+        { "broker_tickets_granted_total", "counter", "Queued tickets granted by a supervisor.", false, NULL },
         { "broker_tickets_expired_total", "counter",
-          "Queued tickets skipped because nobody polled them within TICKET_TTL_MS.", false },
+          "Queued tickets skipped because nobody polled them within TICKET_TTL_MS.", false, NULL },
         { "broker_leases_reaped_total", "counter",
-          "Leases released by the reaper after missed heartbeats (LEASE_TTL_MS).", false },
+          "Leases released by the reaper after missed heartbeats (LEASE_TTL_MS).", false, NULL },
         { "broker_provider_errors_total", "counter",
-          "Sandbox provider calls that failed for a backend reason (timeout, unreachable, backend error), by operation.", true },
+          "Sandbox provider calls that failed for a backend reason (timeout, unreachable, backend error), by operation.", true, NULL },
         { "broker_audit_dropped_total", "counter",
-          "Audit events not delivered to the Kafka events topic (queue full, Kafka unreachable); journald still has them.", false },
+          "Audit events not delivered to the Kafka events topic (queue full, Kafka unreachable); journald still has them.", false, NULL },
         { "broker_egress_allowed_total", "counter",
-          "Egress requests of sandboxes allowed by their policy (sandbox-egress-acl; docs/EGRESS.md).", false },
+          "Egress requests of sandboxes allowed by their policy (sandbox-egress-acl; docs/EGRESS.md).", false, NULL },
         { "broker_egress_denied_total", "counter",
-          "Egress requests of sandboxes denied (policy, no policy, or no sandbox identity).", false },
+          "Egress requests of sandboxes denied, by reason: policy (by sandbox-egress-acl: the policy, no policy, no sandbox identity), port (not in EGRESS_PORTS), address (resolved to a blocked range).",
+          true, egress_reasons },
         { "broker_provisions_total", "counter",
-          "Sandboxes of granted leases made by the supervisor's provisioning workers, by result (ready, failed, gone: released meanwhile).", true },
-        { DROPPED, "counter", "Counts dropped because a process had too many distinct series.", false },
+          "Sandboxes of granted leases made by the supervisor's provisioning workers, by result (ready, failed, gone: released meanwhile).", true, NULL },
+        { DROPPED, "counter", "Counts dropped because a process had too many distinct series.", false, NULL },
 };
 
 static const char *const hist_help[METRICS_HIST_N] = {
@@ -353,6 +360,15 @@ static long long field_value(const redisReply *h, const char *field)
                 if (h->element[i]->type == REDIS_REPLY_STRING && strcmp(h->element[i]->str, field) == 0)
                         return strtoll(h->element[i + 1]->str ? h->element[i + 1]->str : "0", NULL, 10);
         return 0;
+}
+
+/* Whether a flat HGETALL reply has field. */
+static bool field_present(const redisReply *h, const char *field)
+{
+        for (size_t i = 0; h && i + 1 < h->elements; i += 2)
+                if (h->element[i]->type == REDIS_REPLY_STRING && strcmp(h->element[i]->str, field) == 0)
+                        return true;
+        return false;
 }
 
 static void put_seconds(struct buf *b, long long ms)
@@ -384,6 +400,11 @@ int metrics_format(const redisReply *h, struct json_object *status, char **ret, 
                 }
                 if (!any && !counters[f].labelled)
                         put(&b, "%s 0\n", fam);
+                for (const char *const *z = counters[f].zeros; z && *z; z++) {
+                        snprintf(name, sizeof(name), "%s%s", fam, *z);
+                        if (!field_present(h, name))
+                                put(&b, "%s 0\n", name);
+                }
         }
         for (int hi = 0; hi < METRICS_HIST_N; hi++) {
                 const char *fam = hist_names[hi];

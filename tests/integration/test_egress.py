@@ -25,13 +25,14 @@ import time
 
 import pytest
 
-from brokerlib import free_port, wait_until
+from brokerlib import free_port, http_request, wait_until
 from sandboxlib import docker_broker, require_docker  # noqa: F401
 
 require_docker()
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BUILD = os.environ.get("BROKER_BUILD_DIR") or os.path.join(ROOT, "build")
+# a relative BROKER_BUILD_DIR (build-asan) is the repository's, whatever the cwd
+BUILD = os.path.join(ROOT, os.environ.get("BROKER_BUILD_DIR") or "build")
 NAMES = ["allowed.test", "denied.test", "api.wild.test", "loop.test", "other.test"]
 
 if not shutil.which("squid") and not os.path.exists("/usr/sbin/squid"):
@@ -39,12 +40,14 @@ if not shutil.which("squid") and not os.path.exists("/usr/sbin/squid"):
 
 
 REPO = {}  # "dir": a dumb-HTTP git repository served under /repo.git/
+SEEN = []  # every path the upstreams were asked for
 INDEX = {}  # "wheel": (file name, bytes) of the package served by the index under /simple/
 PIP_WHEEL = "/usr/share/python-wheels"  # Debian's python3-pip-whl (python3-venv needs it)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        SEEN.append(self.path)
         if self.path.startswith("/simple/") and INDEX.get("wheel"):
             name, data = INDEX["wheel"]
             if self.path.rstrip("/") != "/simple/egresstestpkg":
@@ -185,6 +188,38 @@ class Squid:
             self.relay.wait(10)
         self.stop_squid()
 
+    def cache_log(self):
+        try:
+            return open(os.path.join(self.state, "cache.log"), errors="replace").read()
+        except OSError:
+            return ""
+
+    def helper_pids(self):
+        """The helpers Squid runs (its children, -N: no daemon)."""
+        pids = []
+        for p in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % p) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            if int(st.rsplit(")", 1)[1].split()[1]) == self.squid.pid:
+                pids.append(int(p))
+        return pids
+
+    def stop_squid_and_helpers(self):
+        """Stop Squid and wait until its helpers are gone: each flushed its
+        counts to Redis and wrote its last log line at its end of input."""
+        def alive(pid):
+            try:
+                with open("/proc/%d/status" % pid) as f:
+                    return "zombie" not in f.read()
+            except OSError:
+                return False
+        pids = self.helper_pids()
+        self.stop_squid()
+        wait_until(lambda: not any(alive(p) for p in pids), 20, desc="squid's helpers gone")
+
     def access_log(self):
         try:
             return open(os.path.join(self.state, "access.log")).read()
@@ -266,6 +301,9 @@ def egress(request, docker_broker, upstreams):
     yield factory
     for sq in made:
         sq.stop()
+        # the helper and the relay under SANITIZER=: their reports go to cache.log / relay.log
+        for log in (sq.cache_log(), open(os.path.join(sq.d, "relay.log"), errors="replace").read()):
+            assert "AddressSanitizer" not in log and "runtime error:" not in log, log[-4000:]
         rep = getattr(request.node, "rep_call", None)
         if rep is not None and rep.failed:
             print("\negress state kept: %s" % sq.d)
@@ -328,7 +366,7 @@ def test_allowed_denied_wildcard_and_runtime_change(egress, upstreams):
         sq.access_log()
 
     set_policy(sb, sid, allow=["allowed.test", "*.wild.test"])
-    time.sleep(2.2)  # Squid's negative answer (ttl 1 s) + the helper's cache (1 s)
+    time.sleep(1.2)  # the helper caches a policy 1 s (Squid caches no answer)
     got = fetch(sb, lease, *urls(upstreams, "allowed.test"), *urls(upstreams, "denied.test"),
                 *urls(upstreams, "api.wild.test"), "http://wild.test:%d/" % upstreams["http"])
     assert got[0].startswith("OK 200 hello allowed.test"), (got, sq.access_log())
@@ -337,7 +375,7 @@ def test_allowed_denied_wildcard_and_runtime_change(egress, upstreams):
     assert got[4].startswith("OK 200") and got[5].startswith("OK 200"), got
     assert got[6].startswith("FAIL"), "*.wild.test does not cover wild.test: %r" % got
 
-    # changed at run time: effective within 2 s
+    # changed at run time: effective within about 1 s (the helper's policy cache)
     set_policy(sb, sid, allow=["denied.test"])
     t0 = time.time()
 
@@ -351,8 +389,19 @@ def test_allowed_denied_wildcard_and_runtime_change(egress, upstreams):
     def counted():
         m = sb.b.redis.hgetall(sb.b.key("metrics"))
         return int(m.get("broker_egress_allowed_total", 0)) > 0 and \
-            int(m.get("broker_egress_denied_total", 0)) > 0
+            int(m.get('broker_egress_denied_total{reason="policy"}', 0)) > 0
     wait_until(counted, 5, desc="egress counters in the metrics hash")
+
+    # every decision is logged, a repeat within a second too (Squid caches no answer)
+    allowed = decisions(sq, sid, EGRESS_VERDICT="allow", EGRESS_HOST="denied.test")
+    assert allowed and all("EGRESS_REASON" not in r for r in allowed), allowed
+    n = len(decisions(sq, sid, EGRESS_REASON="policy", EGRESS_HOST="allowed.test"))
+    got = fetch(sb, lease, urls(upstreams, "allowed.test")[0], urls(upstreams, "allowed.test")[0])
+    assert all(g.startswith("FAIL") for g in got), got
+    sq.stop_squid_and_helpers()
+    recs = decisions(sq, sid, EGRESS_REASON="policy", EGRESS_HOST="allowed.test")
+    assert len(recs) == n + 2, recs
+    assert recs[-1]["EGRESS_VERDICT"] == "deny" and recs[-1]["EGRESS_PORT"] == str(upstreams["http"])
 
 
 def test_survives_squid_restart(egress, upstreams):
@@ -521,3 +570,192 @@ def test_policy_survives_stop_and_start(egress, upstreams):
     got = fetch(sb, lease, *urls(upstreams, "allowed.test"), urls(upstreams, "denied.test")[0])
     assert got[0].startswith("OK 200") and got[1].startswith("OK 200"), (got, sq.access_log())
     assert got[2].startswith("FAIL"), got
+
+
+def decisions(sq, sid, **fields):
+    """The helper's decision records of sandbox sid (stderr form of the
+    journald record: the same fields, in Squid's cache.log), as dicts of their
+    KEY=value fields, those matching fields only."""
+    out = []
+    for line in sq.cache_log().splitlines():
+        if "sandbox-egress-acl[" not in line or " SANDBOX_ID=%s" % sid not in line:
+            continue
+        kv = dict(w.split("=", 1) for w in line.split() if "=" in w and w.split("=", 1)[0].isupper())
+        if "EGRESS_VERDICT" in kv and all(kv.get(k) == v for k, v in fields.items()):
+            out.append(kv)
+    return out
+
+
+def denied_counts(sb):
+    """broker_egress_denied_total by reason, from GET /metrics."""
+    b = sb.b
+    r = http_request(b.port, "GET", "/metrics", headers=b.auth_headers(b.config["METRICS_TOKEN"]))
+    assert r.status == 200, r
+    out = {}
+    for line in r.raw.decode().splitlines():
+        if line.startswith('broker_egress_denied_total{reason="'):
+            name, value = line.rsplit(" ", 1)
+            out[name.split('"')[1]] = int(float(value))
+    return out
+
+
+REFUSE = r"""
+import socket, sys
+def talk(data):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(data)
+    out = b""
+    while b"\r\n\r\n" not in out and len(out) < 4096:
+        b = s.recv(4096)
+        if not b: break
+        out += b
+    s.close()
+    return out.split(b"\r\n")[0].decode(errors="replace")
+hp, tag = int(sys.argv[1]), sys.argv[2].encode()
+print("port", talk(b"CONNECT allowed.test:22 HTTP/1.1\r\nHost: allowed.test:22\r\n\r\n"))
+print("address", talk(b"GET http://loop.test:%d/%s HTTP/1.1\r\nHost: loop.test:%d\r\n\r\n" % (hp, tag, hp)))
+"""
+
+
+def refuse(sb, lease, upstreams, tag):
+    """A CONNECT to a port not allowed and a GET of a name resolving to
+    127.0.0.1 (loopback not allowed), from inside the sandbox: their status lines."""
+    r = sb.run(lease, "python3 /tmp/refuse.py %d %s" % (upstreams["http"], tag))
+    out = dict(line.split(" ", 1) for line in r["stdout"].splitlines() if " " in line)
+    assert set(out) == {"port", "address"}, r
+    return out
+
+
+def test_squid_refusals_are_logged_once_and_counted(egress, upstreams):
+    """Squid's own refusals (port, address) reach the helper's --refusals
+    role: one record each with the sandbox, host, port, verdict and reason,
+    and broker_egress_denied_total{reason=} up by exactly one each; the
+    requests are still refused and never reach an upstream."""
+    sb, sq = egress(allow_loopback=False)
+    lease, sid = setup_sandbox(sb, upstreams)
+    set_policy(sb, sid, default="allow")  # only Squid's own refusals apply
+    assert sb.write(lease, "/tmp/refuse.py", REFUSE.encode()).status == 200
+    before = denied_counts(sb)
+    assert set(before) == {"policy", "port", "address"}, before  # shown as 0 before any
+
+    got = refuse(sb, lease, upstreams, "refusal-probe")
+    assert got["port"].startswith("HTTP/1.1 403"), got
+    assert got["address"].startswith("HTTP/1.1 403"), got
+    assert "/refusal-probe" not in SEEN
+
+    want = {"port": {"EGRESS_HOST": "allowed.test", "EGRESS_PORT": "22"},
+            "address": {"EGRESS_HOST": "loop.test", "EGRESS_PORT": str(upstreams["http"])}}
+    wait_until(lambda: all(decisions(sq, sid, EGRESS_REASON=r) for r in want), 10,
+               desc="refusal records")
+    # every helper read its end of input: counts flushed, last lines written
+    sq.stop_squid_and_helpers()
+    for reason, fields in want.items():
+        recs = decisions(sq, sid, EGRESS_REASON=reason)
+        assert len(recs) == 1, (reason, recs, sq.cache_log()[-3000:])
+        assert recs[0]["EGRESS_VERDICT"] == "deny", recs
+        for k, v in fields.items():
+            assert recs[0][k] == v, (k, recs)
+    # the policy helper was never asked: no other decision of this sandbox
+    assert len(decisions(sq, sid)) == 2, decisions(sq, sid)
+    after = denied_counts(sb)
+    assert after["port"] == before["port"] + 1, (before, after)
+    assert after["address"] == before["address"] + 1, (before, after)
+    assert after["policy"] == before["policy"], (before, after)
+
+
+def test_squid_refusals_do_not_depend_on_the_logger(egress, upstreams):
+    """Whatever the --refusals helper answers (ERR: no match; BH: helper
+    failure), the request is refused: each deny line that asks it is
+    followed by the same line without it (egress/squid.conf.in)."""
+    sb, sq = egress(allow_loopback=False)
+    lease, sid = setup_sandbox(sb, upstreams)
+    set_policy(sb, sid, default="allow")
+    assert sb.write(lease, "/tmp/refuse.py", REFUSE.encode()).status == 200
+    answer = os.path.join(sq.d, "answer")
+    asked = os.path.join(sq.d, "asked")  # the lines the logger got
+    wrapper = os.path.join(sq.d, "acl-wrapper")
+    with open(wrapper, "w") as f:
+        f.write("#!/bin/sh\n"
+                "[ \"$1\" = --refusals ] || exec %s \"$@\"\n"
+                "while read -r line; do echo \"$line\" >> %s; cat %s; done\n"
+                % (os.path.join(BUILD, "sandbox-egress-acl"), asked, answer))
+    os.chmod(wrapper, 0o755)
+    open(asked, "w").close()
+    os.chmod(asked, 0o666)
+    sq.stop_squid()
+    sq.env["EGRESS_ACL_HELPER"] = wrapper
+    with open(sq.conf, "w") as f:
+        subprocess.run([os.path.join(ROOT, "egress", "squid-config")], env=sq.env, stdout=f,
+                       check=True)
+    for word in ("ERR", "BH message=test", "OK"):
+        with open(answer, "w") as f:
+            f.write(word + "\n")
+        os.chmod(answer, 0o644)
+        sq.start_squid()  # a fresh Squid: no helper state carried between answers
+        seen = len(open(asked).read().splitlines())
+        tag = "logger-" + word.split()[0]
+        got = refuse(sb, lease, upstreams, tag)
+        assert got["port"].startswith("HTTP/1.1 403"), (word, got)
+        assert got["address"].startswith("HTTP/1.1 403"), (word, got)
+        assert "/" + tag not in SEEN, word
+        # it was asked (last on the line), with the reason (Squid asks again after a BH)
+        lines = open(asked).read().splitlines()[seen:]
+        assert {ln.split()[2] for ln in lines} == {"port", "address"}, (word, lines)
+        assert len(lines) >= 2 if word.startswith("BH") else len(lines) == 2, (word, lines)
+        sq.stop_squid()
+    sq.start_squid()
+
+
+GET_ONE = r"""
+import sys, urllib.request
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=10) as r:
+        print("OK", r.status, r.read().decode()[:80])
+except Exception as e:
+    print("FAIL", type(e).__name__, str(e)[:120].replace("\n", " "))
+"""
+
+
+def test_runtime_rules_survive_pause_resume(egress, upstreams):
+    """A rule added at run time through the egress API (PATCH /policy on the
+    sandbox's 18080 endpoint) lets traffic out at once, and still does after
+    a pause and resume of the OpenSandbox sandbox; what it does not name stays
+    denied. Requests are made inside the container (docker exec: its own
+    environment's proxy, network none)."""
+    from sdklib import API_KEYS_ENV, OSB, container
+    sb, sq = egress(OPENSANDBOX_API_KEYS=API_KEYS_ENV)
+    o = OSB(sb.b, "alpha")
+    sid = o.create(networkPolicy={"defaultAction": "deny", "egress": []})
+    ep = o.endpoint(sid, 18080)
+    assert ep.status == 200, ep
+    path = "/" + ep.json["endpoint"].split("/", 1)[1] + "/policy"
+    headers = dict(ep.json.get("headers") or {}, **{"Content-Type": "application/json"})
+    allowed = "http://allowed.test:%d/pr" % upstreams["http"]
+    denied = "http://denied.test:%d/pr" % upstreams["http"]
+
+    def get(url):
+        c = container(sb.b, sid)
+        assert c and c["State"]["Running"], c
+        r = subprocess.run(["docker", "exec", c["Id"], "python3", "-c", GET_ONE, url],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r
+        return r.stdout.strip()
+
+    # denied by Squid (403), not merely unreachable while the relay comes up
+    wait_until(lambda: get(allowed).startswith("FAIL HTTPError HTTP Error 403"), 10,
+               interval=0.2, desc="the deny-all policy answering 403")
+    r = http_request(sb.b.port, "PATCH", path,
+                     json.dumps([{"action": "allow", "target": "allowed.test"}]), headers)
+    assert r.status == 200, r
+    wait_until(lambda: get(allowed).startswith("OK 200"), 10, interval=0.2,
+               desc="the PATCHed rule in effect")
+
+    assert o.pause(sid).status in (200, 202, 204)
+    o.wait_state(sid, "Paused")
+    assert o.resume(sid).status in (200, 202, 204)
+    o.wait_state(sid, "Running")
+    assert get(allowed).startswith("OK 200 hello allowed.test"), sq.access_log()
+    assert get(denied).startswith("FAIL"), sq.access_log()
+    r = http_request(sb.b.port, "GET", path, None, headers)
+    assert r.status == 200 and r.json["policy"]["egress"] == \
+        [{"action": "allow", "target": "allowed.test"}], r

@@ -150,6 +150,7 @@ static void test_format_prometheus_text(void **state)
         metrics_observe_ms(METRICS_SANDBOX_EXEC, 60);
         metrics_observe_ms(METRICS_SANDBOX_EXEC, 1500);
         metrics_request("status", "/metrics", "GET", 200);
+        metrics_add("broker_egress_denied_total{reason=\"port\"}", 2);
         assert_int_equal(metrics_flush(NULL, &cfg), 0);
         rep = hgetall();
         assert_int_equal(metrics_format(rep, status, &text, &len), 0);
@@ -157,6 +158,12 @@ static void test_format_prometheus_text(void **state)
         assert_non_null(strstr(text, "# TYPE broker_http_requests_total counter\n"
                                      "broker_http_requests_total{group=\"status\",route=\"/metrics\",method=\"GET\",status=\"200\"} 1\n"));
         assert_non_null(strstr(text, "broker_leases_reaped_total 0\n"));
+        /* a labelled family's known label sets show as 0 until counted, once */
+        assert_non_null(strstr(text, "broker_egress_denied_total{reason=\"port\"} 2\n"));
+        assert_null(strstr(text, "broker_egress_denied_total{reason=\"port\"} 0\n"));
+        assert_non_null(strstr(text, "broker_egress_denied_total{reason=\"policy\"} 0\n"));
+        assert_non_null(strstr(text, "broker_egress_denied_total{reason=\"address\"} 0\n"));
+        assert_null(strstr(text, "broker_egress_denied_total 0\n"));
         /* cumulative buckets in seconds, +Inf = count, sum in seconds */
         assert_non_null(strstr(text, "broker_sandbox_exec_seconds_bucket{le=\"0.050\"} 0\n"));
         assert_non_null(strstr(text, "broker_sandbox_exec_seconds_bucket{le=\"0.100\"} 1\n"));
