@@ -558,7 +558,7 @@ void h_osb_renew(struct request *req)
 {
         struct json_object *body = NULL, *v, *res;
         char why[256], iso[32];
-        int64_t ms;
+        int64_t ms, latest;
         struct osb o;
         int r;
 
@@ -571,9 +571,19 @@ void h_osb_renew(struct request *req)
                 reply_error(req, API_INVALID_REQUEST, "expiresAt must be an RFC 3339 UTC time, e.g. 2025-11-16T14:30:45Z");
                 goto out;
         }
+        /* any future time up to OPENSANDBOX_MAX_TIMEOUT_S from now (checked again,
+         * atomically, by the script); the answer names the maximum */
+        latest = timeutil_now_ms() + (int64_t)req->w->cfg->osb_max_timeout_s * 1000;
+        if (ms > latest) {
+                timeutil_format_iso(latest, iso, sizeof(iso));
+                reply_error(req, API_INVALID_REQUEST,
+                            "expiresAt is beyond the longest timeout this server allows: at most %d s "
+                            "(OPENSANDBOX_MAX_TIMEOUT_S) from now, i.e. not after %s",
+                            req->w->cfg->osb_max_timeout_s, iso);
+                goto out;
+        }
         r = osb_store_renew(req->w->redis, req->w->cfg, req->path_arg, o.tenant, (long long)ms,
-                            (long long)(timeutil_now_ms() + (int64_t)req->w->cfg->osb_max_timeout_s * 1000),
-                            why);
+                            (long long)latest, why);
         if (r == 0) {
                 timeutil_format_iso(ms, iso, sizeof(iso));
                 res = json_object_new_object();
@@ -708,10 +718,23 @@ void h_osb_metrics_event(struct request *req)
         reply_empty(req, 204);
 }
 
+/* Routes the SDKs and osb call that this server does not serve: 501 with
+ * the reason (never "no such route"). The networkpolicy routes are the SDKs'
+ * egress path for sandboxes of origin "template" (the OPEN-SANDBOX-ORIGIN
+ * answer header, which the broker never sends); every other sandbox's egress
+ * policy is the egress API under /proxy/18080/policy. */
 void h_osb_not_implemented(struct request *req)
 {
+        size_t n = strlen(req->route);
+
         if (strncmp(req->route, "/v1/templates", 13) == 0)
                 reply_error(req, API_NOT_IMPLEMENTED, "%s %s: " TEMPLATES_NOT_SERVED, req->method, req->route);
+        else if (n >= 14 && strcmp(req->route + n - 14, "/networkpolicy") == 0)
+                reply_error(req, API_NOT_IMPLEMENTED,
+                            "%s %s: not implemented: the network policy of template sandboxes is not served "
+                            "(there are no templates here); a sandbox's egress policy is the egress API at "
+                            "GET/PATCH/DELETE /v1/sandboxes/{id}/proxy/18080/policy",
+                            req->method, req->route);
         else
                 reply_error(req, API_NOT_IMPLEMENTED,
                             "%s %s: diagnostics are not served by this server (logs and events are part "

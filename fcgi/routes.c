@@ -58,6 +58,10 @@ static const struct route routes[] = {
         { "sandboxes", "POST", "/v1/templates", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/templates/{}", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "DELETE", "/v1/templates/{}", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/sandboxes/{}/networkpolicy", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "PUT", "/v1/sandboxes/{}/networkpolicy", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "PATCH", "/v1/sandboxes/{}/networkpolicy", h_osb_not_implemented, ROUTE_KEY },
+        { "sandboxes", "DELETE", "/v1/sandboxes/{}/networkpolicy", h_osb_not_implemented, ROUTE_KEY },
         /* execd contract (execd-api.yaml) served by the broker, X-EXECD-ACCESS-TOKEN */
         { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/ping", h_execd_ping, ROUTE_TOKEN },
         { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/command", h_execd_run_command, ROUTE_TOKEN },

@@ -1,8 +1,11 @@
 """GET /health, GET /v1/status and X-Request-ID (docs/API.md)."""
 
+import os
+import socket
+import threading
 import uuid
 
-from brokerlib import check_lease, http_request, wait_until
+from brokerlib import check_error, check_lease, http_request, wait_until
 
 
 def test_health_ok(broker):
@@ -108,3 +111,45 @@ def test_handler_down_is_502_json_and_recovers(broker):
     r = wait_until(lambda: (lambda r: r if r.status == 200 else None)(b.acquire("u", "s")),
                    10, 0.2, "acquire served again")
     check_lease(r.json["lease"], "u", "s")
+
+
+def test_handler_that_does_not_answer_is_504_json(broker):
+    """A handler that takes the FastCGI connection and never answers:
+    after nginx's fastcgi_read_timeout (30 s) the client gets nginx's own
+    504 as the documented JSON error, with its request id. The handler's
+    socket is held by a listener that accepts and says nothing."""
+    b = broker()
+    b.stop("fcgi-status")
+    path = os.path.join(b.state_dir, "run", "status.sock")
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(path)
+    lsock.listen(8)
+    held = []
+    accepted = threading.Event()
+
+    def hold():
+        while True:
+            try:
+                c, _ = lsock.accept()
+            except OSError:
+                return
+            held.append(c)
+            accepted.set()
+
+    t = threading.Thread(target=hold, daemon=True)
+    t.start()
+    try:
+        r = http_request(b.port, "GET", "/health", timeout=90)
+        assert accepted.is_set(), "nginx never connected to the handler's socket"
+        check_error(r, 504, "GATEWAY_TIMEOUT")
+        assert r.headers.get("X-Request-ID"), r
+    finally:
+        lsock.shutdown(socket.SHUT_RDWR)
+        lsock.close()
+        t.join(10)
+        for c in held:
+            c.close()
+        os.unlink(path)
+    b.start("fcgi-status")
+    wait_until(lambda: b.get("/health").status == 200,
+               10, 0.2, "health served again")

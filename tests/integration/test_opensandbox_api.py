@@ -275,6 +275,11 @@ def test_terminated_sandboxes_leave_the_list(mb, made):
         assert gone not in ids, (q, ids)
     assert [s["id"] for s in o.list(metadata_query(tag)).json["items"]] == [keep]
     assert o.get(gone).json["status"]["state"] == "Terminated"
+    # the record is kept for a bounded time (SANDBOX_KEEP_S, one hour:
+    # docs/API.md, "Differences"), the live one has no such bound
+    ttl = mb.redis.ttl(mb.key("sandbox:" + gone))
+    assert 0 < ttl <= 3600, ttl
+    assert mb.redis.ttl(mb.key("sandbox:" + keep)) == -1
 
 
 @pytest.mark.parametrize("query", ["page=0", "pageSize=0", "page=x", "pageSize=-1",
@@ -388,6 +393,14 @@ def test_renew_expiration_rules(mb, made):
     assert r.status == 200 and parse_iso_ms(r.json["expiresAt"]) == parse_iso_ms(sooner), r
     assert parse_iso_ms(o.get(sid).json["expiresAt"]) == parse_iso_ms(sooner)
     check_osb_error(o.renew(sid, iso_in(-60)), 400)      # in the past
+    # up to OPENSANDBOX_MAX_TIMEOUT_S (86400 by default) from now; beyond it a
+    # 400 that names the maximum, and the expiry stays as it was
+    near_max = iso_in(86400 - 300)
+    r = o.renew(sid, near_max)
+    assert r.status == 200 and parse_iso_ms(r.json["expiresAt"]) == parse_iso_ms(near_max), r
+    body = check_osb_error(o.renew(sid, iso_in(86400 + 300)), 400, "INVALID_REQUEST")
+    assert "86400" in body["message"] and "OPENSANDBOX_MAX_TIMEOUT_S" in body["message"], body
+    assert parse_iso_ms(o.get(sid).json["expiresAt"]) == parse_iso_ms(near_max)
     check_osb_error(o.renew(sid, "tomorrow"), 400)
     r = o.call("POST", "/sandboxes/%s/renew-expiration" % sid, {})
     check_osb_error(r, 400)

@@ -12,9 +12,14 @@
 - a file name over NAME_MAX (and a path over PATH_MAX) is 400, not 502;
 - POST /v1/metrics/events (the SDKs' telemetry) is 204 with a key, 401
   without; execd routes of the spec the broker does not serve are 501;
+- every path and method of the four spec files (read from the files, so a
+  route added to a spec cannot silently answer "no such route") either
+  works or answers 501 with the reason, and so do the routes the SDKs call
+  beyond the specs (templates, the template sandboxes' networkpolicy);
 - the README's Python and TypeScript quickstarts run verbatim.
 """
 
+import http.client
 import json
 import os
 import re
@@ -26,6 +31,7 @@ import time
 import urllib.parse
 
 import pytest
+import yaml
 
 from brokerlib import REPO, check_error, http_request
 from sandboxlib import BASE_IMAGE, require_docker
@@ -317,6 +323,135 @@ def test_metrics_events_and_unserved_routes(osb_broker, running):
         # still behind the token: a wrong one is 404, like an unknown id
         st, _, body = ex.json(method, path, {} if method == "POST" else None, port=port, token="bad")
         assert st == 404, (method, path, st, body)
+
+
+# ------------------------------------------------------ every route of the specs
+
+SPEC_DIR = os.environ.get("OSB_SPEC_DIR",
+                          os.path.join(os.path.dirname(REPO), "shared", "specs", "opensandbox"))
+# spec file -> where the broker serves its paths ({sid}: the walk's sandbox)
+SPEC_BASES = {
+    "sandbox-lifecycle.yml": "/v1",
+    "diagnostic-api.yml": "/v1",
+    "execd-api.yaml": "/v1/sandboxes/{sid}/proxy/44772",
+    "egress-api.yaml": "/v1/sandboxes/{sid}/proxy/18080",
+}
+# (spec file, METHOD, path) answered 501 by design (docs/OPENSANDBOX.md, docs/EXECD.md)
+NOT_SERVED = {("diagnostic-api.yml", m, p) for m, p in (
+    ("GET", "/sandboxes/{sandboxId}/diagnostics/logs"),
+    ("GET", "/sandboxes/{sandboxId}/diagnostics/events"))} | \
+    {("execd-api.yaml", m, p) for m, p in (
+        ("GET", "/code/contexts"), ("DELETE", "/code/contexts"),
+        ("GET", "/code/contexts/{context_id}"), ("DELETE", "/code/contexts/{context_id}"),
+        ("POST", "/code/context"), ("POST", "/code"), ("DELETE", "/code"))} | \
+    {("egress-api.yaml", m, p) for m, p in (
+        ("POST", "/credential-vault"), ("GET", "/credential-vault"),
+        ("PATCH", "/credential-vault"), ("DELETE", "/credential-vault"),
+        ("GET", "/credential-vault/credentials"),
+        ("GET", "/credential-vault/credentials/{credential_name}"),
+        ("GET", "/credential-vault/bindings"),
+        ("GET", "/credential-vault/bindings/{binding_name}"))}
+# what the SDKs and osb call beyond the four specs: (METHOD, path, status)
+BEYOND_SPECS = [
+    ("POST", "/v1/metrics/events", 204),
+    ("GET", "/v1/templates", 501), ("POST", "/v1/templates", 501),
+    ("GET", "/v1/templates/{id}", 501), ("DELETE", "/v1/templates/{id}", 501),
+    ("GET", "/v1/sandboxes/{sandboxId}/networkpolicy", 501),
+    ("PUT", "/v1/sandboxes/{sandboxId}/networkpolicy", 501),
+    ("PATCH", "/v1/sandboxes/{sandboxId}/networkpolicy", 501),
+    ("DELETE", "/v1/sandboxes/{sandboxId}/networkpolicy", 501),
+]
+NO_SUCH_SANDBOX = "0" * 32
+HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def spec_operations():
+    """(spec file, METHOD, path) of every operation of the four spec files."""
+    if not os.path.isdir(SPEC_DIR):
+        pytest.fail("no OpenSandbox specs at %s (set OSB_SPEC_DIR)" % SPEC_DIR, pytrace=False)
+    ops = []
+    for name in sorted(SPEC_BASES):
+        with open(os.path.join(SPEC_DIR, name), encoding="utf-8") as f:
+            spec = yaml.safe_load(f)
+        for path, item in spec["paths"].items():
+            ops += [(name, m.upper(), path) for m in item if m in HTTP_METHODS]
+    files = {os.path.basename(p) for p in os.listdir(SPEC_DIR) if p.endswith((".yml", ".yaml"))}
+    assert files == set(SPEC_BASES), "a spec file this walk does not know: %s" % (files - set(SPEC_BASES))
+    return ops
+
+
+def _walk_request(b, method, path, headers):
+    """One request as a client that knows the route but sends no valid
+    arguments: POST/PUT/PATCH carry {}, GET/DELETE nothing. An event
+    stream is not read past its headers. (status, code, message, body)."""
+    h = dict(headers)
+    data = None
+    if method in ("POST", "PUT", "PATCH"):
+        data = b"{}"
+        h["Content-Type"] = "application/json"
+    c = http.client.HTTPConnection("127.0.0.1", b.port, timeout=60)
+    try:
+        c.request(method, path, body=data, headers=h)
+        r = c.getresponse()
+        if (r.getheader("Content-Type") or "").startswith("text/event-stream"):
+            return r.status, None, None, None
+        raw = r.read()
+    finally:
+        c.close()
+    body = json.loads(raw) if raw else None  # every answer on the broker's port is JSON
+    if isinstance(body, dict):
+        return r.status, body.get("code"), body.get("message"), body
+    return r.status, None, None, body
+
+
+def _route_fault(status, code, message, want_501):
+    if status == 404 and message == "no such route":
+        return "no such route"
+    if status == 405:
+        return "405 %s" % message
+    if want_501:
+        if status != 501 or code != "NOT_IMPLEMENTED" or not re.search(r"not (served|implemented)",
+                                                                         message or ""):
+            return "expected 501 NOT_IMPLEMENTED with the reason, got %d %s %s" % (status, code, message)
+    elif status >= 500:
+        return "%d %s %s" % (status, code, message)
+    return None
+
+
+def test_every_spec_route_is_served_or_501(osb_broker, running):
+    """Walk the spec files themselves: every (method, path) they name reaches
+    a handler of the broker (never nginx's or the route table's "no such
+    route", never 405), and answers 501 with the reason exactly when it is
+    one of the routes not served by design. Path parameters are an unknown
+    id (the lifecycle routes then answer 404 SANDBOX_NOT_FOUND, past the
+    route table), except the data plane's sandbox: the running one with its
+    token, so the 501s behind the token are reached."""
+    osb, sid, ex = running
+    key = {"OPEN-SANDBOX-API-KEY": KEY["echo"]}
+    token = {"X-EXECD-ACCESS-TOKEN": ex.token}
+    faults, table = [], []
+    ops = spec_operations()
+    assert len(ops) >= 45, ops
+    for name, method, path in ops:
+        base = SPEC_BASES[name].format(sid=sid)
+        url = base + re.sub(r"\{[^}]+\}", NO_SUCH_SANDBOX, path)
+        st, code, msg, body = _walk_request(osb_broker, method, url, token if "proxy" in base else key)
+        table.append("%-22s %-6s %-50s %d %s" % (name, method, path, st, code or ""))
+        fault = _route_fault(st, code, msg, (name, method, path) in NOT_SERVED)
+        if fault:
+            faults.append("%s %s %s: %s" % (name, method, path, fault))
+        if (name, method, path) == ("execd-api.yaml", "POST", "/session") and st == 200:
+            # the walk made a session: end it ({} is a valid create)
+            assert ex.json("DELETE", "/session/" + body["session_id"])[0] == 200
+    for method, path, want in BEYOND_SPECS:
+        url = re.sub(r"\{[^}]+\}", NO_SUCH_SANDBOX, path)
+        st, code, msg, _ = _walk_request(osb_broker, method, url, key)
+        table.append("%-22s %-6s %-50s %d %s" % ("(beyond the specs)", method, path, st, code or ""))
+        fault = _route_fault(st, code, msg, want == 501)
+        if fault or st != want:
+            faults.append("%s %s: %s (expected %d)" % (method, path, fault or st, want))
+    print("\n" + "\n".join(table))
+    assert not faults, "\n".join(faults)
 
 
 # --------------------------------------------------------------- the README
