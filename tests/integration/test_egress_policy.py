@@ -294,7 +294,7 @@ def test_unknown_sandbox_is_404(mb, one):
     assert e.patch(rules(("allow", "a.com"))).status == 404
 
 
-def test_policy_survives_pause_resume_and_handler_restart(mb, made):
+def test_policy_survives_pause_resume_and_broker_restart(mb, made):
     o = OSB(mb, "echo")
     sid = o.create(networkPolicy={"defaultAction": "deny", "egress": rules(("allow", "a.com"))})
     made.append(("echo", sid))
@@ -308,10 +308,13 @@ def test_policy_survives_pause_resume_and_handler_restart(mb, made):
     want = {"defaultAction": "deny", "egress": rules(("allow", "b.com"), ("allow", "a.com"))}
     check_status(e.get(), want)
     assert o.renew(sid, "2099-01-01T00:00:00Z").status in (200, 400)
-    for name in ("fcgi-sandboxes", "fcgi-execd"):
+    # the whole broker restarted (handlers, supervisor, nginx); Redis keeps the policy
+    names = ("nginx", "fcgi-sandboxes", "fcgi-execd", "supervisor")
+    for name in names:
         mb.stop(name)
-    for name in ("fcgi-sandboxes", "fcgi-execd"):
+    for name in reversed(names):
         mb.start(name)
+    o.wait_state(sid, "Running")
     check_status(Egress(o, sid).get(), want)
     assert stored(mb, sid) == want
 
