@@ -1,5 +1,6 @@
 /* egress_acl_req: see egress_acl_req.h. */
 #include "egress_acl_req.h"
+#include "url.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -19,17 +20,6 @@ static bool printable(unsigned char c)
         return c > 0x20 && c < 0x7f;
 }
 
-static int hexval(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* Undo Squid's %-encoding of t into out (cap bytes, NUL-terminated). Only
  * printable ASCII is accepted, raw or decoded. -EINVAL otherwise, or if it
  * does not fit. */
@@ -42,8 +32,8 @@ static int decode(struct tok t, char *out, size_t cap)
                 if (!printable(c))
                         return -EINVAL;
                 if (c == '%') {
-                        int hi = i + 2 < t.len ? hexval(t.p[i + 1]) : -1;
-                        int lo = i + 2 < t.len ? hexval(t.p[i + 2]) : -1;
+                        int hi = i + 2 < t.len ? url_hex_digit((unsigned char)t.p[i + 1]) : -1;
+                        int lo = i + 2 < t.len ? url_hex_digit((unsigned char)t.p[i + 2]) : -1;
                         if (hi < 0 || lo < 0)
                                 return -EINVAL;
                         c = (unsigned char)(hi << 4 | lo);
