@@ -719,25 +719,27 @@ void h_osb_metrics_event(struct request *req)
 }
 
 /* Routes the SDKs and osb call that this server does not serve: 501 with
- * the reason (never "no such route"). The networkpolicy routes are the SDKs'
- * egress path for sandboxes of origin "template" (the OPEN-SANDBOX-ORIGIN
- * answer header, which the broker never sends); every other sandbox's egress
- * policy is the egress API under /proxy/18080/policy. */
+ * the reason (never "no such route"). */
 void h_osb_not_implemented(struct request *req)
 {
-        size_t n = strlen(req->route);
-
         if (strncmp(req->route, "/v1/templates", 13) == 0)
                 reply_error(req, API_NOT_IMPLEMENTED, "%s %s: " TEMPLATES_NOT_SERVED, req->method, req->route);
-        else if (n >= 14 && strcmp(req->route + n - 14, "/networkpolicy") == 0)
-                reply_error(req, API_NOT_IMPLEMENTED,
-                            "%s %s: not implemented: the network policy of template sandboxes is not served "
-                            "(there are no templates here); a sandbox's egress policy is the egress API at "
-                            "GET/PATCH/DELETE /v1/sandboxes/{id}/proxy/18080/policy",
-                            req->method, req->route);
         else
                 reply_error(req, API_NOT_IMPLEMENTED,
                             "%s %s: diagnostics are not served by this server (logs and events are part "
                             "of the OpenSandbox specification, not served yet)",
                             req->method, req->route);
+}
+
+/* The SDKs' egress path for sandboxes of origin "template" (the
+ * OPEN-SANDBOX-ORIGIN answer header, which the broker never sends): 501;
+ * every other sandbox's egress policy is the egress API under
+ * /proxy/18080/policy. */
+void h_osb_networkpolicy_not_implemented(struct request *req)
+{
+        reply_error(req, API_NOT_IMPLEMENTED,
+                    "%s %s: not implemented: the network policy of template sandboxes is not served "
+                    "(there are no templates here); a sandbox's egress policy is the egress API at "
+                    "GET/PATCH/DELETE /v1/sandboxes/{id}/proxy/18080/policy",
+                    req->method, req->route);
 }
