@@ -12,14 +12,6 @@
 #include "envfile.h"
 #include "fuzz.h"
 
-#define CHECK(cond)                                                                                 \
-        do {                                                                                        \
-                if (!(cond)) {                                                                      \
-                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, #cond); \
-                        abort();                                                                    \
-                }                                                                                   \
-        } while (0)
-
 static size_t key_len(const char *kv)
 {
         size_t k = 0;

@@ -24,14 +24,6 @@
 #include "agent_proto.h"
 #include "fuzz.h"
 
-#define CHECK(cond)                                                                                 \
-        do {                                                                                        \
-                if (!(cond)) {                                                                      \
-                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, #cond); \
-                        abort();                                                                    \
-                }                                                                                   \
-        } while (0)
-
 /* What one parse handed over: bytes of each stream (0 = the raw body),
  * never more than the input holds. */
 struct sink {

@@ -23,15 +23,6 @@
 #include "docker_api.h"
 #include "fuzz.h"
 
-#define CHECK(cond)                                                                      \
-        do {                                                                             \
-                if (!(cond)) {                                                           \
-                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                  \
-                        abort();                                                         \
-                }                                                                        \
-        } while (0)
-
 /* What the stream decodes to, uncapped. */
 struct expect {
         uint8_t *out, *err;

@@ -18,15 +18,6 @@
 #include "docker_json.h"
 #include "fuzz.h"
 
-#define CHECK(cond)                                                                      \
-        do {                                                                             \
-                if (!(cond)) {                                                           \
-                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                  \
-                        abort();                                                         \
-                }                                                                        \
-        } while (0)
-
 #define TERMINATED(a) (strnlen((a), sizeof(a)) < sizeof(a))
 
 static void check_state(enum sandbox_run_state s)

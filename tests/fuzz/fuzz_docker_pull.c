@@ -15,15 +15,6 @@
 #include "fuzz.h"
 #include "image_policy.h"
 
-#define CHECK(cond)                                                                      \
-        do {                                                                             \
-                if (!(cond)) {                                                           \
-                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                  \
-                        abort();                                                         \
-                }                                                                        \
-        } while (0)
-
 static struct docker_pull_state st;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

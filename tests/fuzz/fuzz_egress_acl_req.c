@@ -13,14 +13,6 @@
 #include "egress_acl_req.h"
 #include "fuzz.h"
 
-#define CHECK(cond)                                                                                 \
-        do {                                                                                        \
-                if (!(cond)) {                                                                      \
-                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, #cond); \
-                        abort();                                                                    \
-                }                                                                                   \
-        } while (0)
-
 static void check(const struct egress_acl_req *q)
 {
         size_t n = strnlen(q->sid, sizeof(q->sid));

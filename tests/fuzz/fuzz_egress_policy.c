@@ -12,14 +12,6 @@
 #include "egress_policy.h"
 #include "fuzz.h"
 
-#define CHECK(cond)                                                                                 \
-        do {                                                                                        \
-                if (!(cond)) {                                                                      \
-                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, #cond); \
-                        abort();                                                                    \
-                }                                                                                   \
-        } while (0)
-
 static struct egress_policy p, q;
 static struct egress_rule rules[EGRESS_RULES_MAX];
 static char targets[EGRESS_RULES_MAX][EGRESS_TARGET_MAX + 1];

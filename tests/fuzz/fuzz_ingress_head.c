@@ -16,14 +16,6 @@
 #include "fuzz.h"
 #include "ingress_head.h"
 
-#define CHECK(cond)                                                                                 \
-        do {                                                                                        \
-                if (!(cond)) {                                                                      \
-                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, #cond); \
-                        abort();                                                                    \
-                }                                                                                   \
-        } while (0)
-
 static char out[INGRESS_HEAD_MAX];
 
 static void check_out(const char *o, size_t n)

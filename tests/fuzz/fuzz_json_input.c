@@ -12,15 +12,6 @@
 #include "json_input.h"
 #include "lease.h"
 
-#define CHECK(cond)                                                                      \
-        do {                                                                             \
-                if (!(cond)) {                                                           \
-                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                  \
-                        abort();                                                         \
-                }                                                                        \
-        } while (0)
-
 static void check_id(struct json_object *obj, const char *name, bool required)
 {
         const char *id = "unset";

@@ -15,15 +15,6 @@
 #include "fuzz.h"
 #include "multipart.h"
 
-#define CHECK(cond)                                                                      \
-        do {                                                                             \
-                if (!(cond)) {                                                           \
-                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                  \
-                        abort();                                                         \
-                }                                                                        \
-        } while (0)
-
 struct trace {
         uint64_t hash;   /* FNV-1a over every event */
         size_t bytes;

@@ -14,15 +14,6 @@
 #include "fuzz.h"
 #include "url.h"
 
-#define CHECK(cond)                                                                      \
-        do {                                                                             \
-                if (!(cond)) {                                                           \
-                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, \
-                                #cond);                                                  \
-                        abort();                                                         \
-                }                                                                        \
-        } while (0)
-
 static void walk(const char *query, size_t nsz, size_t vsz)
 {
         char *name = malloc(nsz ? nsz : 1), *value = malloc(vsz ? vsz : 1);

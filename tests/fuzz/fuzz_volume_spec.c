@@ -16,14 +16,6 @@
 #include "volume.h"
 #include "volume_spec.h"
 
-#define CHECK(cond)                                                                                 \
-        do {                                                                                        \
-                if (!(cond)) {                                                                      \
-                        fprintf(stderr, "%s:%d: contract broken: %s\n", __FILE__, __LINE__, #cond); \
-                        abort();                                                                    \
-                }                                                                                   \
-        } while (0)
-
 static struct volume_set set;
 static struct volume_allow allow;
 
