@@ -1,12 +1,14 @@
 /* sandbox-agent: the first process of a Docker sandbox (docs/AGENT.md).
  *
- *   sandbox-agent --socket PATH [--keep] [-- ENTRYPOINT ARGS...]
+ *   sandbox-agent (--socket PATH | --dial PATH) [--keep] [-- ENTRYPOINT ARGS...]
  *
  * PID 1's duties: reap every zombie, start the entrypoint (its own process
  * group, the terminal's foreground one if there is a terminal), forward the
  * stop signals to that group, and exit with the entrypoint's code once it
- * has gone (unless --keep). Besides, it serves the broker on a unix socket:
- * each accepted connection is handed to a forked handler child
+ * has gone (unless --keep). Besides, it serves the broker on a unix socket,
+ * one it listens on (--socket) or, where the host cannot reach a socket
+ * bound in the sandbox (gVisor), connections it dials to the host relay's
+ * (--dial, dialer.h): each connection is handed to a forked handler child
  * (handler.c), so that nothing a request does can hurt this process, which
  * keeps no buffer of its own (idle RSS well under 1 MiB).
  *
@@ -30,6 +32,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "dialer.h"
 #include "egress.h"
 #include "listener.h"
 
@@ -41,7 +44,8 @@ static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGU
 struct agent {
         bool keep;
         char **entry_argv; /* NULL: no entrypoint */
-        struct listener lis;
+        struct listener lis; /* --socket; fd -1 with --dial */
+        struct dialer dialer; /* --dial; path NULL with --socket */
         int sig_fd;
         bool stopping; /* a SIGTERM/SIGINT was forwarded: exit with the entrypoint */
         struct agent_state state;
@@ -72,13 +76,14 @@ __attribute__((format(printf, 1, 2))) static void log_err(const char *fmt, ...)
 
 static void usage(void)
 {
-        log_err("usage: sandbox-agent --socket PATH [--keep] [-- ENTRYPOINT ARGS...]");
+        log_err("usage: sandbox-agent (--socket PATH | --dial PATH) [--keep] [-- ENTRYPOINT ARGS...]");
         exit(2);
 }
 
-static void parse_args(struct agent *a, int argc, char **argv, const char **ret_socket)
+static void parse_args(struct agent *a, int argc, char **argv, const char **ret_socket,
+                       const char **ret_dial)
 {
-        const char *sock = NULL;
+        const char *sock = NULL, *dial = NULL;
         int i;
 
         for (i = 1; i < argc; i++) {
@@ -89,16 +94,21 @@ static void parse_args(struct agent *a, int argc, char **argv, const char **ret_
                         sock = argv[++i];
                 } else if (strncmp(argv[i], "--socket=", 9) == 0) {
                         sock = argv[i] + 9;
+                } else if (strcmp(argv[i], "--dial") == 0 && i + 1 < argc) {
+                        dial = argv[++i];
+                } else if (strncmp(argv[i], "--dial=", 7) == 0) {
+                        dial = argv[i] + 7;
                 } else if (strcmp(argv[i], "--keep") == 0) {
                         a->keep = true;
                 } else {
                         usage();
                 }
         }
-        if (!sock || !*sock)
+        if (!sock == !dial || (sock && !*sock) || (dial && !*dial))
                 usage();
         a->entry_argv = i < argc ? argv + i : NULL;
         *ret_socket = sock;
+        *ret_dial = dial;
 }
 
 /* fds 0-2 open (on /dev/null if they were not), so that no socket or pipe
@@ -247,40 +257,61 @@ static void reply_busy(int fd)
         (void)send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+/* A connection (blocking) to a handler child; closed here either way. */
+static void serve(struct agent *a, int fd)
+{
+        pid_t pid;
+
+        if (a->n_handlers >= AGENT_HANDLERS_MAX) {
+                reply_busy(fd);
+                (void)close(fd);
+                return;
+        }
+        pid = fork();
+        if (pid == 0) {
+                agent_child_reset2(fd, a->state.entry_fd);
+                (void)signal(SIGPIPE, SIG_IGN);
+                agent_handle(fd, &a->state);
+                _exit(0);
+        }
+        if (pid < 0)
+                reply_busy(fd);
+        else
+                a->handlers[a->n_handlers++] = pid;
+        (void)close(fd);
+}
+
 static void accept_all(struct agent *a)
 {
         for (;;) {
                 int fd = accept4(a->lis.fd, NULL, NULL, SOCK_CLOEXEC);
-                pid_t pid;
 
                 if (fd < 0) {
                         if (errno == EINTR || errno == ECONNABORTED)
                                 continue;
                         return; /* EAGAIN; or EMFILE and the like: next round */
                 }
-                if (a->n_handlers >= AGENT_HANDLERS_MAX) {
-                        reply_busy(fd);
-                        (void)close(fd);
-                        continue;
-                }
-                pid = fork();
-                if (pid == 0) {
-                        agent_child_reset2(fd, a->state.entry_fd);
-                        (void)signal(SIGPIPE, SIG_IGN);
-                        agent_handle(fd, &a->state);
-                        _exit(0);
-                }
-                if (pid < 0)
-                        reply_busy(fd);
-                else
-                        a->handlers[a->n_handlers++] = pid;
-                (void)close(fd);
+                serve(a, fd);
         }
+}
+
+/* Dial what the pool misses; the first failure of a run is logged. */
+static void dial_fill(struct agent *a)
+{
+        int r = dialer_fill(&a->dialer, agent_now_ms());
+
+        if (r < 0)
+                log_err("sandbox-agent: cannot dial %s: %s (retrying)", a->dialer.path,
+                        strerror(-r));
 }
 
 static void socket_check(struct agent *a)
 {
-        int r = listener_check(&a->lis);
+        int r;
+
+        if (a->lis.fd < 0)
+                return; /* --dial: the socket is the relay's */
+        r = listener_check(&a->lis);
 
         if (r < 0 && !a->lis.failing)
                 log_err("sandbox-agent: %s is gone and cannot be bound again: %s", a->lis.path,
@@ -294,10 +325,10 @@ int main(int argc, char **argv)
 {
         static struct agent agent = { .sig_fd = -1 };
         struct agent *a = &agent;
-        const char *sock;
+        const char *sock, *dial;
         int entry_pipe[2], r;
 
-        parse_args(a, argc, argv, &sock);
+        parse_args(a, argc, argv, &sock, &dial);
         stdio_ensure();
         a->state.agent_pid = getpid();
         if (a->state.agent_pid != 1)
@@ -313,10 +344,16 @@ int main(int argc, char **argv)
         }
         a->entry_rd = entry_pipe[0];
         a->state.entry_fd = entry_pipe[1];
-        r = listener_open(&a->lis, sock);
-        if (r < 0) {
-                log_err("sandbox-agent: %s: %s", sock, strerror(-r));
-                return 1;
+        a->lis.fd = -1;
+        if (sock) {
+                r = listener_open(&a->lis, sock);
+                if (r < 0) {
+                        log_err("sandbox-agent: %s: %s", sock, strerror(-r));
+                        return 1;
+                }
+        } else {
+                dialer_init(&a->dialer, dial);
+                dial_fill(a);
         }
         a->egress = egress_enabled();
         if (a->egress) {
@@ -329,13 +366,22 @@ int main(int argc, char **argv)
 
         a->next_check = agent_now_ms() + CHECK_INTERVAL_MS;
         for (;;) {
-                struct pollfd p[3] = { { .fd = a->lis.fd, .events = POLLIN },
-                                       { .fd = a->sig_fd, .events = POLLIN },
-                                       { .fd = a->entry_rd, .events = POLLIN } };
+                struct pollfd p[3 + DIALER_IDLE] = { { .fd = a->lis.fd, .events = POLLIN },
+                                                     { .fd = a->sig_fd, .events = POLLIN },
+                                                     { .fd = a->entry_rd, .events = POLLIN } };
                 long long now = agent_now_ms();
                 int timeout = a->next_check > now ? (int)(a->next_check - now) : 0;
+                nfds_t n = 3;
 
-                if (poll(p, 3, timeout) < 0 && errno != EINTR) {
+                if (a->dialer.path) {
+                        int t = dialer_timeout(&a->dialer, now);
+
+                        dialer_pollfds(&a->dialer, p + 3);
+                        n += DIALER_IDLE;
+                        if (t >= 0 && t < timeout)
+                                timeout = t;
+                }
+                if (poll(p, n, timeout) < 0 && errno != EINTR) {
                         log_err("sandbox-agent: poll: %s", strerror(errno));
                         agent_exit(a, 1);
                 }
@@ -345,6 +391,14 @@ int main(int argc, char **argv)
                         signals_read(a);
                 if (p[0].revents)
                         accept_all(a);
+                for (int i = 0; a->dialer.path && i < DIALER_IDLE; i++) {
+                        int fd = p[3 + i].revents ? dialer_take(&a->dialer, i) : -1;
+
+                        if (fd >= 0)
+                                serve(a, fd);
+                }
+                if (a->dialer.path)
+                        dial_fill(a);
                 now = agent_now_ms();
                 if (now >= a->next_check) {
                         socket_check(a);
