@@ -129,15 +129,6 @@ int execd_open(struct request *req, struct execd *x, bool need_running)
         return 0;
 }
 
-int execd_need_agent(struct request *req, const struct execd *x, const char *what)
-{
-        if (config_runtime_has_agent(x->runtime))
-                return 0;
-        reply_error(req, API_NOT_IMPLEMENTED, "%s: not available under runtime %s, whose sandboxes run "
-                    "without the sandbox agent (docs/OPERATIONS.md, \"gVisor\")", what, x->runtime);
-        return -1;
-}
-
 const struct log_kv *execd_kv(const struct request *req, const struct execd *x)
 {
         static __thread struct log_kv kv[3];

@@ -57,11 +57,6 @@ struct execd {
  * x->user, a bad one is 400. Replies and returns -1 on any failure. */
 int execd_open(struct request *req, struct execd *x, bool need_running);
 
-/* Egress and port endpoints need the sandbox's agent: under a runtime that
- * cannot carry it (config_runtime_has_agent) answer 501 naming `what` and
- * return -1; else 0. */
-int execd_need_agent(struct request *req, const struct execd *x, const char *what);
-
 /* Log fields of a request on x (thread-local storage, valid until the next call). */
 const struct log_kv *execd_kv(const struct request *req, const struct execd *x);
 

@@ -23,7 +23,7 @@ void h_ingress_auth(struct request *req)
         struct execd x;
         int r;
 
-        if (execd_open(req, &x, true) < 0 || execd_need_agent(req, &x, "port endpoints") < 0)
+        if (execd_open(req, &x, true) < 0)
                 return;
         r = provider_agent_dir_name(req->w->provider, x.ref, name, sizeof(name), err);
         if (r == -EOPNOTSUPP) {

@@ -247,13 +247,6 @@ void h_osb_create(struct request *req)
                 reply_error(req, API_INVALID_REQUEST, "%s", err);
                 goto out;
         }
-        if (r == 0 && !config_runtime_has_agent(c.runtime)) {
-                /* no agent, no egress: the record says what the sandbox
-                 * gets, nothing (osb_create_parse refused a networkPolicy) */
-                free(egress);
-                egress = NULL;
-                r = egress_deny_all_json(&egress);
-        }
         if (r < 0) {
                 reply_errno(req, r, "create");
                 goto out;
@@ -662,18 +655,6 @@ void h_osb_endpoint(struct request *req)
                                                               "endpoints are always served through this server");
                         goto out;
                 }
-        /* Egress's and the other ports need the sandbox's agent; execd's
-         * works without (commands through `docker exec`). */
-        if (port != OSB_EXECD_PORT) {
-                const char *rt = config_runtime_of(req->w->cfg, rec_get(o.rec, "runtime"));
-
-                if (!config_runtime_has_agent(rt)) {
-                        reply_error(req, API_NOT_IMPLEMENTED, "endpoint %ld: not available under runtime "
-                                    "%s, whose sandboxes run without the sandbox agent: no egress, no "
-                                    "port endpoints (docs/OPERATIONS.md, \"gVisor\")", port, rt);
-                        goto out;
-                }
-        }
         /* Every port has the same path: execd's and egress's are served by
          * the broker itself, any other reaches 127.0.0.1:{port} inside the
          * sandbox through its agent (sandbox-ingress, docs/INGRESS.md). */

@@ -307,11 +307,11 @@ const char *config_runtime_of(const struct broker_config *cfg, const char *recor
         return recorded && recorded[0] ? recorded : cfg->sandbox_runtime;
 }
 
-bool config_runtime_has_agent(const char *name)
+bool config_runtime_dials(const char *name)
 {
-        /* gVisor (docs/OPERATIONS.md, "gVisor"): Debian 12's runsc cannot
-         * carry the agent's host socket */
-        return !name || (strcmp(name, "runsc") && strncmp(name, "runsc-", 6));
+        /* gVisor (docs/OPERATIONS.md, "gVisor"): Debian 12's runsc does not
+         * serve the host a socket bound inside; it does connect out */
+        return name && (!strcmp(name, "runsc") || !strncmp(name, "runsc-", 6));
 }
 
 /* SNAPSHOT_MAX_BYTES: the largest image a snapshot may be (bytes, as

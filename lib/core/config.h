@@ -128,10 +128,10 @@ void config_runtimes_list(const struct broker_config *cfg, char *buf, size_t siz
 /* The runtime of a lease mode's new sandboxes: SANDBOX_RUNTIME_<MODE>, else
  * SANDBOX_RUNTIME (mode NULL or unknown: SANDBOX_RUNTIME). Points into cfg. */
 const char *config_runtime_for_mode(const struct broker_config *cfg, const char *mode);
-/* Whether a sandbox of runtime name can carry the sandbox-agent (and so
- * egress and port endpoints): not under gVisor (`runsc`, `runsc-*`) on
- * these hosts (docs/OPERATIONS.md, "gVisor"). NULL or "": yes. */
-bool config_runtime_has_agent(const char *name);
+/* Whether the sandbox-agent of a sandbox of runtime name dials the host
+ * relay instead of listening: under gVisor (`runsc`, `runsc-*`; docs/AGENT.md,
+ * "Transports"). NULL or "": no. */
+bool config_runtime_dials(const char *name);
 /* The runtime a sandbox record stands for: its field `runtime`, or for a
  * record without one (older than runtimes) SANDBOX_RUNTIME. */
 const char *config_runtime_of(const struct broker_config *cfg, const char *recorded);

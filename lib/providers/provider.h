@@ -35,7 +35,8 @@
 #define PROVIDER_LABEL_MANAGED "io.sandbox-broker.managed"
 #define PROVIDER_LABEL_SANDBOX "io.sandbox-broker.sandbox-id"
 #define PROVIDER_LABEL_PREFIX "io.sandbox-broker.prefix"
-#define PROVIDER_LABEL_AGENT "io.sandbox-broker.agent" /* "1": sandbox-agent is PID 1 */
+#define PROVIDER_LABEL_AGENT "io.sandbox-broker.agent" /* "1": sandbox-agent is PID 1;
+                                                    * "dial": it dials the host relay */
 /* Labels of a snapshot's image (docs/OPENSANDBOX.md, "Snapshots"): which
  * snapshot, of which sandbox, of which tenant; with PROVIDER_LABEL_PREFIX. */
 #define PROVIDER_LABEL_SNAPSHOT "io.sandbox-broker.snapshot-id"
@@ -98,10 +99,10 @@ struct sandbox_spec {
         const char *network;             /* "none" unless policy allows more */
         const char *runtime;             /* Docker: OCI runtime (HostConfig.Runtime, SANDBOX_RUNTIME);
                                           * NULL or "" = dockerd's default; others ignore it */
-        bool no_agent;                   /* Docker: make it without the sandbox-agent even when
-                                          * one is configured (a runtime that cannot carry it,
-                                          * config_runtime_has_agent): commands go through
-                                          * `docker exec`, no egress, no port endpoints */
+        bool agent_dials;                /* Docker: the sandbox-agent dials the host relay
+                                          * instead of listening (a runtime whose sandbox the
+                                          * host cannot connect into, config_runtime_dials;
+                                          * docs/AGENT.md, "Transports") */
         struct sandbox_limits limits;
         /* A missing image is pulled when the backend's allowlist lets it
          * (image_ensure); these may be NULL. */
@@ -213,6 +214,7 @@ struct sandbox_info {
         char prefix[64];
         char ref[PROVIDER_REF_MAX];
         bool agent;    /* runs sandbox-agent (Docker: PROVIDER_LABEL_AGENT) */
+        bool agent_dials; /* and it dials the host relay (label "dial") */
         int exit_code; /* SANDBOX_RUN_EXITED: the entrypoint's code (inspect, events) */
         bool oom_killed; /* the kernel's OOM killer ended it (inspect only) */
 };

@@ -642,9 +642,3 @@ out:
         free(p);
         return r;
 }
-
-int egress_deny_all_json(char **out)
-{
-        *out = strdup("{\"defaultAction\":\"deny\",\"egress\":[]}");
-        return *out ? 0 : -ENOMEM;
-}

@@ -62,8 +62,6 @@ bool egress_policy_allows(const struct egress_policy *p, const char *host);
 
 /* Deny everything: default deny, no rules. */
 void egress_policy_deny_all(struct egress_policy *p);
-/* Its normalized JSON into *out (malloc'd). Returns 0 or -ENOMEM. */
-int egress_deny_all_json(char **out);
 
 /* Validate and normalize one target (see above) into out (EGRESS_TARGET_MAX+1
  * bytes). Returns 0 or -EINVAL with a message in err. */

@@ -106,17 +106,12 @@ int egress_config_policies(const struct broker_config *cfg, char *pol[EGRESS_CON
                                   : i == 2 ? cfg->egress_policy_user_shared
                                   : i == 3 ? cfg->egress_policy_multi_user_shared
                                            : "x";
-                /* a mode whose runtime has no agent has no egress: its
-                 * records say so (deny-all), whatever is configured */
-                if (i > 0 && !config_runtime_has_agent(config_runtime_for_mode(cfg, modes[i])))
-                        r = egress_deny_all_json(&pol[i]);
-                else if (set[0])
+                if (set[0])
                         r = egress_config_json(cfg, modes[i], &pol[i]);
                 else if (!(pol[i] = strdup("")))
                         r = -ENOMEM;
         }
-        if (r == 0 && cfg->egress_pool_policies[0] &&
-            config_runtime_has_agent(config_runtime_for_mode(cfg, "multi_user_shared"))) {
+        if (r == 0 && cfg->egress_pool_policies[0]) {
                 char err[256];
 
                 r = egress_pool_policies_parse(cfg->egress_pool_policies,

@@ -35,9 +35,7 @@ int egress_policy_for_create(const struct broker_config *cfg, struct json_object
 /* The configured policies of lease sandboxes, normalized JSON (malloc'd):
  * pol[0] EGRESS_DEFAULT, pol[1..3] the modes exclusive, user_shared,
  * multi_user_shared ('' = the default), pol[4] EGRESS_POOL_POLICIES as
- * egress_pool_policies_parse gives it ('' = none). A mode whose runtime
- * cannot carry the agent (config_runtime_has_agent: no egress) gets
- * deny-all and no pool policies. sandbox_claim.lua gives a record without a
+ * egress_pool_policies_parse gives it ('' = none). sandbox_claim.lua gives a record without a
  * policy the one of its pool, else of its mode. On error every pol[i] is
  * NULL. */
 #define EGRESS_CONFIG_POLICIES 5

@@ -283,12 +283,6 @@ static int parse_runtime(const struct broker_config *cfg, struct json_object *bo
                 }
                 snprintf(c->runtime, sizeof(c->runtime), "%s", json_object_get_string(v));
         }
-        if (!config_runtime_has_agent(c->runtime) && json_object_object_get_ex(body, "networkPolicy", &v) &&
-            !json_object_is_type(v, json_type_null)) {
-                snprintf(err, OSB_ERR_MAX, "networkPolicy: egress is not available under runtime %s: "
-                         "its sandboxes have no network at all (docs/OPERATIONS.md, \"gVisor\")", c->runtime);
-                return -EINVAL;
-        }
         return 0;
 }
 
@@ -549,10 +543,8 @@ bool osb_create_poolable(const struct broker_config *cfg, const struct osb_creat
 {
         /* volumes are mounts, a snapshot is another image and a runtime
          * another kind of container: each shapes the container itself.
-         * Members run SANDBOX_RUNTIME; a create's entrypoint reaches a
-         * member through its agent, so a runtime without one never pools. */
-        if (has_volumes || c->snapshot_id[0] || !c->image[0] || strcmp(c->runtime, cfg->sandbox_runtime) ||
-            !config_runtime_has_agent(c->runtime))
+         * Members run SANDBOX_RUNTIME. */
+        if (has_volumes || c->snapshot_id[0] || !c->image[0] || strcmp(c->runtime, cfg->sandbox_runtime))
                 return false;
         return config_pool_find(cfg, c->image) >= 0;
 }

@@ -82,9 +82,7 @@ void osb_create_wipe(struct osb_create *c);
 
 /* Validate a CreateSandboxRequest body. Returns 0, or -EINVAL with err.
  * extensions: only OSB_EXT_RUNTIME is read (an allowed runtime, and only
- * with the Docker provider); under a runtime without the agent
- * (config_runtime_has_agent) a networkPolicy is refused: there is no egress
- * to apply it to. The other keys stay opaque. */
+ * with the Docker provider). The other keys stay opaque. */
 int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
                      struct osb_create *ret, char *err);
 

@@ -336,7 +336,7 @@ static int make_member(struct redis_conn *rc, struct provider *pv, const struct 
                 .workdir = "/workspace",
                 .network = cfg->sandbox_network,
                 .runtime = cfg->sandbox_runtime,
-                .no_agent = !config_runtime_has_agent(cfg->sandbox_runtime),
+                .agent_dials = config_runtime_dials(cfg->sandbox_runtime),
                 .limits = lim,
         };
         r = pv->ops->create(pv, &spec, ref, err);

@@ -327,7 +327,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
         }
         spec.mounts = mounts.m;
         spec.n_mounts = mounts.n;
-        spec.no_agent = !config_runtime_has_agent(spec.runtime);
+        spec.agent_dials = config_runtime_dials(spec.runtime);
         spec_from_record(rec, sid, env_sid, &ep_obj, &env_obj, argv, envbuf, envp);
         spec.entrypoint = argv[0] ? argv : NULL;
         r = pv_err(pv->ops->create(pv, &spec, ref, err));

@@ -543,13 +543,13 @@ static void test_runtime_allowlist(void **state)
                                  bad[i].want);
         }
 
-        assert_true(config_runtime_has_agent("sandbox-runc"));
-        assert_true(config_runtime_has_agent("runc"));
-        assert_true(config_runtime_has_agent(""));
-        assert_true(config_runtime_has_agent(NULL));
-        assert_true(config_runtime_has_agent("runscx"));
-        assert_false(config_runtime_has_agent("runsc"));
-        assert_false(config_runtime_has_agent("runsc-debug"));
+        assert_false(config_runtime_dials("sandbox-runc"));
+        assert_false(config_runtime_dials("runc"));
+        assert_false(config_runtime_dials(""));
+        assert_false(config_runtime_dials(NULL));
+        assert_false(config_runtime_dials("runscx"));
+        assert_true(config_runtime_dials("runsc"));
+        assert_true(config_runtime_dials("runsc-debug"));
 }
 
 /* POOL: image:size entries, the size after the LAST colon (tags). */

@@ -74,11 +74,11 @@ static void test_prepare_makes_link_and_run_dir(void **state)
 
         (void)state;
         assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), -ENOENT);
-        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, false, err), 0);
         assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), 0);
         expect_link(SID, REF);
         /* again (a start after a crash): the same state, no error */
-        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, false, err), 0);
         expect_link(SID, REF);
 }
 
@@ -89,11 +89,11 @@ static void test_link_without_run_dir_reads_missing(void **state)
         char err[PROVIDER_ERR_MAX] = "", dir[256], run[PATH_MAX];
 
         (void)state;
-        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, false, err), 0);
         path_of(REF, run, sizeof(run));
         assert_int_equal(rmdir(run), 0);
         assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), -ENOENT);
-        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, false, err), 0);
         assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), 0);
 }
 
@@ -105,13 +105,13 @@ static void test_prepare_replaces_dir_and_stale_link(void **state)
         char err[PROVIDER_ERR_MAX] = "", src[PATH_MAX];
 
         (void)state;
-        assert_int_equal(docker_agent_prepare(&agent, SID, REF2, err), 0);
-        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF2, false, err), 0);
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, false, err), 0);
         expect_link(SID, REF);
         path_of("sb-" SID, src, sizeof(src));
         assert_int_equal(unlink(src), 0);
         assert_int_equal(mkdir(src, 0755), 0);
-        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, false, err), 0);
         expect_link(SID, REF);
 }
 
@@ -121,11 +121,35 @@ static void test_cleanup_removes_run_dir_and_link(void **state)
         struct stat st;
 
         (void)state;
-        assert_int_equal(docker_agent_prepare(&agent, SID, REF, err), 0);
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, false, err), 0);
         docker_agent_cleanup(&agent, REF);
         assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), -ENOENT);
         path_of("sb-" SID, src, sizeof(src));
         assert_int_equal(lstat(src, &st), -1);
+}
+
+/* A dialing agent's container: the relay's marker <ref>.dial beside its run
+ * directory, made last, gone with the cleanup; none for a listening one. */
+static void test_dialing_agent_has_a_marker(void **state)
+{
+        char err[PROVIDER_ERR_MAX] = "", mark[PATH_MAX];
+        struct stat st;
+
+        (void)state;
+        path_of(REF ".dial", mark, sizeof(mark));
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF2, false, err), 0);
+        assert_false(docker_agent_dials(&agent, REF2));
+        assert_false(docker_agent_dials(&agent, REF));
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, true, err), 0);
+        assert_int_equal(lstat(mark, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_true(docker_agent_dials(&agent, REF));
+        /* again (a start that repairs): no error */
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, true, err), 0);
+        docker_agent_cleanup(&agent, REF);
+        assert_int_equal(lstat(mark, &st), -1);
+        assert_false(docker_agent_dials(&agent, REF));
+        assert_false(docker_agent_dials(&agent, "../x"));
 }
 
 static void test_refs_that_are_not_ids_are_refused(void **state)
@@ -133,7 +157,7 @@ static void test_refs_that_are_not_ids_are_refused(void **state)
         char err[PROVIDER_ERR_MAX] = "", dir[256];
 
         (void)state;
-        assert_int_equal(docker_agent_prepare(&agent, SID, "../etc", err), -EINVAL);
+        assert_int_equal(docker_agent_prepare(&agent, SID, "../etc", false, err), -EINVAL);
         assert_int_equal(docker_agent_run_dir(&agent, "abc", dir, sizeof(dir)), -EINVAL);
         assert_int_equal(docker_agent_run_dir(&agent, REF "/..", dir, sizeof(dir)), -EINVAL);
 }
@@ -145,6 +169,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_link_without_run_dir_reads_missing, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_prepare_replaces_dir_and_stale_link, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cleanup_removes_run_dir_and_link, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_dialing_agent_has_a_marker, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refs_that_are_not_ids_are_refused, setup, teardown),
         };
 

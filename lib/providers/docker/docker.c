@@ -122,7 +122,7 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
 
         /* the agent's label on the container (docker_json.c) tells every
          * later call whether it has one */
-        bool agent = d->agent.bin[0] && !spec->no_agent;
+        bool agent = d->agent.bin[0];
         struct docker_agent_mount m;
         if (agent) {
                 snprintf(m.bin, sizeof(m.bin), "%s", d->agent.bin);
@@ -133,6 +133,7 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
                 }
                 m.egress[0] = '\0';
                 m.env_file = d->agent.exec;
+                m.dials = spec->agent_dials;
                 if (d->agent.egress_dir[0] &&
                     (r = docker_agent_egress_prepare(&d->agent, spec->sandbox_id, m.egress,
                                                      sizeof(m.egress), ret_err)) < 0)
@@ -167,7 +168,8 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
                 goto out;
         }
         if (agent) {
-                r = docker_agent_prepare(&d->agent, spec->sandbox_id, ret_ref, ret_err);
+                r = docker_agent_prepare(&d->agent, spec->sandbox_id, ret_ref, spec->agent_dials,
+                                         ret_err);
                 if (r < 0) {
                         char ignored[PROVIDER_ERR_MAX];
                         char *rm = path_fmt("/containers/%s?force=1&v=1", ret_ref, NULL);
@@ -225,7 +227,8 @@ static int docker_start(struct provider *p, const char *ref, char *ret_err)
                 if (r < 0)
                         return r;
                 if (info.agent && info.sandbox_id[0]) {
-                        r = docker_agent_prepare(&d->agent, info.sandbox_id, ref, ret_err);
+                        r = docker_agent_prepare(&d->agent, info.sandbox_id, ref, info.agent_dials,
+                                                 ret_err);
                         if (r < 0)
                                 return r;
                         rd = 0;
@@ -244,6 +247,11 @@ static int docker_start(struct provider *p, const char *ref, char *ret_err)
             info.state == SANDBOX_RUN_EXITED)
                 provider_errf(ret_err, "docker: start: the sandbox's entrypoint exited with code %d",
                               info.exit_code);
+        else if (r == -ETIMEDOUT && docker_agent_dials(&d->agent, ref))
+                provider_errf(ret_err, "docker: start: the sandbox's agent dials the host relay, and "
+                              "no connection of it reached %s/agent.sock: is sandbox-egress-relay "
+                              "running with --agent-dir %s? (docs/AGENT.md, \"Transports\")",
+                              dir, d->agent.dir);
         return r;
 }
 

@@ -68,10 +68,27 @@ static int mkdir_parents(const char *path)
         }
 }
 
-int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, const char *ref,
-                         char *ret_err)
+/* AGENT_DIR/<ref>.dial into buf. */
+static int marker_path(const struct docker_agent *a, const char *ref, char *buf, size_t size)
 {
-        char run[256], src[256];
+        int n = snprintf(buf, size, "%s/%s.dial", a->dir, ref);
+
+        return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+bool docker_agent_dials(const struct docker_agent *a, const char *ref)
+{
+        char path[256];
+        struct stat st;
+
+        return ref_ok(ref) && marker_path(a, ref, path, sizeof(path)) == 0 &&
+               lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, const char *ref,
+                         bool dials, char *ret_err)
+{
+        char run[256], src[256], mark[256];
         int r;
 
         if (!ref_ok(ref)) {
@@ -99,6 +116,15 @@ int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, c
         }
         if (r == 0 && mkdir(run, 0700) < 0 && errno != EEXIST)
                 r = -errno;
+        /* the marker last: the relay serves a run directory that exists */
+        if (r == 0 && dials && (r = marker_path(a, ref, mark, sizeof(mark))) == 0) {
+                int fd = open(mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+                if (fd < 0)
+                        r = -errno;
+                else
+                        (void)close(fd);
+        }
         if (r < 0)
                 provider_errf(ret_err, "agent: run directory in %s: %s", a->dir, strerror(-r));
         return r;
@@ -194,6 +220,8 @@ void docker_agent_cleanup(const struct docker_agent *a, const char *ref)
         top = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (top < 0)
                 return;
+        if (snprintf(target, sizeof(target), "%s.dial", ref) < (int)sizeof(target))
+                (void)unlinkat(top, target, 0); /* the relay stops serving it first */
         run = openat(top, ref, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (run >= 0) {
                 remove_tree(run, RUN_TREE_DEPTH_MAX);

@@ -9,6 +9,12 @@
  *   sb-<sandbox id> -> <container id>
  *                             the bind source named in the container's config
  *                             (Docker resolves it at every start)
+ *   <container id>.dial       (empty) the agent of this container dials: the
+ *                             host relay (sandbox-egress-relay --agent-dir)
+ *                             binds agent.sock and dial.sock in its run
+ *                             directory, which is mounted read-only, and
+ *                             pairs the broker's connections with the agent's
+ *                             (docs/AGENT.md, "Transports")
  * The container id is known only after create, the bind source must be named
  * in it: hence the link. The broker reaches a sandbox's agent by container id
  * (its ref), with no lookup. Only entries of AGENT_DIR itself are trusted;
@@ -20,6 +26,7 @@
 #define DOCKER_AGENT_BIN_IN "/.sandbox-broker/agent"
 #define DOCKER_AGENT_RUN_IN "/.sandbox-broker/run"
 #define DOCKER_AGENT_SOCK_IN DOCKER_AGENT_RUN_IN "/agent.sock"
+#define DOCKER_AGENT_DIAL_IN DOCKER_AGENT_RUN_IN "/dial.sock"
 /* The env file of the SDK's set_env (EXECD_ENVS; docs/EXECD.md): in the
  * sandbox's own /tmp, writable by any user of it, never on the host. */
 #define DOCKER_AGENT_ENV_FILE "/tmp/.sb-env"
@@ -48,9 +55,13 @@ int docker_agent_source(const struct docker_agent *a, const char *sandbox_id, ch
                         size_t size);
 
 /* After a create: make the run directory of container ref and point the
- * bind source of sandbox_id at it (replacing a stale link). */
+ * bind source of sandbox_id at it (replacing a stale link); for an agent
+ * that dials, the relay's marker <ref>.dial last. */
 int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, const char *ref,
-                         char *ret_err);
+                         bool dials, char *ret_err);
+
+/* Whether the agent of container ref dials (its marker is there). */
+bool docker_agent_dials(const struct docker_agent *a, const char *ref);
 
 /* The run directory of container ref (into buf), or -ENOENT when the
  * container has none (made without the agent) and -EINVAL for a ref that

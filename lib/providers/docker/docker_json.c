@@ -160,7 +160,8 @@ static int env_default(struct json_object *env, const char *kv)
  * own command (or none: the agent alone keeps it alive) after "--". */
 static int agent_config(struct json_object *o, struct json_object *h, const struct docker_agent_mount *a)
 {
-        const char *entry[] = { DOCKER_AGENT_BIN_IN, "--socket", DOCKER_AGENT_SOCK_IN, "--", NULL };
+        const char *entry[] = { DOCKER_AGENT_BIN_IN, a->dials ? "--dial" : "--socket",
+                                a->dials ? DOCKER_AGENT_DIAL_IN : DOCKER_AGENT_SOCK_IN, "--", NULL };
         static const char *const proxy_env[] = {
                 "HTTP_PROXY=" DOCKER_EGRESS_PROXY, "HTTPS_PROXY=" DOCKER_EGRESS_PROXY,
                 "http_proxy=" DOCKER_EGRESS_PROXY, "https_proxy=" DOCKER_EGRESS_PROXY,
@@ -172,7 +173,9 @@ static int agent_config(struct json_object *o, struct json_object *h, const stru
 
         char egress[sizeof(a->egress) + 64];
         snprintf(bin, sizeof(bin), "%s:%s:ro", a->bin, DOCKER_AGENT_BIN_IN);
-        snprintf(run, sizeof(run), "%s:%s:rw", a->source, DOCKER_AGENT_RUN_IN);
+        /* a dialing agent binds nothing: its run directory holds the
+         * relay's sockets, which the sandbox must not replace */
+        snprintf(run, sizeof(run), "%s:%s:%s", a->source, DOCKER_AGENT_RUN_IN, a->dials ? "ro" : "rw");
         /* egress (docs/EGRESS.md): read-only, so that the sandbox cannot
          * replace the socket the host relay listens on */
         snprintf(egress, sizeof(egress), "%s:%s:ro", a->egress, DOCKER_EGRESS_DIR_IN);
@@ -225,7 +228,7 @@ int docker_json_create_body(const struct sandbox_spec *spec, const struct docker
         if ((r = json_add_str(labels, PROVIDER_LABEL_MANAGED, "1")) < 0 ||
             (r = json_add_str(labels, PROVIDER_LABEL_SANDBOX, spec->sandbox_id)) < 0 ||
             (r = json_add_str(labels, PROVIDER_LABEL_PREFIX, spec->key_prefix ? spec->key_prefix : "")) < 0 ||
-            (agent && (r = json_add_str(labels, PROVIDER_LABEL_AGENT, "1")) < 0))
+            (agent && (r = json_add_str(labels, PROVIDER_LABEL_AGENT, agent->dials ? "dial" : "1")) < 0))
                 goto out;
         r = json_add(o, "Labels", labels);
         labels = NULL; /* owned by o, even on failure (add puts it) */
@@ -318,8 +321,10 @@ static void info_fill(struct sandbox_info *info, const char *id, const char *sta
         copy(info->ref, sizeof(info->ref), id);
         copy(info->sandbox_id, sizeof(info->sandbox_id), json_get_str(labels, PROVIDER_LABEL_SANDBOX));
         copy(info->prefix, sizeof(info->prefix), json_get_str(labels, PROVIDER_LABEL_PREFIX));
-        info->agent = labels && json_get_str(labels, PROVIDER_LABEL_AGENT) &&
-                      !strcmp(json_get_str(labels, PROVIDER_LABEL_AGENT), "1");
+        const char *agent = labels ? json_get_str(labels, PROVIDER_LABEL_AGENT) : NULL;
+
+        info->agent_dials = agent && !strcmp(agent, "dial");
+        info->agent = agent && (!strcmp(agent, "1") || info->agent_dials);
 }
 
 int docker_json_parse_inspect(const char *body, struct sandbox_info *ret)

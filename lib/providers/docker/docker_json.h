@@ -18,6 +18,7 @@ struct docker_agent_mount {
         char source[256];
         char egress[256]; /* host egress directory of the sandbox; "" = no egress (docs/EGRESS.md) */
         bool env_file; /* commands go through the agent: EXECD_ENVS=DOCKER_AGENT_ENV_FILE */
+        bool dials;    /* the agent dials the host relay (--dial), its run directory read-only */
 };
 
 /* Body of POST /containers/create for spec; with agent (may be NULL) the
