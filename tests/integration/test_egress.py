@@ -285,10 +285,15 @@ def upstreams(tmp_path_factory):
 def egress(request, docker_broker, upstreams):
     """Factory: egress(allow_loopback=True, **broker_env) -> (sb, squid).
     Its directory is outside pytest's (0700) tmp tree: Squid and the helper
-    run as the proxy user."""
+    run as the proxy user. A test marked both_runtimes runs once with the
+    default runtime and once under gVisor (SANDBOX_RUNTIME=runsc: the agent
+    dials the relay, docs/AGENT.md "Transports")."""
     made = []
+    runtime = getattr(request, "param", None)
 
     def factory(allow_loopback=True, **env):
+        if runtime:
+            env.setdefault("SANDBOX_RUNTIME", runtime)
         d = tempfile.mkdtemp(prefix="sbegress-", dir="/tmp")
         os.chmod(d, 0o755)
         # the broker first: its prefix names the keys the helper reads
@@ -309,6 +314,10 @@ def egress(request, docker_broker, upstreams):
             print("\negress state kept: %s" % sq.d)
         else:
             shutil.rmtree(sq.d, ignore_errors=True)
+
+
+both_runtimes = pytest.mark.parametrize("egress", [None, "runsc"], ids=["runc", "runsc"],
+                                        indirect=True)
 
 
 def set_policy(sb, sid, default="deny", allow=(), deny=()):
@@ -351,6 +360,7 @@ def urls(up, name):
     return ("http://%s:%d/x" % (name, up["http"]), "https://%s:%d/y" % (name, up["https"]))
 
 
+@both_runtimes
 def test_allowed_denied_wildcard_and_runtime_change(egress, upstreams):
     sb, sq = egress()
     lease, sid = setup_sandbox(sb, upstreams)
@@ -404,6 +414,7 @@ def test_allowed_denied_wildcard_and_runtime_change(egress, upstreams):
     assert recs[-1]["EGRESS_VERDICT"] == "deny" and recs[-1]["EGRESS_PORT"] == str(upstreams["http"])
 
 
+@both_runtimes
 def test_survives_squid_restart(egress, upstreams):
     sb, sq = egress()
     lease, sid = setup_sandbox(sb, upstreams)
@@ -465,6 +476,7 @@ except Exception as e:
 """
 
 
+@both_runtimes
 def test_bypass_attempts_fail(egress, upstreams):
     sb, sq = egress()
     victim_sb_lease, victim = setup_sandbox(sb, upstreams, "u2", "s2")
@@ -487,6 +499,7 @@ def test_bypass_attempts_fail(egress, upstreams):
     assert fetch(sb, lease, urls(upstreams, "allowed.test")[0])[0].startswith("OK 200")
 
 
+@both_runtimes
 def test_two_sandboxes_with_different_policies(egress, upstreams):
     sb, sq = egress()
     la, a = setup_sandbox(sb, upstreams, "u1", "s1")
@@ -499,6 +512,7 @@ def test_two_sandboxes_with_different_policies(egress, upstreams):
     assert gb[0].startswith("FAIL") and gb[1].startswith("OK"), gb
 
 
+@both_runtimes
 def test_loopback_refused_unless_allowed(egress, upstreams):
     sb, sq = egress(allow_loopback=False)
     lease, sid = setup_sandbox(sb, upstreams)
@@ -507,6 +521,7 @@ def test_loopback_refused_unless_allowed(egress, upstreams):
     assert all(g.startswith("FAIL") for g in got), got
 
 
+@both_runtimes
 def test_git_clone_over_https(egress, upstreams, tmp_path):
     """git (in the base image) clones through the proxy (CONNECT + TLS with
     the test's CA) from a dumb-HTTP repository served by the test's HTTPS
@@ -533,6 +548,7 @@ def test_sandbox_removal_removes_its_egress_directory(egress, upstreams):
     wait_until(lambda: not os.path.exists(d), 30, desc="egress directory removed")
 
 
+@both_runtimes
 def test_pip_download_from_a_local_index(egress, upstreams):
     """pip (Debian's pip wheel, run from the wheel: the base image has no pip)
     downloads a package from the test's index through the proxy under an
@@ -716,6 +732,7 @@ except Exception as e:
 """
 
 
+@both_runtimes
 def test_runtime_rules_survive_pause_resume(egress, upstreams):
     """A rule added at run time through the egress API (PATCH /policy on the
     sandbox's 18080 endpoint) lets traffic out at once, and still does after

@@ -145,9 +145,8 @@ class Resp:
         return "<%d %r>" % (self.status, self.raw[:300])
 
 
-@pytest.fixture(scope="module")
-def ing(request, services, it_root):
-    b = start_osb_broker(request, services, it_root, BROKER_CAPACITY=4, IDLE_POLICY="delete")
+def _ing(request, services, it_root, **env):
+    b = start_osb_broker(request, services, it_root, BROKER_CAPACITY=4, IDLE_POLICY="delete", **env)
     ex = execd_sandbox(b)
     other = execd_sandbox(b)
     body, ctype = multipart([("/workspace/srv.py", SERVER.encode(), {})])
@@ -167,8 +166,24 @@ def ing(request, services, it_root):
     return b, ex, other, big_sha
 
 
-def test_http_server_answers_through_its_endpoint(ing):
-    b, ex, _, _ = ing
+@pytest.fixture(scope="module")
+def ing(request, services, it_root):
+    return _ing(request, services, it_root)
+
+
+@pytest.fixture(scope="module")
+def ing_runsc(request, services, it_root):
+    """The same under gVisor: the agent dials the relay (docs/AGENT.md, "Transports")."""
+    return _ing(request, services, it_root, SANDBOX_RUNTIME="runsc")
+
+
+# the tests marked so run under both runtimes
+both_runtimes = pytest.mark.parametrize("which", ["ing", "ing_runsc"], ids=["runc", "runsc"])
+
+
+@both_runtimes
+def test_http_server_answers_through_its_endpoint(request, which):
+    b, ex, _, _ = request.getfixturevalue(which)
     r = OSB(b, "alpha").endpoint(ex.sid, FILES_PORT)
     assert r.status == 200, r
     path = "/v1/sandboxes/%s/proxy/%d" % (ex.sid, FILES_PORT)
@@ -190,8 +205,9 @@ def test_http_server_answers_through_its_endpoint(ing):
     assert st == 200, raw
 
 
-def test_large_response_streams_complete(ing):
-    b, ex, _, big_sha = ing
+@both_runtimes
+def test_large_response_streams_complete(request, which):
+    b, ex, _, big_sha = request.getfixturevalue(which)
     c = http.client.HTTPConnection("127.0.0.1", b.port, timeout=TIMEOUT)
     t0 = time.monotonic()
     c.request("GET", "/v1/sandboxes/%s/proxy/%d/big.bin" % (ex.sid, FILES_PORT),
@@ -312,8 +328,9 @@ def ws_recv(s, buf):
     return op, buf[off:off + n], buf[off + n:]
 
 
-def test_websocket_echo(ing):
-    b, ex, _, _ = ing
+@both_runtimes
+def test_websocket_echo(request, which):
+    b, ex, _, _ = request.getfixturevalue(which)
     s, head, buf, want = ws_connect(b, ex.sid, APP_PORT, {"X-EXECD-ACCESS-TOKEN": ex.token})
     try:
         status = head.split("\r\n")[0]
