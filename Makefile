@@ -52,9 +52,9 @@ $(BUILD)/sandbox-runc: runtime/sandbox-runc.c
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(shell pkg-config --libs json-c)
 
 # Egress (docs/EGRESS.md): the host relay (libc only) and Squid's ACL helper.
-$(BUILD)/sandbox-egress-relay: egress/relay.c
+$(BUILD)/sandbox-egress-relay: egress/relay.c egress/relay_agent.c egress/relay.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ egress/relay.c egress/relay_agent.c
 
 $(BUILD)/sandbox-egress-acl: $(BUILD)/egress/acl_helper.o $(BUILD)/libbroker.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

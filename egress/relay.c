@@ -1,7 +1,10 @@
-/* sandbox-egress-relay: the host end of the sandboxes' egress (docs/EGRESS.md).
+/* sandbox-egress-relay: the host end of the sandboxes' egress (docs/EGRESS.md),
+ * and of the gVisor sandboxes' agents (relay_agent.c; docs/AGENT.md,
+ * "Transports").
  *
- *   sandbox-egress-relay --dir EGRESS_DIR --squid-port PORT
+ *   sandbox-egress-relay [--dir EGRESS_DIR --squid-port PORT] [--agent-dir AGENT_DIR]
  *
+ * Either role or both, in one epoll loop. Egress:
  * For every sandbox directory EGRESS_DIR/<sandbox id>/ (32 lowercase hex
  * digits; anything else, and links, are ignored) it binds <sid>/egress.sock.
  * Each connection accepted there is relayed to Squid on 127.0.0.1:PORT after
@@ -11,8 +14,9 @@
  * after ours (Squid takes only the first PROXY line and refuses a second as
  * a bad request). No byte is interpreted here.
  *
- * One epoll loop: inotify on EGRESS_DIR (and a rescan every RESCAN_MS, in
- * case an event was lost), the listening sockets, and the spliced pairs.
+ * One epoll loop: inotify on EGRESS_DIR and AGENT_DIR (and a rescan every
+ * RESCAN_MS, in case an event was lost), the listening sockets, and the
+ * spliced pairs.
  * Connections are bounded per sandbox and in total; buffers are fixed. */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -33,59 +37,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SID_LEN 32
-#define SANDBOXES_MAX 4096
-#define CONNS_PER_SANDBOX 256
-#define CONNS_MAX 4096
-#define BUF_SIZE (32 * 1024)
-#define RESCAN_MS 2000
+#include "relay.h"
+
 #define SOCK_NAME "egress.sock"
-
-struct sandbox {
-        bool used;
-        bool seen; /* in the last scan */
-        char sid[SID_LEN + 1];
-        int lfd; /* listening socket */
-        int n_conns;
-};
-
-/* One side of a relayed connection: bytes read from fd wait in buf until
- * written to the peer. */
-struct half {
-        int fd;
-        char buf[BUF_SIZE];
-        size_t off, len;
-        bool eof; /* read side ended: shut the peer's write side once drained */
-};
-
-struct conn {
-        struct sandbox *sb;
-        struct half side[2]; /* 0: sandbox, 1: squid */
-        bool connecting;     /* squid side not yet connected */
-        bool dead;           /* closed; freed after the current batch of events */
-        struct conn *next_dead;
-};
-
-/* epoll data: a tagged pointer. */
-enum tag { T_INOTIFY, T_LISTEN, T_CONN0, T_CONN1 };
-struct ref {
-        enum tag tag;
-        void *p;
-};
-
-struct relay {
-        int dir_fd, ino_fd, ep;
-        const char *dir;
-        int squid_port;
-        struct sandbox sbs[SANDBOXES_MAX];
-        struct ref sb_refs[SANDBOXES_MAX];
-        int n_conns;
-        struct conn *dead; /* closed in this batch: another event may still name them */
-};
 
 static struct ref ino_ref = { T_INOTIFY, NULL };
 
-__attribute__((format(printf, 1, 2))) static void logf_(const char *fmt, ...)
+void relay_log(const char *fmt, ...)
 {
         va_list ap;
 
@@ -96,7 +54,7 @@ __attribute__((format(printf, 1, 2))) static void logf_(const char *fmt, ...)
         va_end(ap);
 }
 
-static long long now_ms(void)
+long long relay_now_ms(void)
 {
         struct timespec ts;
 
@@ -123,30 +81,27 @@ static void sid_to_ipv6(const char *sid, char *buf, size_t size)
                 snprintf(buf, size, "::");
 }
 
-static int ep_ctl(struct relay *r, int op, int fd, uint32_t events, struct ref *ref)
+int relay_ep_ctl(struct relay *r, int op, int fd, uint32_t events, void *ref)
 {
         struct epoll_event ev = { .events = events, .data.ptr = ref };
 
         return epoll_ctl(r->ep, op, fd, &ev);
 }
 
-/* Bind <sid>/egress.sock inside the directory, never following a link:
- * the directory is opened O_NOFOLLOW and the socket bound through
- * /proc/self/fd/N/egress.sock. */
-static int sandbox_bind(struct relay *r, struct sandbox *sb)
+int relay_bind_in(int top_fd, const char *sub, const char *name, mode_t mode)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int dfd, fd, e;
         struct stat st;
 
-        dfd = openat(r->dir_fd, sb->sid, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        dfd = openat(top_fd, sub, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return -errno;
         if (fstat(dfd, &st) < 0 || !S_ISDIR(st.st_mode)) {
                 close(dfd);
                 return -ENOTDIR;
         }
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" SOCK_NAME, dfd);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd, name);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0) {
                 e = -errno;
@@ -154,17 +109,27 @@ static int sandbox_bind(struct relay *r, struct sandbox *sb)
                 return e;
         }
         /* a stale socket of an earlier relay goes first; a non-socket is left */
-        if (fstatat(dfd, SOCK_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
-                (void)unlinkat(dfd, SOCK_NAME, 0);
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st.st_mode))
+                (void)unlinkat(dfd, name, 0);
         if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
                 e = -errno;
                 close(fd);
                 close(dfd);
                 return e;
         }
-        /* the sandbox's processes run as any uid: everyone may connect */
-        (void)fchmodat(dfd, SOCK_NAME, 0666, 0);
+        (void)fchmodat(dfd, name, mode, 0);
         close(dfd);
+        return fd;
+}
+
+/* egress.sock in the sandbox's directory; the sandbox's processes run as
+ * any uid: everyone may connect */
+static int sandbox_bind(struct relay *r, struct sandbox *sb)
+{
+        int fd = relay_bind_in(r->dir_fd, sb->sid, SOCK_NAME, 0666);
+
+        if (fd < 0)
+                return fd;
         sb->lfd = fd;
         return 0;
 }
@@ -182,7 +147,7 @@ static void sandbox_add(struct relay *r, const char *sid)
                         free_sb = &r->sbs[i];
         }
         if (!free_sb) {
-                logf_("too many sandboxes; %s not served", sid);
+                relay_log("too many sandboxes; %s not served", sid);
                 return;
         }
         memset(free_sb, 0, sizeof(*free_sb));
@@ -191,13 +156,13 @@ static void sandbox_add(struct relay *r, const char *sid)
                 return; /* retried at the next scan */
         struct ref *ref = &r->sb_refs[free_sb - r->sbs];
         *ref = (struct ref){ T_LISTEN, free_sb };
-        if (ep_ctl(r, EPOLL_CTL_ADD, free_sb->lfd, EPOLLIN, ref) < 0) {
+        if (relay_ep_ctl(r, EPOLL_CTL_ADD, free_sb->lfd, EPOLLIN, ref) < 0) {
                 close(free_sb->lfd);
                 return;
         }
         free_sb->used = true;
         free_sb->seen = true;
-        logf_("serving sandbox %s", sid);
+        relay_log("serving sandbox %s", sid);
 }
 
 /* Stop listening for a sandbox whose directory is gone; its open
@@ -207,7 +172,7 @@ static void sandbox_drop(struct sandbox *sb)
         close(sb->lfd);
         sb->lfd = -1;
         sb->used = false;
-        logf_("sandbox %s gone", sb->sid);
+        relay_log("sandbox %s gone", sb->sid);
 }
 
 static void scan(struct relay *r)
@@ -232,13 +197,26 @@ static void scan(struct relay *r)
                         sandbox_drop(&r->sbs[i]);
 }
 
-static void conn_close(struct relay *r, struct conn *c)
+struct conn *relay_conn_alloc(struct relay *r)
+{
+        struct conn *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return NULL;
+        c->side[0].fd = c->side[1].fd = -1;
+        r->n_conns++;
+        return c;
+}
+
+void relay_conn_close(struct relay *r, struct conn *c)
 {
         for (int i = 0; i < 2; i++)
                 if (c->side[i].fd >= 0)
                         close(c->side[i].fd); /* also leaves epoll */
         if (c->sb && c->sb->n_conns > 0)
                 c->sb->n_conns--;
+        if (c->ac)
+                agents_conn_closed(c->ac);
         r->n_conns--;
         c->side[0].fd = c->side[1].fd = -1;
         c->dead = true;
@@ -262,8 +240,19 @@ static void conn_arm(struct relay *r, struct conn *c)
                         if (peer->len > peer->off)
                                 ev |= EPOLLOUT;
                 }
-                (void)ep_ctl(r, EPOLL_CTL_MOD, h->fd, ev, (struct ref *)((char *)c + i));
+                (void)relay_ep_ctl(r, EPOLL_CTL_MOD, h->fd, ev, (struct ref *)((char *)c + i));
         }
+}
+
+int relay_conn_start(struct relay *r, struct conn *c)
+{
+        if (relay_ep_ctl(r, EPOLL_CTL_ADD, c->side[0].fd, 0, (char *)c + 0) < 0 ||
+            relay_ep_ctl(r, EPOLL_CTL_ADD, c->side[1].fd, 0, (char *)c + 1) < 0) {
+                relay_conn_close(r, c);
+                return -1;
+        }
+        conn_arm(r, c);
+        return 0;
 }
 
 static struct conn *conn_of(void *p, int *ret_side)
@@ -293,7 +282,7 @@ static void accept_one(struct relay *r, struct sandbox *sb)
                         close(fd);
                         continue;
                 }
-                c = calloc(1, sizeof(*c));
+                c = relay_conn_alloc(r);
                 if (!c) {
                         close(fd);
                         continue;
@@ -302,9 +291,8 @@ static void accept_one(struct relay *r, struct sandbox *sb)
                 c->side[0].fd = fd;
                 c->side[1].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
                 sb->n_conns++;
-                r->n_conns++;
                 if (c->side[1].fd < 0) {
-                        conn_close(r, c);
+                        relay_conn_close(r, c);
                         continue;
                 }
                 /* Ours is the first line Squid reads on this connection. */
@@ -314,17 +302,11 @@ static void accept_one(struct relay *r, struct sandbox *sb)
                 c->side[0].len = (size_t)n;
                 if (connect(c->side[1].fd, (struct sockaddr *)&sq, sizeof(sq)) < 0 &&
                     errno != EINPROGRESS) {
-                        conn_close(r, c);
+                        relay_conn_close(r, c);
                         continue;
                 }
                 c->connecting = true;
-                if (ep_ctl(r, EPOLL_CTL_ADD, c->side[0].fd, 0, (struct ref *)((char *)c + 0)) < 0 ||
-                    ep_ctl(r, EPOLL_CTL_ADD, c->side[1].fd, EPOLLOUT,
-                           (struct ref *)((char *)c + 1)) < 0) {
-                        conn_close(r, c);
-                        continue;
-                }
-                conn_arm(r, c);
+                (void)relay_conn_start(r, c);
         }
 }
 
@@ -378,13 +360,13 @@ static void conn_event(struct relay *r, struct conn *c, int side, uint32_t ev)
                 socklen_t l = sizeof(err);
 
                 if (getsockopt(c->side[1].fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0 || err) {
-                        conn_close(r, c);
+                        relay_conn_close(r, c);
                         return;
                 }
                 c->connecting = false;
         }
         if ((ev & EPOLLERR) || !conn_pump(c)) {
-                conn_close(r, c);
+                relay_conn_close(r, c);
                 return;
         }
         conn_arm(r, c);
@@ -396,19 +378,36 @@ static void inotify_read(struct relay *r)
 
         while (read(r->ino_fd, buf, sizeof(buf)) > 0)
                 ;
-        scan(r);
+        if (r->dir)
+                scan(r);
+        if (r->agents)
+                agents_scan(r);
 }
 
 static void usage(void)
 {
-        fprintf(stderr, "usage: sandbox-egress-relay --dir EGRESS_DIR --squid-port PORT\n");
+        fprintf(stderr, "usage: sandbox-egress-relay [--dir EGRESS_DIR --squid-port PORT] "
+                        "[--agent-dir AGENT_DIR]\n");
         exit(2);
+}
+
+/* Watch dir (made with mode if missing) for entries coming and going. */
+static int watch(struct relay *r, const char *dir, mode_t mode)
+{
+        (void)mkdir(dir, mode);
+        if (inotify_add_watch(r->ino_fd, dir,
+                              IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR) < 0) {
+                relay_log("inotify %s: %s", dir, strerror(errno));
+                return -1;
+        }
+        return 0;
 }
 
 int main(int argc, char **argv)
 {
         static struct relay relay;
         struct relay *r = &relay;
+        const char *agent_dir = NULL;
         long long next_scan;
 
         for (int i = 1; i < argc; i++) {
@@ -416,36 +415,57 @@ int main(int argc, char **argv)
                         r->dir = argv[++i];
                 else if (!strcmp(argv[i], "--squid-port") && i + 1 < argc)
                         r->squid_port = atoi(argv[++i]);
+                else if (!strcmp(argv[i], "--agent-dir") && i + 1 < argc)
+                        agent_dir = argv[++i];
                 else
                         usage();
         }
-        if (!r->dir || r->dir[0] != '/' || r->squid_port <= 0 || r->squid_port > 65535)
+        if ((!r->dir && !agent_dir) || (r->dir && r->dir[0] != '/') ||
+            (agent_dir && agent_dir[0] != '/') || (!r->dir != !r->squid_port) ||
+            (r->dir && (r->squid_port <= 0 || r->squid_port > 65535)))
                 usage();
         (void)signal(SIGPIPE, SIG_IGN);
-        (void)mkdir(r->dir, 0755);
-        r->dir_fd = open(r->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        r->dir_fd = -1;
         r->ep = epoll_create1(EPOLL_CLOEXEC);
         r->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (r->dir_fd < 0 || r->ep < 0 || r->ino_fd < 0) {
-                logf_("%s: %s", r->dir, strerror(errno));
+        if (r->ep < 0 || r->ino_fd < 0 ||
+            relay_ep_ctl(r, EPOLL_CTL_ADD, r->ino_fd, EPOLLIN, &ino_ref) < 0) {
+                relay_log("epoll/inotify: %s", strerror(errno));
                 return 1;
         }
-        if (inotify_add_watch(r->ino_fd, r->dir,
-                              IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR) < 0 ||
-            ep_ctl(r, EPOLL_CTL_ADD, r->ino_fd, EPOLLIN, &ino_ref) < 0) {
-                logf_("inotify %s: %s", r->dir, strerror(errno));
-                return 1;
+        if (r->dir) {
+                if (watch(r, r->dir, 0755) < 0)
+                        return 1;
+                r->dir_fd = open(r->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (r->dir_fd < 0) {
+                        relay_log("%s: %s", r->dir, strerror(errno));
+                        return 1;
+                }
+                scan(r);
+                relay_log("relaying %s to 127.0.0.1:%d", r->dir, r->squid_port);
         }
-        scan(r);
-        next_scan = now_ms() + RESCAN_MS;
-        logf_("relaying %s to 127.0.0.1:%d", r->dir, r->squid_port);
+        if (agent_dir) {
+                if (watch(r, agent_dir, 0700) < 0)
+                        return 1;
+                r->agents = agents_new(r, agent_dir);
+                if (!r->agents)
+                        return 1;
+                agents_scan(r);
+                relay_log("pairing the agents' connections in %s", agent_dir);
+        }
+        next_scan = relay_now_ms() + RESCAN_MS;
         for (;;) {
                 struct epoll_event evs[64];
-                long long now = now_ms();
-                int n = epoll_wait(r->ep, evs, 64, next_scan > now ? (int)(next_scan - now) : 0);
+                long long now = relay_now_ms();
+                int timeout = next_scan > now ? (int)(next_scan - now) : 0;
+                int t = r->agents ? agents_tick(r, now) : -1;
+                int n;
 
+                if (t >= 0 && t < timeout)
+                        timeout = t;
+                n = epoll_wait(r->ep, evs, 64, timeout);
                 if (n < 0 && errno != EINTR) {
-                        logf_("epoll: %s", strerror(errno));
+                        relay_log("epoll: %s", strerror(errno));
                         return 1;
                 }
                 for (int i = 0; i < n; i++) {
@@ -458,6 +478,8 @@ int main(int argc, char **argv)
                                 struct sandbox *sb = ((struct ref *)p)->p;
                                 if (sb->used)
                                         accept_one(r, sb);
+                        } else if (r->agents && agents_event(r, p, evs[i].events)) {
+                                continue;
                         } else {
                                 int side;
                                 struct conn *c = conn_of(p, &side);
@@ -469,9 +491,12 @@ int main(int argc, char **argv)
                         r->dead = c->next_dead;
                         free(c);
                 }
-                if (now_ms() >= next_scan) {
-                        scan(r);
-                        next_scan = now_ms() + RESCAN_MS;
+                if (relay_now_ms() >= next_scan) {
+                        if (r->dir)
+                                scan(r);
+                        if (r->agents)
+                                agents_scan(r);
+                        next_scan = relay_now_ms() + RESCAN_MS;
                 }
         }
 }

@@ -1,0 +1,426 @@
+/* sandbox-egress-relay --agent-dir AGENT_DIR: the host end of the agents that
+ * dial (docs/AGENT.md, "Transports"; relay.h).
+ *
+ * Under gVisor the host cannot connect to a socket bound inside the sandbox,
+ * so the sandbox-agent dials out instead. For every container whose agent
+ * dials, the broker makes AGENT_DIR/<container id>.dial (a regular file; 12
+ * to 64 lowercase hex digits) beside its run directory AGENT_DIR/<container
+ * id>/, which is mounted read-only in the sandbox. Here both sockets of that
+ * directory are bound, mode 0600:
+ *   dial.sock   the agent connects here and leaves the connection idle; up to
+ *               IDLE_MAX per container wait in its pool (more are closed). The
+ *               agent never speaks first: an idle connection that becomes
+ *               readable or hangs up is closed.
+ *   agent.sock  the broker and sandbox-ingress connect here, as to a
+ *               listening agent. Each connection is paired with the oldest
+ *               idle one and spliced both ways (relay.c's pairs); with none
+ *               idle it waits, unread, for the next dial (up to PENDING_MAX
+ *               per container, PENDING_MS each; then closed).
+ * Pairs count toward CONNS_PER_SANDBOX and CONNS_MAX. When the marker or the
+ * directory goes, both listeners and every waiting connection are closed;
+ * pairs run to their end. No byte is interpreted here. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "relay.h"
+
+#define CID_MIN 12
+#define CID_MAX 64
+#define CTRS_MAX SANDBOXES_MAX
+#define IDLE_MAX 16
+#define PENDING_MAX 64
+#define PENDING_MS 10000
+#define MARKER ".dial"
+
+enum atag { A_BROKER, A_DIAL, A_IDLE };
+
+/* The epoll data of an agent's listener or idle connection is the address
+ * of its aref plus AREF_BIT: relay.c's pairs use their address plus 0 or 1,
+ * and both are at least 8-aligned, so bit 1 tells them apart. */
+#define AREF_BIT 2
+struct aref {
+        enum atag tag;
+        struct actr *ac;
+        int slot; /* A_IDLE: its slot */
+};
+
+struct actr {
+        bool used; /* being served (listeners open) */
+        bool seen; /* in the last scan */
+        char cid[CID_MAX + 1];
+        int lfd_broker, lfd_dial;
+        int idle[IDLE_MAX]; /* -1: free */
+        unsigned long long idle_seq[IDLE_MAX];
+        int pend[PENDING_MAX]; /* broker connections waiting; -1: free */
+        long long pend_since[PENDING_MAX];
+        int n_conns; /* pairs open (they may outlive `used`) */
+        struct aref ref_broker, ref_dial, ref_idle[IDLE_MAX];
+};
+
+struct agents {
+        const char *dir;
+        int dir_fd;
+        struct actr *ctrs[CTRS_MAX]; /* malloc'd; freed when neither used nor paired */
+        unsigned long long seq;
+};
+
+struct agents *agents_new(struct relay *r, const char *dir)
+{
+        struct agents *a = calloc(1, sizeof(*a));
+
+        (void)r;
+        if (!a)
+                return NULL;
+        a->dir = dir;
+        a->dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (a->dir_fd < 0) {
+                relay_log("%s: %s", dir, strerror(errno));
+                free(a);
+                return NULL;
+        }
+        return a;
+}
+
+/* "<cid>.dial" with cid CID_MIN..CID_MAX lowercase hex digits: the cid into buf. */
+static bool marker_cid(const char *name, char *buf)
+{
+        size_t n = strspn(name, "0123456789abcdef");
+
+        if (n < CID_MIN || n > CID_MAX || strcmp(name + n, MARKER))
+                return false;
+        memcpy(buf, name, n);
+        buf[n] = '\0';
+        return true;
+}
+
+static void pend_close(struct actr *ac, int i)
+{
+        (void)close(ac->pend[i]);
+        ac->pend[i] = -1;
+}
+
+static void idle_close(struct actr *ac, int i)
+{
+        (void)close(ac->idle[i]); /* also leaves epoll */
+        ac->idle[i] = -1;
+}
+
+static struct actr *ctr_new(const char *cid)
+{
+        struct actr *ac = calloc(1, sizeof(*ac));
+
+        if (!ac)
+                return NULL;
+        strcpy(ac->cid, cid);
+        ac->lfd_broker = ac->lfd_dial = -1;
+        for (int i = 0; i < IDLE_MAX; i++) {
+                ac->idle[i] = -1;
+                ac->ref_idle[i] = (struct aref){ A_IDLE, ac, i };
+        }
+        for (int i = 0; i < PENDING_MAX; i++)
+                ac->pend[i] = -1;
+        ac->ref_broker = (struct aref){ A_BROKER, ac, 0 };
+        ac->ref_dial = (struct aref){ A_DIAL, ac, 0 };
+        return ac;
+}
+
+/* Bind both sockets and watch them; false (nothing left open) on failure,
+ * retried at the next scan. */
+static bool ctr_bind(struct relay *r, struct actr *ac)
+{
+        struct agents *a = r->agents;
+
+        ac->lfd_dial = relay_bind_in(a->dir_fd, ac->cid, "dial.sock", 0600);
+        ac->lfd_broker = ac->lfd_dial < 0 ? -1 : relay_bind_in(a->dir_fd, ac->cid, "agent.sock", 0600);
+        if (ac->lfd_broker >= 0 &&
+            relay_ep_ctl(r, EPOLL_CTL_ADD, ac->lfd_dial, EPOLLIN, (char *)&ac->ref_dial + AREF_BIT) == 0 &&
+            relay_ep_ctl(r, EPOLL_CTL_ADD, ac->lfd_broker, EPOLLIN,
+                         (char *)&ac->ref_broker + AREF_BIT) == 0)
+                return true;
+        if (ac->lfd_dial >= 0)
+                (void)close(ac->lfd_dial);
+        if (ac->lfd_broker >= 0)
+                (void)close(ac->lfd_broker);
+        ac->lfd_dial = ac->lfd_broker = -1;
+        return false;
+}
+
+static void ctr_add(struct relay *r, const char *cid)
+{
+        struct agents *a = r->agents;
+        struct actr *ac;
+        struct stat st;
+        int free_i = -1;
+
+        for (int i = 0; i < CTRS_MAX; i++) {
+                if (a->ctrs[i] && a->ctrs[i]->used && !strcmp(a->ctrs[i]->cid, cid)) {
+                        a->ctrs[i]->seen = true;
+                        return;
+                }
+                if (!a->ctrs[i] && free_i < 0)
+                        free_i = i;
+        }
+        /* the run directory is made before the marker (docker_agent.c) */
+        if (fstatat(a->dir_fd, cid, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                return;
+        if (free_i < 0) {
+                relay_log("too many containers; %.12s not served", cid);
+                return;
+        }
+        ac = ctr_new(cid);
+        if (!ac)
+                return;
+        if (!ctr_bind(r, ac)) {
+                free(ac);
+                return; /* retried at the next scan */
+        }
+        ac->used = ac->seen = true;
+        a->ctrs[free_i] = ac;
+        relay_log("serving the agent of container %.12s", cid);
+}
+
+/* Free a container that is neither served nor paired any more: only from
+ * agents_tick, between batches of events (one of the batch may name it). */
+static void ctr_release(struct agents *a, struct actr *ac)
+{
+        if (ac->used || ac->n_conns > 0)
+                return;
+        for (int i = 0; i < CTRS_MAX; i++)
+                if (a->ctrs[i] == ac)
+                        a->ctrs[i] = NULL;
+        free(ac);
+}
+
+static void ctr_drop(struct actr *ac)
+{
+        (void)close(ac->lfd_dial);
+        (void)close(ac->lfd_broker);
+        ac->lfd_dial = ac->lfd_broker = -1;
+        for (int i = 0; i < IDLE_MAX; i++)
+                if (ac->idle[i] >= 0)
+                        idle_close(ac, i);
+        for (int i = 0; i < PENDING_MAX; i++)
+                if (ac->pend[i] >= 0)
+                        pend_close(ac, i);
+        ac->used = false;
+        relay_log("container %.12s gone", ac->cid);
+}
+
+void agents_scan(struct relay *r)
+{
+        struct agents *a = r->agents;
+        int fd = openat(a->dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        struct dirent *e;
+        char cid[CID_MAX + 1];
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        for (int i = 0; i < CTRS_MAX; i++)
+                if (a->ctrs[i])
+                        a->ctrs[i]->seen = false;
+        while ((e = readdir(d))) {
+                struct stat st;
+
+                if (!marker_cid(e->d_name, cid))
+                        continue;
+                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                        ctr_add(r, cid);
+        }
+        closedir(d);
+        for (int i = 0; i < CTRS_MAX; i++) {
+                struct actr *ac = a->ctrs[i];
+
+                if (ac && ac->used && !ac->seen)
+                        ctr_drop(ac);
+        }
+}
+
+/* Splice broker connection bfd with the agent's connection afd. */
+static void pair(struct relay *r, struct actr *ac, int bfd, int afd)
+{
+        struct conn *c = relay_conn_alloc(r);
+
+        if (!c) {
+                (void)close(bfd);
+                (void)close(afd);
+                return;
+        }
+        c->ac = ac;
+        ac->n_conns++;
+        c->side[0].fd = bfd;
+        c->side[1].fd = afd;
+        (void)relay_conn_start(r, c);
+}
+
+void agents_conn_closed(struct actr *ac)
+{
+        if (ac->n_conns > 0)
+                ac->n_conns--;
+        /* a container gone while paired is freed with its last pair; not
+         * here: the relay's main loop may still name it in this batch */
+}
+
+static int oldest_idle(const struct actr *ac)
+{
+        int best = -1;
+
+        for (int i = 0; i < IDLE_MAX; i++)
+                if (ac->idle[i] >= 0 && (best < 0 || ac->idle_seq[i] < ac->idle_seq[best]))
+                        best = i;
+        return best;
+}
+
+static int oldest_pending(const struct actr *ac)
+{
+        int best = -1;
+
+        for (int i = 0; i < PENDING_MAX; i++)
+                if (ac->pend[i] >= 0 && (best < 0 || ac->pend_since[i] < ac->pend_since[best]))
+                        best = i;
+        return best;
+}
+
+static int waiting(const struct actr *ac)
+{
+        int n = 0;
+
+        for (int i = 0; i < PENDING_MAX; i++)
+                n += ac->pend[i] >= 0;
+        return n;
+}
+
+static void accept_broker(struct relay *r, struct actr *ac)
+{
+        for (;;) {
+                int fd = accept4(ac->lfd_broker, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                int i;
+
+                if (fd < 0)
+                        return;
+                if (ac->n_conns + waiting(ac) >= CONNS_PER_SANDBOX || r->n_conns >= CONNS_MAX) {
+                        (void)close(fd);
+                        continue;
+                }
+                i = oldest_idle(ac);
+                if (i >= 0) {
+                        int afd = ac->idle[i];
+
+                        (void)relay_ep_ctl(r, EPOLL_CTL_DEL, afd, 0, NULL);
+                        ac->idle[i] = -1;
+                        pair(r, ac, fd, afd);
+                        continue;
+                }
+                for (i = 0; i < PENDING_MAX && ac->pend[i] >= 0; i++)
+                        ;
+                if (i == PENDING_MAX) {
+                        relay_log("container %.12s: %d connections wait for its agent; one refused",
+                                  ac->cid, PENDING_MAX);
+                        (void)close(fd);
+                        continue;
+                }
+                ac->pend[i] = fd;
+                ac->pend_since[i] = relay_now_ms();
+        }
+}
+
+static void accept_dial(struct relay *r, struct actr *ac)
+{
+        struct agents *a = r->agents;
+
+        for (;;) {
+                int fd = accept4(ac->lfd_dial, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                int i = oldest_pending(ac);
+
+                if (fd < 0)
+                        return;
+                if (i >= 0) {
+                        int bfd = ac->pend[i];
+
+                        ac->pend[i] = -1;
+                        pair(r, ac, bfd, fd);
+                        continue;
+                }
+                for (i = 0; i < IDLE_MAX && ac->idle[i] >= 0; i++)
+                        ;
+                if (i == IDLE_MAX ||
+                    relay_ep_ctl(r, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP,
+                                 (char *)&ac->ref_idle[i] + AREF_BIT) < 0) {
+                        (void)close(fd);
+                        continue;
+                }
+                ac->idle[i] = fd;
+                ac->idle_seq[i] = ++a->seq;
+        }
+}
+
+bool agents_event(struct relay *r, void *ref, uint32_t ev)
+{
+        struct aref *ar;
+        struct actr *ac;
+
+        (void)ev;
+        if (!((uintptr_t)ref & AREF_BIT))
+                return false;
+        ar = (struct aref *)((char *)ref - AREF_BIT);
+        ac = ar->ac;
+        if (!ac->used)
+                return true; /* dropped in this batch */
+        switch (ar->tag) {
+        case A_BROKER:
+                accept_broker(r, ac);
+                break;
+        case A_DIAL:
+                accept_dial(r, ac);
+                break;
+        case A_IDLE:
+                /* the agent spoke first or hung up: not a connection to hand out */
+                if (ac->idle[ar->slot] >= 0)
+                        idle_close(ac, ar->slot);
+                break;
+        }
+        return true;
+}
+
+int agents_tick(struct relay *r, long long now)
+{
+        struct agents *a = r->agents;
+        long long next = -1;
+
+        for (int i = 0; i < CTRS_MAX; i++) {
+                struct actr *ac = a->ctrs[i];
+
+                if (!ac)
+                        continue;
+                if (!ac->used) {
+                        ctr_release(a, ac); /* its last pair has closed */
+                        continue;
+                }
+                for (int j = 0; j < PENDING_MAX; j++) {
+                        long long due;
+
+                        if (ac->pend[j] < 0)
+                                continue;
+                        due = ac->pend_since[j] + PENDING_MS;
+                        if (due <= now) {
+                                relay_log("container %.12s: no connection of its agent within %d ms",
+                                          ac->cid, PENDING_MS);
+                                pend_close(ac, j);
+                        } else if (next < 0 || due < next) {
+                                next = due;
+                        }
+                }
+        }
+        return next < 0 ? -1 : (int)(next - now);
+}
