@@ -408,20 +408,23 @@ int main(int argc, char **argv)
         static struct relay relay;
         struct relay *r = &relay;
         const char *agent_dir = NULL;
+        bool port_given = false;
         long long next_scan;
 
         for (int i = 1; i < argc; i++) {
                 if (!strcmp(argv[i], "--dir") && i + 1 < argc)
                         r->dir = argv[++i];
-                else if (!strcmp(argv[i], "--squid-port") && i + 1 < argc)
+                else if (!strcmp(argv[i], "--squid-port") && i + 1 < argc) {
                         r->squid_port = atoi(argv[++i]);
+                        port_given = true;
+                }
                 else if (!strcmp(argv[i], "--agent-dir") && i + 1 < argc)
                         agent_dir = argv[++i];
                 else
                         usage();
         }
         if ((!r->dir && !agent_dir) || (r->dir && r->dir[0] != '/') ||
-            (agent_dir && agent_dir[0] != '/') || (!r->dir != !r->squid_port) ||
+            (agent_dir && agent_dir[0] != '/') || (!r->dir != !port_given) ||
             (r->dir && (r->squid_port <= 0 || r->squid_port > 65535)))
                 usage();
         (void)signal(SIGPIPE, SIG_IGN);
@@ -451,7 +454,7 @@ int main(int argc, char **argv)
                 if (!r->agents)
                         return 1;
                 agents_scan(r);
-                relay_log("pairing the agents' connections in %s", agent_dir);
+                relay_log("relaying agents of %s", agent_dir);
         }
         next_scan = relay_now_ms() + RESCAN_MS;
         for (;;) {

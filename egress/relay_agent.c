@@ -160,6 +160,10 @@ static void ctr_add(struct relay *r, const char *cid)
         struct stat st;
         int free_i = -1;
 
+        /* served while both are there (the run directory is made before the
+         * marker, docker_agent.c) */
+        if (fstatat(a->dir_fd, cid, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                return;
         for (int i = 0; i < CTRS_MAX; i++) {
                 if (a->ctrs[i] && a->ctrs[i]->used && !strcmp(a->ctrs[i]->cid, cid)) {
                         a->ctrs[i]->seen = true;
@@ -168,9 +172,6 @@ static void ctr_add(struct relay *r, const char *cid)
                 if (!a->ctrs[i] && free_i < 0)
                         free_i = i;
         }
-        /* the run directory is made before the marker (docker_agent.c) */
-        if (fstatat(a->dir_fd, cid, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-                return;
         if (free_i < 0) {
                 relay_log("too many containers; %.12s not served", cid);
                 return;
@@ -184,7 +185,7 @@ static void ctr_add(struct relay *r, const char *cid)
         }
         ac->used = ac->seen = true;
         a->ctrs[free_i] = ac;
-        relay_log("serving the agent of container %.12s", cid);
+        relay_log("serving agent of container %.12s", cid);
 }
 
 /* Free a container that is neither served nor paired any more: only from
@@ -325,7 +326,7 @@ static void accept_broker(struct relay *r, struct actr *ac)
                 for (i = 0; i < PENDING_MAX && ac->pend[i] >= 0; i++)
                         ;
                 if (i == PENDING_MAX) {
-                        relay_log("container %.12s: %d connections wait for its agent; one refused",
+                        relay_log("container %.12s: %d connections wait for a dial; one refused",
                                   ac->cid, PENDING_MAX);
                         (void)close(fd);
                         continue;
@@ -354,8 +355,12 @@ static void accept_dial(struct relay *r, struct actr *ac)
                 }
                 for (i = 0; i < IDLE_MAX && ac->idle[i] >= 0; i++)
                         ;
-                if (i == IDLE_MAX ||
-                    relay_ep_ctl(r, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP,
+                if (i == IDLE_MAX) {
+                        relay_log("container %.12s: %d idle dials; one refused", ac->cid, IDLE_MAX);
+                        (void)close(fd);
+                        continue;
+                }
+                if (relay_ep_ctl(r, EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP,
                                  (char *)&ac->ref_idle[i] + AREF_BIT) < 0) {
                         (void)close(fd);
                         continue;
@@ -414,7 +419,7 @@ int agents_tick(struct relay *r, long long now)
                                 continue;
                         due = ac->pend_since[j] + PENDING_MS;
                         if (due <= now) {
-                                relay_log("container %.12s: no connection of its agent within %d ms",
+                                relay_log("container %.12s: no dial within %d ms; a waiting connection closed",
                                           ac->cid, PENDING_MS);
                                 pend_close(ac, j);
                         } else if (next < 0 || due < next) {
