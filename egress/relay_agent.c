@@ -389,11 +389,18 @@ bool agents_event(struct relay *r, void *ref, uint32_t ev)
         case A_DIAL:
                 accept_dial(r, ac);
                 break;
-        case A_IDLE:
-                /* the agent spoke first or hung up: not a connection to hand out */
-                if (ac->idle[ar->slot] >= 0)
+        case A_IDLE: {
+                /* the agent spoke first or hung up: not a connection to hand
+                 * out. Unless the event is stale: earlier in this batch the
+                 * slot's connection may have been paired and a new dial put
+                 * in its place, which has nothing to read. */
+                char c;
+
+                if (ac->idle[ar->slot] >= 0 &&
+                    !(recv(ac->idle[ar->slot], &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN))
                         idle_close(ac, ar->slot);
                 break;
+        }
         }
         return true;
 }

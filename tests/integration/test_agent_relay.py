@@ -112,6 +112,16 @@ def dial(r, cid, n=1):
     return [connect(r.sock(cid, "dial.sock")) for _ in range(n)]
 
 
+def one_pair(relay, cid, data):
+    """A dial, then a broker connection: data reaches the agent's side."""
+    (a,) = dial(relay, cid)
+    b = connect(relay.sock(cid, "agent.sock"))
+    b.sendall(data)
+    assert recv_exact(a, len(data)) == data
+    a.close()
+    b.close()
+
+
 def test_pair_both_ways_large_and_half_close(relay):
     relay.add(CID)
     relay.start()
@@ -243,12 +253,7 @@ def test_markers_before_start_served_and_removal(relay):
     assert recv_all(b) == b""
     b.close()
     # the other container is untouched
-    (a2,) = dial(relay, CID)
-    b2 = connect(relay.sock(CID, "agent.sock"))
-    b2.sendall(b"t")
-    assert recv_exact(a2, 1) == b"t"
-    a2.close()
-    b2.close()
+    one_pair(relay, CID, b"t")
     # the run directory going away stops serving as well
     os.unlink(relay.sock(CID, "agent.sock"))
     os.unlink(relay.sock(CID, "dial.sock"))
@@ -278,12 +283,7 @@ def test_ignored_entries_and_stale_socket(relay):
         f.write("not a socket")
     relay.start()
     relay.served(CID)
-    (a,) = dial(relay, CID)
-    b = connect(relay.sock(CID, "agent.sock"))
-    b.sendall(b"z")
-    assert recv_exact(a, 1) == b"z"
-    a.close()
-    b.close()
+    one_pair(relay, CID, b"z")
     # the marker and directory are there, the regular file stays: not served, not removed
     with open(relay.sock(CID2, "agent.sock")) as f:
         assert f.read() == "not a socket"
@@ -312,9 +312,4 @@ def test_pending_without_dial_is_closed(relay):
     assert "no dial within" in relay.text()
     b.close()
     # a later connection is still served
-    (a,) = dial(relay, CID)
-    b = connect(relay.sock(CID, "agent.sock"))
-    b.sendall(b"w")
-    assert recv_exact(a, 1) == b"w"
-    a.close()
-    b.close()
+    one_pair(relay, CID, b"w")
