@@ -1,5 +1,6 @@
 /* sandbox-agent: the listening socket (listener.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -33,7 +34,10 @@ static int owner_of_parent(const char *path, uid_t *uid, gid_t *gid)
         return 0;
 }
 
-/* A new listening socket at path; its fd and identity, or -errno. */
+/* A new listening socket at path; its fd and identity, or -errno. It is
+ * bound and listening under a temporary name first, then renamed into
+ * place: a client that sees the file never meets a socket that is bound
+ * but not yet listening (ECONNREFUSED). */
 static int bind_at(const char *path, int *ret_fd, struct stat *ret_st)
 {
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -42,13 +46,14 @@ static int bind_at(const char *path, int *ret_fd, struct stat *ret_st)
         gid_t group = 0;
         int fd, r;
 
-        if (strlen(path) >= sizeof(sa.sun_path))
+        if (strlen(path) + sizeof(".new") > sizeof(sa.sun_path))
                 return -ENAMETOOLONG;
         strcpy(sa.sun_path, path);
+        strcat(sa.sun_path, ".new");
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
-        if (unlink(path) < 0 && errno != ENOENT) {
+        if (unlink(sa.sun_path) < 0 && errno != ENOENT) {
                 r = -errno;
                 goto fail;
         }
@@ -56,8 +61,9 @@ static int bind_at(const char *path, int *ret_fd, struct stat *ret_st)
         old_mask = umask(0177);
         r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
         (void)umask(old_mask);
-        if (r < 0 || listen(fd, LISTEN_BACKLOG) < 0 || lstat(path, ret_st) < 0) {
+        if (r < 0 || listen(fd, LISTEN_BACKLOG) < 0 || lstat(sa.sun_path, ret_st) < 0) {
                 r = -errno;
+                (void)unlink(sa.sun_path);
                 goto fail;
         }
         /* The broker may run as a user of its own (the systemd units'
@@ -67,7 +73,12 @@ static int bind_at(const char *path, int *ret_fd, struct stat *ret_st)
          * socket stays the agent's, which is what a root broker needs. */
         if (owner_of_parent(path, &owner, &group) == 0 &&
             (owner != ret_st->st_uid || group != ret_st->st_gid))
-                (void)lchown(path, owner, group);
+                (void)lchown(sa.sun_path, owner, group);
+        if (rename(sa.sun_path, path) < 0 || lstat(path, ret_st) < 0) {
+                r = -errno;
+                (void)unlink(sa.sun_path);
+                goto fail;
+        }
         *ret_fd = fd;
         return 0;
 fail:
