@@ -58,9 +58,10 @@ struct actr {
         char cid[CID_MAX + 1];
         int lfd_broker, lfd_dial;
         int idle[IDLE_MAX]; /* -1: free */
-        unsigned long long idle_seq[IDLE_MAX];
+        long long idle_seq[IDLE_MAX]; /* order of the dials */
         int pend[PENDING_MAX]; /* broker connections waiting; -1: free */
         long long pend_since[PENDING_MAX];
+        int n_pend;  /* pend[] in use */
         int n_conns; /* pairs open (they may outlive `used`) */
         struct aref ref_broker, ref_dial, ref_idle[IDLE_MAX];
 };
@@ -69,7 +70,11 @@ struct agents {
         const char *dir;
         int dir_fd;
         struct actr *ctrs[CTRS_MAX]; /* malloc'd; freed when neither used nor paired */
-        unsigned long long seq;
+        long long seq;
+        /* what agents_tick has to look at: broker connections waiting, and
+         * containers gone but not yet freed; with neither it returns at
+         * once instead of walking the table on every wakeup */
+        int n_pend, n_gone;
 };
 
 struct agents *agents_new(struct relay *r, const char *dir)
@@ -101,10 +106,20 @@ static bool marker_cid(const char *name, char *buf)
         return true;
 }
 
-static void pend_close(struct actr *ac, int i)
+/* Slot i of pend[] leaves the queue; its fd is returned (not closed). */
+static int pend_take(struct agents *a, struct actr *ac, int i)
 {
-        (void)close(ac->pend[i]);
+        int fd = ac->pend[i];
+
         ac->pend[i] = -1;
+        ac->n_pend--;
+        a->n_pend--;
+        return fd;
+}
+
+static void pend_close(struct agents *a, struct actr *ac, int i)
+{
+        (void)close(pend_take(a, ac, i));
 }
 
 static void idle_close(struct actr *ac, int i)
@@ -188,19 +203,18 @@ static void ctr_add(struct relay *r, const char *cid)
         relay_log("serving agent of container %.12s", cid);
 }
 
-/* Free a container that is neither served nor paired any more: only from
+/* Free ctrs[i] when it is gone and no pair names it any more: only from
  * agents_tick, between batches of events (one of the batch may name it). */
-static void ctr_release(struct agents *a, struct actr *ac)
+static void ctr_release(struct agents *a, int i)
 {
-        if (ac->used || ac->n_conns > 0)
+        if (a->ctrs[i]->n_conns > 0)
                 return;
-        for (int i = 0; i < CTRS_MAX; i++)
-                if (a->ctrs[i] == ac)
-                        a->ctrs[i] = NULL;
-        free(ac);
+        free(a->ctrs[i]);
+        a->ctrs[i] = NULL;
+        a->n_gone--;
 }
 
-static void ctr_drop(struct actr *ac)
+static void ctr_drop(struct agents *a, struct actr *ac)
 {
         (void)close(ac->lfd_dial);
         (void)close(ac->lfd_broker);
@@ -210,8 +224,9 @@ static void ctr_drop(struct actr *ac)
                         idle_close(ac, i);
         for (int i = 0; i < PENDING_MAX; i++)
                 if (ac->pend[i] >= 0)
-                        pend_close(ac, i);
+                        pend_close(a, ac, i);
         ac->used = false;
+        a->n_gone++;
         relay_log("container %.12s gone", ac->cid);
 }
 
@@ -244,7 +259,7 @@ void agents_scan(struct relay *r)
                 struct actr *ac = a->ctrs[i];
 
                 if (ac && ac->used && !ac->seen)
-                        ctr_drop(ac);
+                        ctr_drop(a, ac);
         }
 }
 
@@ -273,33 +288,15 @@ void agents_conn_closed(struct actr *ac)
          * here: the relay's main loop may still name it in this batch */
 }
 
-static int oldest_idle(const struct actr *ac)
+/* The used slot (fd >= 0) of n with the smallest key, or -1. */
+static int oldest(const int *fd, const long long *key, int n)
 {
         int best = -1;
 
-        for (int i = 0; i < IDLE_MAX; i++)
-                if (ac->idle[i] >= 0 && (best < 0 || ac->idle_seq[i] < ac->idle_seq[best]))
+        for (int i = 0; i < n; i++)
+                if (fd[i] >= 0 && (best < 0 || key[i] < key[best]))
                         best = i;
         return best;
-}
-
-static int oldest_pending(const struct actr *ac)
-{
-        int best = -1;
-
-        for (int i = 0; i < PENDING_MAX; i++)
-                if (ac->pend[i] >= 0 && (best < 0 || ac->pend_since[i] < ac->pend_since[best]))
-                        best = i;
-        return best;
-}
-
-static int waiting(const struct actr *ac)
-{
-        int n = 0;
-
-        for (int i = 0; i < PENDING_MAX; i++)
-                n += ac->pend[i] >= 0;
-        return n;
 }
 
 static void accept_broker(struct relay *r, struct actr *ac)
@@ -310,11 +307,11 @@ static void accept_broker(struct relay *r, struct actr *ac)
 
                 if (fd < 0)
                         return;
-                if (ac->n_conns + waiting(ac) >= CONNS_PER_SANDBOX || r->n_conns >= CONNS_MAX) {
+                if (ac->n_conns + ac->n_pend >= CONNS_PER_SANDBOX || r->n_conns >= CONNS_MAX) {
                         (void)close(fd);
                         continue;
                 }
-                i = oldest_idle(ac);
+                i = oldest(ac->idle, ac->idle_seq, IDLE_MAX);
                 if (i >= 0) {
                         int afd = ac->idle[i];
 
@@ -333,6 +330,8 @@ static void accept_broker(struct relay *r, struct actr *ac)
                 }
                 ac->pend[i] = fd;
                 ac->pend_since[i] = relay_now_ms();
+                ac->n_pend++;
+                r->agents->n_pend++;
         }
 }
 
@@ -342,15 +341,12 @@ static void accept_dial(struct relay *r, struct actr *ac)
 
         for (;;) {
                 int fd = accept4(ac->lfd_dial, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                int i = oldest_pending(ac);
+                int i = oldest(ac->pend, ac->pend_since, PENDING_MAX);
 
                 if (fd < 0)
                         return;
                 if (i >= 0) {
-                        int bfd = ac->pend[i];
-
-                        ac->pend[i] = -1;
-                        pair(r, ac, bfd, fd);
+                        pair(r, ac, pend_take(a, ac, i), fd);
                         continue;
                 }
                 for (i = 0; i < IDLE_MAX && ac->idle[i] >= 0; i++)
@@ -410,16 +406,18 @@ int agents_tick(struct relay *r, long long now)
         struct agents *a = r->agents;
         long long next = -1;
 
+        if (!a->n_pend && !a->n_gone)
+                return -1;
         for (int i = 0; i < CTRS_MAX; i++) {
                 struct actr *ac = a->ctrs[i];
 
                 if (!ac)
                         continue;
                 if (!ac->used) {
-                        ctr_release(a, ac); /* its last pair has closed */
+                        ctr_release(a, i); /* once its last pair has closed */
                         continue;
                 }
-                for (int j = 0; j < PENDING_MAX; j++) {
+                for (int j = 0; ac->n_pend && j < PENDING_MAX; j++) {
                         long long due;
 
                         if (ac->pend[j] < 0)
@@ -428,7 +426,7 @@ int agents_tick(struct relay *r, long long now)
                         if (due <= now) {
                                 relay_log("container %.12s: no dial within %d ms; a waiting connection closed",
                                           ac->cid, PENDING_MS);
-                                pend_close(ac, j);
+                                pend_close(a, ac, j);
                         } else if (next < 0 || due < next) {
                                 next = due;
                         }
