@@ -114,9 +114,12 @@ static void reconcile(struct sup_sandboxes *s)
                 log_warn(NULL, "reconciler: %s%s%s", strerror(-r), err[0] ? ": " : "", err);
                 return;
         }
-        if (st.orphans_removed || st.records_failed || st.leases_recovered || st.teardowns_requeued)
-                log_info(NULL, "reconciler: %d orphan(s) removed, %d record(s) failed, %d lease(s) recovered, %d teardown(s) requeued",
-                         st.orphans_removed, st.records_failed, st.leases_recovered, st.teardowns_requeued);
+        if (st.orphans_removed || st.records_failed || st.records_followed || st.leases_recovered ||
+            st.teardowns_requeued)
+                log_info(NULL, "reconciler: %d orphan(s) removed, %d record(s) failed, %d record(s) paused or "
+                               "unpaused after their container, %d lease(s) recovered, %d teardown(s) requeued",
+                         st.orphans_removed, st.records_failed, st.records_followed, st.leases_recovered,
+                         st.teardowns_requeued);
 }
 
 static void *housekeep_main(void *arg)

@@ -8,9 +8,10 @@
  *            ENTRYPOINT_EXITED, or OOM_KILLED when an "oom" of the same
  *            sandbox came within WATCH_OOM_MS before it, or (an exit code
  *            137 with no oom seen) the container's State.OOMKilled says so;
- *   pause    Running -> Paused, unpause Paused -> Running
- *            (sandbox_paused_outside; the broker's own pause/resume moves
- *            the record itself and wins the reason);
+ *   pause,   the record follows what the container is now (inspected:
+ *   unpause  an event can come after the broker has undone it), Running
+ *            <-> Paused (sandbox_pause_follow; the broker's own pause or
+ *            resume moves the record itself and wins the reason);
  *   oom      remembered for the die that usually follows (a process killed
  *            by the kernel while PID 1 lives on changes nothing).
  * What the stream misses while it reconnects, the reconciler finds (exits
@@ -36,7 +37,8 @@
 
 struct sup_watch {
         struct broker_config cfg;
-        struct provider *provider;
+        struct provider *provider; /* busy with the event stream */
+        struct provider *inspector; /* asks about a container meanwhile */
         struct redis_conn *redis;
         pthread_t thread;
         atomic_bool stop;
@@ -92,14 +94,15 @@ static void watch_event(void *ud, const struct sandbox_event *ev)
                 /* Docker usually sends "oom" before "die", but the order is
                  * not promised: a 137 with no oom seen asks the container */
                 if (!oom && ev->info.exit_code == 137 && ev->info.ref[0] &&
-                    w->provider->ops->inspect(w->provider, ev->info.ref, &info, err) == 0)
+                    w->inspector->ops->inspect(w->inspector, ev->info.ref, &info, err) == 0)
                         oom = info.oom_killed;
                 r = sandbox_exited(w->redis, sid, ev->info.exit_code, oom);
                 break;
         }
         case SANDBOX_EVENT_PAUSED:
         case SANDBOX_EVENT_UNPAUSED:
-                r = sandbox_paused_outside(w->redis, sid, ev->kind == SANDBOX_EVENT_PAUSED);
+                if (ev->info.ref[0])
+                        r = sandbox_pause_follow(w->redis, w->inspector, &w->cfg, sid, ev->info.ref);
                 break;
         case SANDBOX_EVENT_OOM:
                 oom_note(w, sid, now);
@@ -139,6 +142,7 @@ static void *watch_main(void *arg)
 
 int sup_watch_start(struct sup *s)
 {
+        char err[PROVIDER_ERR_MAX];
         struct sup_watch *w;
 
         if (!s->provider || !s->provider->ops->watch_events)
@@ -148,8 +152,10 @@ int sup_watch_start(struct sup *s)
                 return -ENOMEM;
         w->cfg = s->cfg;
         if (sup_conns_open(&w->cfg, &w->provider, &w->redis) < 0 ||
+            provider_new_from_config(&w->cfg, &w->inspector, err) < 0 || !w->inspector ||
             pthread_create(&w->thread, NULL, watch_main, w) != 0) {
                 log_err(NULL, "watch: cannot start the provider's event stream");
+                provider_free(w->inspector);
                 sup_conns_close(w->provider, w->redis);
                 free(w);
                 return -EIO;
@@ -166,6 +172,7 @@ void sup_watch_stop(struct sup *s)
                 return;
         atomic_store(&w->stop, true);
         pthread_join(w->thread, NULL); /* the stream asks stop() about once a second */
+        provider_free(w->inspector);
         sup_conns_close(w->provider, w->redis);
         free(w);
         s->watch = NULL;

@@ -74,12 +74,14 @@ static void lock_drop(struct redis_conn *rc, const char *name, const char *token
         reply_free(rep);
 }
 
-int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from, const char *to,
-                       const char *reason, const char *message, const char *ref)
+/* One transition; seen ("" = any) is the lastTransitionAt the caller read:
+ * a record moved since is a conflict */
+static int transition_seen(struct redis_conn *rc, const char *sid, const char *from, const char *to,
+                           const char *reason, const char *message, const char *ref, const char *seen)
 {
         redisReply *rep = NULL;
-        const char *argv[] = { sid, from, to, reason, message, ref ? ref : "" };
-        int r = redis_conn_script(rc, LUA_SANDBOX_STATE, 6, argv, &rep);
+        const char *argv[] = { sid, from, to, reason, message, ref ? ref : "", seen };
+        int r = redis_conn_script(rc, LUA_SANDBOX_STATE, 7, argv, &rep);
 
         if (r < 0)
                 return r;
@@ -91,6 +93,12 @@ int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from,
                 r = -EBUSY;
         reply_free(rep);
         return r;
+}
+
+int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from, const char *to,
+                       const char *reason, const char *message, const char *ref)
+{
+        return transition_seen(rc, sid, from, to, reason, message, ref, "");
 }
 
 int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code, bool oom)
@@ -121,13 +129,23 @@ int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code, bool o
         return 1;
 }
 
-int sandbox_paused_outside(struct redis_conn *rc, const char *sid, bool paused)
+/* The record of a Running or Paused sid (last moved at seen; "" = any)
+ * follows its container's pause state: Running -> Paused (CONTAINER_PAUSED)
+ * when it is frozen, Paused -> Running (CONTAINER_UNPAUSED) when it runs. */
+static int pause_follow(struct redis_conn *rc, const char *sid, const char *state, const char *seen,
+                        enum sandbox_run_state run)
 {
-        int r = paused ? sandbox_transition(rc, sid, "Running", "Paused", "CONTAINER_PAUSED",
-                                            "the sandbox's container was paused", "")
-                       : sandbox_transition(rc, sid, "Paused", "Running", "CONTAINER_UNPAUSED",
-                                            "the sandbox's container was unpaused", "");
+        bool paused = run == SANDBOX_RUN_PAUSED;
+        int r;
 
+        if (run != SANDBOX_RUN_PAUSED && run != SANDBOX_RUN_RUNNING)
+                return 0; /* an exit is the die event's (or the reconciler's) */
+        if (strcmp(state, paused ? "Running" : "Paused") != 0)
+                return 0; /* in step already */
+        r = paused ? transition_seen(rc, sid, "Running", "Paused", "CONTAINER_PAUSED",
+                                     "the sandbox's container was paused", "", seen)
+                   : transition_seen(rc, sid, "Paused", "Running", "CONTAINER_UNPAUSED",
+                                     "the sandbox's container was unpaused", "", seen);
         if (r == -EBUSY || r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -135,6 +153,38 @@ int sandbox_paused_outside(struct redis_conn *rc, const char *sid, bool paused)
         log_warn(LOG_KV({ "SANDBOX_ID", sid }), "the sandbox's container was %s; marked %s",
                  paused ? "paused" : "unpaused", paused ? "Paused" : "Running");
         return 1;
+}
+
+int sandbox_pause_follow(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                         const char *sid, const char *ref)
+{
+        char state[16] = "", seen[24] = "", err[PROVIDER_ERR_MAX];
+        struct sandbox_info info;
+        redisReply *rep = NULL;
+        char key[160];
+        int r;
+
+        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        const char *argv[] = { "HMGET", key, "state", "lastTransitionAt" };
+        r = redis_conn_command(rc, 4, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+            reply_is_str(rep->element[0], NULL) && reply_is_str(rep->element[1], NULL)) {
+                copy_str(rep->element[0], state, sizeof(state));
+                copy_str(rep->element[1], seen, sizeof(seen));
+        }
+        reply_free(rep);
+        if (strcmp(state, "Running") && strcmp(state, "Paused"))
+                return 0; /* gone, finished, or in the broker's hands */
+        /* read before the container: a pause or resume of the broker's own
+         * that lands in between moves the record, and seen no longer holds */
+        r = pv->ops->inspect(pv, ref, &info, err);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        return pause_follow(rc, sid, state, seen, info.state);
 }
 
 static int claim(struct redis_conn *rc, const struct broker_config *cfg, const char *lease_id,
@@ -974,6 +1024,7 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
         struct managed_list l = { 0 };
         redisReply *rep = NULL, *boxes, *stale;
         char older[16], limit[16], state[16], ignored[PROVIDER_ERR_MAX];
+        int64_t listed;
         int r;
 
         memset(st, 0, sizeof(*st));
@@ -981,6 +1032,7 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
         r = requeue_teardowns(rc, cfg, &st->teardowns_requeued);
         if (r < 0)
                 return r;
+        listed = timeutil_mono_ms();
         r = pv->ops->list_managed(pv, collect_managed, &l, err);
         if (r < 0 || l.oom) {
                 free(l.items);
@@ -1036,6 +1088,14 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
                 if (seen && seen->state == SANDBOX_RUN_EXITED && !strcmp(bstate, "Running") &&
                     sandbox_exited(rc, sid, -1, false) == 1)
                         st->records_failed++;
+                /* a pause or unpause the stream missed. Only for a record
+                 * unmoved since before the listing (a second of margin): one
+                 * moved since may be the broker's own pause or resume, of
+                 * a container the listing saw before it */
+                if (seen && b->element[3]->type == REDIS_REPLY_INTEGER &&
+                    b->element[3]->integer > timeutil_mono_ms() - listed + 1000 &&
+                    pause_follow(rc, sid, bstate, "", seen->state) == 1)
+                        st->records_followed++;
                 if (live)
                         continue;
                 if (sandbox_transition(rc, sid, bstate, "Failed", "CONTAINER_MISSING",

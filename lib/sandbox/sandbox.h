@@ -103,24 +103,32 @@ int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from,
 #define SANDBOX_REASON_OOM "OOM_KILLED"
 int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code, bool oom);
 
-/* The provider says sid's container was paused (paused) or unpaused behind
- * the broker's back: a Running record goes Paused (reason CONTAINER_PAUSED),
- * a Paused one Running (CONTAINER_UNPAUSED), so the record and the data
- * plane agree. A pause or resume of the broker's own has moved the record
- * already (or does so next): then nothing changes. Returns 1 when the
- * record changed, 0 when not, or an error of redis_conn_script. */
-int sandbox_paused_outside(struct redis_conn *rc, const char *sid, bool paused);
+/* The provider says sid's container (ref) was paused or unpaused: the
+ * record follows what the container is now (ops->inspect), not what the
+ * event said, since events can arrive late (a pause the broker has already
+ * undone must not move the record). A Running record of a frozen container
+ * goes Paused (reason CONTAINER_PAUSED), a Paused one of a running container
+ * Running (CONTAINER_UNPAUSED). The record is read before the container and
+ * moved only if unchanged since: a pause or resume of the broker's own in
+ * between wins, with its reason. Returns 1 when the record changed, 0 when
+ * not (in step, gone, or not Running/Paused), or an error of Redis or of
+ * the provider's inspect. */
+int sandbox_pause_follow(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                         const char *sid, const char *ref);
 
 /* The longest a sandbox's provisioning may take (its lock's life): a lease
  * 'provisioning' for longer was abandoned. */
 int sandbox_provision_max_ms(const struct broker_config *cfg);
 
 /* The reconciler: requeue interrupted teardowns, remove managed containers
- * with no live record, fail records whose container vanished, and finish
+ * with no live record, fail records whose container vanished, bring a
+ * Running/Paused record unmoved since before its listing of the containers
+ * in step with its container's pause state (what the event stream missed), and finish
  * leases left provisioning by a crashed process. Counts what it did. */
 struct sandbox_reconcile_stats {
         int orphans_removed;
         int records_failed;
+        int records_followed; /* Running <-> Paused after the container */
         int leases_recovered;
         int teardowns_requeued;
 };

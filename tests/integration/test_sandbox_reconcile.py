@@ -91,6 +91,26 @@ def test_container_removed_by_hand_marks_record_failed(docker_broker):
     assert_no_leak(sb)
 
 
+def test_a_pause_state_the_watch_missed_follows_the_container(docker_broker):
+    # what the event stream missed (it reconnects): a record that says Paused
+    # over a running container goes Running. Not while the record's last
+    # move is later than the reconciler's listing of the containers (it may
+    # be the broker's own pause of a container the listing saw running): a
+    # record stamped 4 s ahead stays Paused over three rounds.
+    sb = docker_broker(BROKER_CAPACITY=1, RECONCILE_MS=RECONCILE_MS)
+    lz = check_sandbox_lease(sb.acquire("rita", "s1"))
+    sid = lz["sandboxId"]
+    key = sb.b.key("sandbox:" + sid)
+    ahead_ms = int(sb.b.redis.time()[0]) * 1000 + 4000
+    sb.b.redis.hset(key, mapping={"state": "Paused", "lastTransitionAt": str(ahead_ms)})
+    time.sleep(3 * RECONCILE_MS / 1000.0)
+    assert sb.record(sid)["state"] == "Paused"
+    rec = sb.wait_record_state(sid, "Running", 15)
+    assert rec.get("reason") == "CONTAINER_UNPAUSED", rec
+    assert "1 record(s) paused or unpaused after their container" in sb.b.logs("supervisor")
+    assert sb.run(lz, "true")["exitCode"] == 0
+
+
 @pytest.mark.parametrize("kill_at", ["pending", "created"])
 def test_supervisor_killed_while_creating_leaves_no_orphan(docker_broker, kill_at):
     """kill_at: "pending" = as soon as the new record is Pending (before or

@@ -8,6 +8,8 @@ sandbox gives its slot back. Each wait is bounded generously (WATCH_BOUND_S,
 5 s, for shared CI machines) and the time it took is printed.
 """
 
+import os
+import signal
 import time
 
 import pytest
@@ -105,6 +107,45 @@ def test_docker_pause_and_unpause_behind_our_back_are_followed(osb):
     assert sb["status"]["reason"] == "user_pause", sb
     assert osb.resume(w.sid).status == 202
     w.follow("Running", "resume through the API")
+    assert osb.delete(w.sid).status == 204
+
+
+def test_late_events_of_the_broker_s_own_pause_and_resume_move_nothing(osb):
+    # Docker's events can come late (a loaded daemon, a busy supervisor). A
+    # pause the broker has already undone must not move the record: the
+    # SDK's resume then read Paused (CI's conformance run under ASan did).
+    # The supervisor is stopped while the broker pauses and resumes, so both
+    # events reach its watch after the record says Running again.
+    w = Watched(osb)
+    sup = osb.b.pid("supervisor")
+    assert sup, "no supervisor pid"
+    moved = "SANDBOX_ID=%s" % w.sid
+
+    def marks():
+        return [ln for ln in osb.b.logs("supervisor").splitlines()
+                if moved in ln and "container was" in ln]
+    before = marks()
+    os.kill(sup, signal.SIGSTOP)
+    try:
+        assert osb.pause(w.sid).status == 202
+        assert osb.resume(w.sid).status == 202
+    finally:
+        os.kill(sup, signal.SIGCONT)
+    # a pause behind the broker's back comes after both in the stream: once
+    # the record follows it, the late events have been handled
+    DOCKER.call("POST", "/containers/%s/pause" % w.ref)
+    try:
+        sb, _ = w.follow("Paused", "docker pause after the late events")
+        assert sb["status"]["reason"] == "CONTAINER_PAUSED", sb
+    finally:
+        DOCKER.call("POST", "/containers/%s/unpause" % w.ref)
+    sb, _ = w.follow("Running", "docker unpause")
+    # the watch logs each move just after making it: wait for the lines too
+    late = wait_until(lambda: (lambda m: m if len(m) >= 2 else None)(marks()[len(before):]),
+                      WATCH_BOUND_S, 0.05, "the watch's log lines")
+    assert len(late) == 2, late  # the sentinel's pause and unpause, nothing else
+    assert "paused; marked Paused" in late[0] and "unpaused; marked Running" in late[1], late
+    assert w.ping().status == 200
     assert osb.delete(w.sid).status == 204
 
 

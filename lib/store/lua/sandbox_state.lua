@@ -1,5 +1,7 @@
 -- sandbox_state: one transition of a sandbox record.
--- ARGV = prefix, sandboxId, fromState ('' = any), toState, reason, message, ref ('' = keep)
+-- ARGV = prefix, sandboxId, fromState ('' = any), toState, reason, message, ref ('' = keep),
+--        lastTransitionAt the caller read ('' or absent = any: a caller that
+--        decided on what it read moves nothing that changed since)
 -- Terminated records leave the index and expire; a Stopped record with
 -- teardown 'stop' is parked for its slot's next lease. An OpenSandbox
 -- sandbox that was live (Running, Paused) and failed gives its slot back:
@@ -8,9 +10,11 @@
 -- container). A lease sandbox's slot forgets it, as any finished record.
 -- Returns {'ok', previousState} | {'conflict', currentState} | {'notfound'}
 local sid, from, to, reason, message, ref = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local cur = redis.call('HMGET', sandbox_key(sid), 'state', 'slot', 'teardown')
+local seen = ARGV[8] or ''
+local cur = redis.call('HMGET', sandbox_key(sid), 'state', 'slot', 'teardown', 'lastTransitionAt')
 if not cur[1] then return { 'notfound' } end
 if from ~= '' and cur[1] ~= from then return { 'conflict', cur[1] } end
+if seen ~= '' and cur[4] ~= seen then return { 'conflict', cur[1] } end
 local now = now_ms()
 sandbox_set_state(sid, to, reason, message, now)
 if cur[1] == 'Stopping' and to ~= 'Stopping' then
