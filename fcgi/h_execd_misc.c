@@ -71,6 +71,16 @@ void h_execd_not_implemented(struct request *req)
                 return;
         /* "/proxy/44772/files/mv" -> "/files/mv" */
         what = what ? strchr(what + strlen("/proxy/"), '/') : NULL;
+        if (what && strncmp(what, "/v1/isolated/", 13) == 0) {
+                /* a route of any path below it: name the path asked */
+                const char *asked = strstr(req->path, "/v1/isolated/");
+                reply_error(req, API_NOT_IMPLEMENTED,
+                            "%s %.200s: isolated sessions are in no OpenSandbox specification this "
+                            "broker follows and are not served; run commands in the sandbox itself, and "
+                            "file operations as a uid/gid under /v1/filesystem/{uid}/{gid} (docs/EXECD.md)",
+                            req->method, asked ? asked : what);
+                return;
+        }
         reply_error(req, API_NOT_IMPLEMENTED, "%s %s of %s is not served by this broker (docs/EXECD.md)",
                     req->method, what ? what : req->route,
                     strstr(req->route, "/18080/") ? "egress-api.yaml" : "execd-api.yaml");

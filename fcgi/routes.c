@@ -105,6 +105,9 @@ static const struct route routes[] = {
         { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/code", h_execd_not_implemented, ROUTE_TOKEN },
         { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/code", h_execd_not_implemented, ROUTE_TOKEN },
         { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/metrics/watch", h_execd_metrics_watch, ROUTE_TOKEN },
+        /* the SDKs' isolated sessions (/v1/isolated/...: sessions, runs, their
+         * files, commit, diff), in no spec: 501 with the reason, any method */
+        { "execd", "*", "/v1/sandboxes/{}/proxy/44772/v1/isolated/*", h_execd_not_implemented, ROUTE_TOKEN },
         /* port endpoints: nginx's auth_request before sandbox-ingress (h_ingress.c) */
         { "execd", "GET", "/v1/sandboxes/{}/ingress-auth", h_ingress_auth, ROUTE_ENDPOINT },
         /* egress sidecar (egress-api.yaml) */
@@ -131,6 +134,32 @@ int routes_group_known(const char *group)
         return 0;
 }
 
+/* A pattern ending in "/" then "*" matches every path below it (one segment at
+ * least); else url_path_match's whole-path match. */
+static int route_match(const char *pattern, const char *path, char args[][URL_PATH_ARG_MAX])
+{
+        size_t len = strlen(pattern), slashes = 0;
+        char pat[160], head[512];
+        const char *p = path;
+
+        if (len < 2 || strcmp(pattern + len - 2, "/*") != 0)
+                return url_path_match(pattern, path, args, 3);
+        if (len - 2 >= sizeof(pat))
+                return 0;
+        memcpy(pat, pattern, len - 2);
+        pat[len - 2] = '\0';
+        for (size_t i = 0; i < len - 1; i++)
+                slashes += pattern[i] == '/';
+        /* path's head up to its slashes-th '/', which something must follow */
+        for (size_t seen = 0; *p && seen < slashes; p++)
+                seen += *p == '/';
+        if (!*p || (size_t)(p - 1 - path) >= sizeof(head) || p[-1] != '/')
+                return 0;
+        memcpy(head, path, (size_t)(p - 1 - path));
+        head[p - 1 - path] = '\0';
+        return url_path_match(pat, head, args, 3);
+}
+
 void routes_dispatch(const char *group, struct request *req)
 {
         char allow[96] = "";
@@ -138,12 +167,12 @@ void routes_dispatch(const char *group, struct request *req)
         for (size_t i = 0; i < N_ROUTES; i++) {
                 const struct route *r = &routes[i];
                 char args[3][URL_PATH_ARG_MAX] = { "", "", "" };
-                if (strcmp(r->group, group) || !url_path_match(r->path, req->path, args, 3))
+                if (strcmp(r->group, group) || !route_match(r->path, req->path, args))
                         continue;
                 memcpy(req->path_arg, args[0], sizeof(args[0]));
                 memcpy(req->path_arg2, args[1], sizeof(args[1]));
                 memcpy(req->path_arg3, args[2], sizeof(args[2]));
-                if (strcmp(r->method, req->method) == 0 ||
+                if (strcmp(r->method, "*") == 0 || strcmp(r->method, req->method) == 0 ||
                     (strcmp(req->method, "HEAD") == 0 && strcmp(r->method, "GET") == 0)) {
                         req->route = r->path;
                         if (authn_check(req, r->auth) < 0)

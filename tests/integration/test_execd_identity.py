@@ -12,7 +12,7 @@ static-busybox tiny one), through nginx and FastCGI (docs/EXECD.md,
 - /v1/filesystem/{uid}/{gid}/...: every file route done as that uid/gid
   (what is made is theirs, a root-only file is 403), through the SDK's
   `files.with_identity` and raw HTTP, and bad ids refused;
-- /v1/isolated/... (not in execd-api.yaml) stays 404.
+- /v1/isolated/... (not in execd-api.yaml): 501 with the reason, after the token.
 """
 
 import json
@@ -266,9 +266,21 @@ def test_identity_bad_ids_and_auth(base):
     assert st == 404 and body["code"] == "SANDBOX_NOT_FOUND", body
     st, _, body = base.json("POST", ID + "/command", {"command": "id"})
     assert st == 404, body  # only the file routes have an identity
-    # the SDK's isolated sessions are in no spec: not served
-    st, _, body = base.json("POST", "/v1/isolated/session", {})
-    assert st == 404, body
+    # the SDKs' isolated sessions are in no spec: 501 with the reason, for
+    # every path and method below /v1/isolated/, after the token check
+    for method, path in (("POST", "/v1/isolated/session"), ("GET", "/v1/isolated/capabilities"),
+                         ("GET", "/v1/isolated/session/s1/runs/r1/logs"),
+                         ("POST", "/v1/isolated/session/s1/commit"), ("PUT", "/v1/isolated/x")):
+        st, _, body = base.json(method, path, {} if method != "GET" else None)
+        assert st == 501 and body["code"] == "NOT_IMPLEMENTED", (path, body)
+        assert "isolated sessions" in body["message"] and path in body["message"], body
+    st, _, body = base.json("GET", "/v1/isolated/capabilities", token="")
+    assert st == 401, body
+    st, _, body = base.json("GET", "/v1/isolated/capabilities", token="bad")
+    assert st == 404 and body["code"] == "SANDBOX_NOT_FOUND", body
+    for path in ("/v1/isolated", "/v1/isolated/", "/v1/isolatedx/session"):
+        st, _, body = base.json("GET", path)
+        assert st == 404, (path, body)
 
 
 PY_IDENTITY = r"""
