@@ -18,6 +18,9 @@ import time
 import uuid
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# the build under test: BROKER_BUILD_DIR (scripts/run-tests gives build-asan,
+# relative: the repository's, whatever the cwd), else build/
+BUILD_DIR = os.path.join(REPO, os.environ.get("BROKER_BUILD_DIR") or "build")
 STACK = os.path.join(REPO, "scripts", "stack")
 
 HEX32 = re.compile(r"^[0-9a-f]{32}$")

@@ -24,7 +24,7 @@ import urllib.parse
 
 import pytest
 
-from brokerlib import REPO, http_request, wait_until
+from brokerlib import BUILD_DIR, http_request, wait_until
 
 DOCKER_SOCK = os.environ.get("IT_DOCKER_SOCK", "/var/run/docker.sock")
 LABEL_MANAGED = "io.sandbox-broker.managed"
@@ -367,7 +367,7 @@ def start_second_supervisor(sb, request):
     """Another broker-supervisor with exactly the first one's environment
     (what scripts/stack gave it: Redis prefix, Kafka topic and group,
     AGENT_DIR, ...); stopped by PID when the test ends."""
-    build = os.environ.get("BROKER_BUILD_DIR") or os.path.join(REPO, "build")
+    build = BUILD_DIR
     with open("/proc/%d/environ" % sb.b.pid("supervisor"), "rb") as f:
         env = dict(kv.decode().split("=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
     log = open(os.path.join(sb.b.state_dir, "logs", "supervisor2.log"), "ab")

@@ -16,11 +16,9 @@ import uuid
 import pytest
 import redis
 
-from brokerlib import REPO, base_env, http_request
+from brokerlib import BUILD_DIR, base_env, http_request
 
-BUILD = os.environ.get("BROKER_BUILD_DIR", os.path.join(REPO, "build"))
-ADMIN = os.path.join(BUILD if os.path.isabs(BUILD) else os.path.join(REPO, BUILD),
-                     "broker-admin")
+ADMIN = os.path.join(BUILD_DIR, "broker-admin")
 KEY_RE = re.compile(r"^sbk_[0-9a-f]{48}$")
 ID_RE = re.compile(r"^[0-9a-f]{16}$")
 TIMEOUT = 30

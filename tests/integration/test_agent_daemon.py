@@ -23,11 +23,9 @@ import urllib.parse
 
 import pytest
 
-from brokerlib import REPO, wait_until
+from brokerlib import BUILD_DIR, wait_until
 
-_BUILD = os.environ.get("BROKER_BUILD_DIR", os.path.join(REPO, "build"))
-BIN = os.environ.get("SANDBOX_AGENT_BIN", os.path.join(
-    _BUILD if os.path.isabs(_BUILD) else os.path.join(REPO, _BUILD), "sandbox-agent"))
+BIN = os.environ.get("SANDBOX_AGENT_BIN", os.path.join(BUILD_DIR, "sandbox-agent"))
 TIMEOUT = 20
 FRAME_MAX = 1 << 20
 

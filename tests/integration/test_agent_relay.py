@@ -15,12 +15,9 @@ import threading
 
 import pytest
 
-from brokerlib import wait_until
+from brokerlib import BUILD_DIR, wait_until
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# a relative BROKER_BUILD_DIR (build-asan) is the repository's, whatever the cwd
-BUILD = os.path.join(ROOT, os.environ.get("BROKER_BUILD_DIR") or "build")
-RELAY = os.path.join(BUILD, "sandbox-egress-relay")
+RELAY = os.path.join(BUILD_DIR, "sandbox-egress-relay")
 
 CID = "ab12" * 16  # 64 hex digits
 CID2 = "cd34ef56cd34"  # 12, the shortest

@@ -25,14 +25,13 @@ import time
 
 import pytest
 
-from brokerlib import free_port, http_request, wait_until
+from brokerlib import BUILD_DIR, free_port, http_request, wait_until
 from sandboxlib import docker_broker, require_docker  # noqa: F401
 
 require_docker()
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# a relative BROKER_BUILD_DIR (build-asan) is the repository's, whatever the cwd
-BUILD = os.path.join(ROOT, os.environ.get("BROKER_BUILD_DIR") or "build")
+
 NAMES = ["allowed.test", "denied.test", "api.wild.test", "loop.test", "other.test"]
 
 if not shutil.which("squid") and not os.path.exists("/usr/sbin/squid"):
@@ -133,7 +132,7 @@ class Squid:
         self.env.update({
             "EGRESS_SQUID_PORT": str(self.port),
             "EGRESS_STATE_DIR": self.state,
-            "EGRESS_ACL_HELPER": os.path.join(BUILD, "sandbox-egress-acl"),
+            "EGRESS_ACL_HELPER": os.path.join(BUILD_DIR, "sandbox-egress-acl"),
             "EGRESS_PORTS": ",".join(["80", "443"] + [str(p) for p in upstream_ports]),
             "EGRESS_ALLOW_LOOPBACK": "1" if allow_loopback else "0",
             "EGRESS_HOSTS_FILE": os.path.join(d, "hosts"),
@@ -178,7 +177,7 @@ class Squid:
         self.start_squid()
         self.relay_log = open(os.path.join(self.d, "relay.log"), "ab")
         self.relay = subprocess.Popen(
-            [os.path.join(BUILD, "sandbox-egress-relay"), "--dir", self.egress_dir,
+            [os.path.join(BUILD_DIR, "sandbox-egress-relay"), "--dir", self.egress_dir,
              "--squid-port", str(self.port)], stdout=self.relay_log, stderr=self.relay_log)
         return self
 
@@ -694,7 +693,7 @@ def test_squid_refusals_do_not_depend_on_the_logger(egress, upstreams):
         f.write("#!/bin/sh\n"
                 "[ \"$1\" = --refusals ] || exec %s \"$@\"\n"
                 "while read -r line; do echo \"$line\" >> %s; cat %s; done\n"
-                % (os.path.join(BUILD, "sandbox-egress-acl"), asked, answer))
+                % (os.path.join(BUILD_DIR, "sandbox-egress-acl"), asked, answer))
     os.chmod(wrapper, 0o755)
     open(asked, "w").close()
     os.chmod(asked, 0o666)

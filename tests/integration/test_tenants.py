@@ -322,13 +322,12 @@ def test_admin_key_acts_across_tenants(dsb):
     every tenant's sandboxes; a plain key sees only its own."""
     import os
     import subprocess
-    from brokerlib import REPO, base_env
+    from brokerlib import BUILD_DIR as build, base_env
     b = dsb.b
-    build = os.environ.get("BROKER_BUILD_DIR", os.path.join(REPO, "build"))
     env = base_env()
     env.update({"REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(b.services.redis_port),
                 "REDIS_KEY_PREFIX": b.prefix})
-    cp = subprocess.run([os.path.join(REPO, build, "broker-admin"), "key", "create", "ops",
+    cp = subprocess.run([os.path.join(build, "broker-admin"), "key", "create", "ops",
                          "--admin", "--create-tenant", "--name", "oncall"],
                         env=env, capture_output=True, timeout=30)
     assert cp.returncode == 0, cp
