@@ -3,19 +3,21 @@
  * event stream (Docker: GET /events, filtered to our containers' "die",
  * "pause", "unpause" and "oom") with a provider and a Redis connection of
  * its own, and keeps records in step with what happened behind the
- * broker's back:
- *   die      a Running or Paused record goes Failed (sandbox_exited):
- *            ENTRYPOINT_EXITED, or OOM_KILLED when an "oom" of the same
- *            sandbox came within WATCH_OOM_MS before it, or (an exit code
- *            137 with no oom seen) the container's State.OOMKilled says so;
- *   pause,   the record follows what the container is now (inspected:
- *   unpause  an event can come after the broker has undone it), Running
- *            <-> Paused (sandbox_pause_follow; the broker's own pause or
- *            resume moves the record itself and wins the reason);
+ * broker's back. The record follows what the container is now, inspected through a second
+ * provider connection (the first carries the stream), not what the event
+ * said: events can come late, after the broker has undone a pause or
+ * restarted a stopped sandbox (sandbox_follow; the broker's own pause,
+ * resume and stop move the record themselves and win the reason):
+ *   die      a Running or Paused record of a container stopped or gone goes
+ *            Failed: ENTRYPOINT_EXITED, or OOM_KILLED when an "oom" of the
+ *            same sandbox came within WATCH_OOM_MS before it, or (an exit
+ *            code 137 with no oom seen) the container's State.OOMKilled says so;
+ *   pause,   Running <-> Paused after the container;
+ *   unpause
  *   oom      remembered for the die that usually follows (a process killed
  *            by the kernel while PID 1 lives on changes nothing).
- * What the stream misses while it reconnects, the reconciler finds (exits
- * and vanished containers). Backends without a stream (Daytona) leave it to
+ * What the stream misses while it reconnects, the reconciler finds (exits,
+ * vanished containers, pause states). Backends without a stream (Daytona) leave it to
  * the reconciler alone. */
 #include <errno.h>
 #include <pthread.h>
@@ -86,23 +88,13 @@ static void watch_event(void *ud, const struct sandbox_event *ev)
         int r = 0;
 
         switch (ev->kind) {
-        case SANDBOX_EVENT_EXITED: {
-                bool oom = oom_take(w, sid, now);
-                struct sandbox_info info;
-                char err[PROVIDER_ERR_MAX];
-
-                /* Docker usually sends "oom" before "die", but the order is
-                 * not promised: a 137 with no oom seen asks the container */
-                if (!oom && ev->info.exit_code == 137 && ev->info.ref[0] &&
-                    w->inspector->ops->inspect(w->inspector, ev->info.ref, &info, err) == 0)
-                        oom = info.oom_killed;
-                r = sandbox_exited(w->redis, sid, ev->info.exit_code, oom);
-                break;
-        }
+        case SANDBOX_EVENT_EXITED:
         case SANDBOX_EVENT_PAUSED:
         case SANDBOX_EVENT_UNPAUSED:
                 if (ev->info.ref[0])
-                        r = sandbox_pause_follow(w->redis, w->inspector, &w->cfg, sid, ev->info.ref);
+                        r = sandbox_follow(w->redis, w->inspector, &w->cfg, sid, ev->info.ref,
+                                           ev->kind == SANDBOX_EVENT_EXITED ? ev->info.exit_code : -1,
+                                           ev->kind == SANDBOX_EVENT_EXITED && oom_take(w, sid, now));
                 break;
         case SANDBOX_EVENT_OOM:
                 oom_note(w, sid, now);

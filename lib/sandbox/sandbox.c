@@ -101,7 +101,10 @@ int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from,
         return transition_seen(rc, sid, from, to, reason, message, ref, "");
 }
 
-int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code, bool oom)
+/* A record in `from` (NULL: Running, else Paused), last moved at seen
+ * ("" = any), goes Failed: its container stopped with exit_code (-1 unknown) */
+static int exited_seen(struct redis_conn *rc, const char *sid, const char *from, const char *seen,
+                       int exit_code, bool oom)
 {
         const char *reason = oom ? SANDBOX_REASON_OOM : SANDBOX_REASON_EXITED;
         char msg[128], code[16] = "";
@@ -117,9 +120,9 @@ int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code, bool o
                 snprintf(msg, sizeof(msg), "the sandbox's entrypoint exited with code %d", exit_code);
         else
                 snprintf(msg, sizeof(msg), "the sandbox stopped running");
-        r = sandbox_transition(rc, sid, "Running", "Failed", reason, msg, "");
-        if (r == -EBUSY) /* killed while paused */
-                r = sandbox_transition(rc, sid, "Paused", "Failed", reason, msg, "");
+        r = transition_seen(rc, sid, from ? from : "Running", "Failed", reason, msg, "", seen);
+        if (r == -EBUSY && !from) /* killed while paused */
+                r = transition_seen(rc, sid, "Paused", "Failed", reason, msg, "", seen);
         if (r == -EBUSY || r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -127,6 +130,11 @@ int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code, bool o
         log_warn(LOG_KV({ "SANDBOX_ID", sid }, { "EXIT_CODE", code }),
                  "%s; marked Failed", msg);
         return 1;
+}
+
+int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code, bool oom)
+{
+        return exited_seen(rc, sid, NULL, "", exit_code, oom);
 }
 
 /* The record of a Running or Paused sid (last moved at seen; "" = any)
@@ -155,8 +163,8 @@ static int pause_follow(struct redis_conn *rc, const char *sid, const char *stat
         return 1;
 }
 
-int sandbox_pause_follow(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-                         const char *sid, const char *ref)
+int sandbox_follow(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                   const char *sid, const char *ref, int exit_code, bool oom)
 {
         char state[16] = "", seen[24] = "", err[PROVIDER_ERR_MAX];
         struct sandbox_info info;
@@ -177,13 +185,24 @@ int sandbox_pause_follow(struct redis_conn *rc, struct provider *pv, const struc
         reply_free(rep);
         if (strcmp(state, "Running") && strcmp(state, "Paused"))
                 return 0; /* gone, finished, or in the broker's hands */
-        /* read before the container: a pause or resume of the broker's own
-         * that lands in between moves the record, and seen no longer holds */
+        /* read before the container: a pause, resume or restart of the
+         * broker's own that lands in between moves the record, and seen no
+         * longer holds */
         r = pv->ops->inspect(pv, ref, &info, err);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
+        if (r == -ENOENT) {
+                memset(&info, 0, sizeof(info));
+                info.state = SANDBOX_RUN_MISSING;
+                info.exit_code = -1;
+        } else if (r < 0) {
                 return r;
+        }
+        if (info.state == SANDBOX_RUN_EXITED || info.state == SANDBOX_RUN_MISSING) {
+                /* Docker usually sends "oom" before "die", but the order is
+                 * not promised: a 137 with no oom seen asks the container */
+                oom = oom || (info.state == SANDBOX_RUN_EXITED && info.oom_killed &&
+                              (exit_code < 0 ? info.exit_code : exit_code) == 137);
+                return exited_seen(rc, sid, state, seen, exit_code >= 0 ? exit_code : info.exit_code, oom);
+        }
         return pause_follow(rc, sid, state, seen, info.state);
 }
 

@@ -103,18 +103,24 @@ int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from,
 #define SANDBOX_REASON_OOM "OOM_KILLED"
 int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code, bool oom);
 
-/* The provider says sid's container (ref) was paused or unpaused: the
- * record follows what the container is now (ops->inspect), not what the
- * event said, since events can arrive late (a pause the broker has already
- * undone must not move the record). A Running record of a frozen container
- * goes Paused (reason CONTAINER_PAUSED), a Paused one of a running container
- * Running (CONTAINER_UNPAUSED). The record is read before the container and
- * moved only if unchanged since: a pause or resume of the broker's own in
- * between wins, with its reason. Returns 1 when the record changed, 0 when
- * not (in step, gone, or not Running/Paused), or an error of Redis or of
- * the provider's inspect. */
-int sandbox_pause_follow(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-                         const char *sid, const char *ref);
+/* The provider says sid's container (ref) changed: it stopped (exit_code,
+ * -1 unknown; oom when the backend reported it out of memory just before),
+ * or was paused or unpaused. The record follows what the container is now
+ * (ops->inspect), not what the event said, since events can arrive late (a
+ * pause the broker has already undone, a stop before a restart, must not
+ * move the record):
+ *   stopped or gone   a Running or Paused record goes Failed as by
+ *                     sandbox_exited (OOM_KILLED also when the inspect says
+ *                     OOMKilled with code 137);
+ *   frozen            a Running record goes Paused (CONTAINER_PAUSED);
+ *   running           a Paused record goes Running (CONTAINER_UNPAUSED).
+ * The record is read before the container and moved only if unchanged
+ * since: a pause, resume or start of the broker's own in between wins, with
+ * its reason. Returns 1 when the record changed, 0 when not (in step, gone,
+ * or not Running/Paused), or an error of Redis or of the provider's
+ * inspect. */
+int sandbox_follow(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                   const char *sid, const char *ref, int exit_code, bool oom);
 
 /* The longest a sandbox's provisioning may take (its lock's life): a lease
  * 'provisioning' for longer was abandoned. */

@@ -149,6 +149,43 @@ def test_late_events_of_the_broker_s_own_pause_and_resume_move_nothing(osb):
     assert osb.delete(w.sid).status == 204
 
 
+def test_a_late_die_of_a_container_running_again_moves_nothing(osb):
+    # A die that reaches the watch after the container runs again (the
+    # broker's own restart of a stopped sandbox for its next lease; here an
+    # operator's kill and start while the supervisor is stopped) must not
+    # fail the record of a running sandbox.
+    w = Watched(osb)
+    sup = osb.b.pid("supervisor")
+    assert sup, "no supervisor pid"
+    moved = "SANDBOX_ID=%s" % w.sid
+
+    def marks():
+        return [ln for ln in osb.b.logs("supervisor").splitlines()
+                if moved in ln and ("marked Failed" in ln or "container was" in ln)]
+    before = marks()
+    os.kill(sup, signal.SIGSTOP)
+    try:
+        DOCKER.call("POST", "/containers/%s/kill?signal=KILL" % w.ref)
+        wait_until(lambda: DOCKER.state(w.ref) == "exited", 30, 0.05, "container exited")
+        DOCKER.call("POST", "/containers/%s/start" % w.ref)
+        wait_until(lambda: DOCKER.state(w.ref) == "running", 30, 0.05, "container running again")
+    finally:
+        os.kill(sup, signal.SIGCONT)
+    # a pause behind the broker's back comes after the die in the stream
+    DOCKER.call("POST", "/containers/%s/pause" % w.ref)
+    try:
+        w.follow("Paused", "docker pause after the late die")
+    finally:
+        DOCKER.call("POST", "/containers/%s/unpause" % w.ref)
+    sb, _ = w.follow("Running", "docker unpause")
+    late = wait_until(lambda: (lambda m: m if len(m) >= 2 else None)(marks()[len(before):]),
+                      WATCH_BOUND_S, 0.05, "the watch's log lines")
+    assert len(late) == 2 and not any("marked Failed" in ln for ln in late), late
+    assert sb["status"]["reason"] == "CONTAINER_UNPAUSED", sb
+    assert w.ping().status == 200  # the restarted agent answers
+    assert osb.delete(w.sid).status == 204
+
+
 def test_an_oom_killed_sandbox_reads_failed_oom_killed(osb):
     # 6 MiB and no swap: the entrypoint's shell keeps 64 MiB of output in
     # memory, so the kernel's OOM killer ends it, and with it the sandbox
