@@ -110,29 +110,27 @@ def test_docker_pause_and_unpause_behind_our_back_are_followed(osb):
     assert osb.delete(w.sid).status == 204
 
 
-def test_late_events_of_the_broker_s_own_pause_and_resume_move_nothing(osb):
-    # Docker's events can come late (a loaded daemon, a busy supervisor). A
-    # pause the broker has already undone must not move the record: the
-    # SDK's resume then read Paused (CI's conformance run under ASan did).
-    # The supervisor is stopped while the broker pauses and resumes, so both
-    # events reach its watch after the record says Running again.
-    w = Watched(osb)
-    sup = osb.b.pid("supervisor")
+def late_to_the_watch(w, act):
+    """Do act() while the supervisor is stopped (SIGSTOP), so that Docker's
+    events of it reach the watch late; then a pause and unpause behind the
+    broker's back, which come after them in the stream: once the record has
+    followed both, the late events were handled. Returns the record after
+    the unpause and the watch's moves of w's record since act (its log lines
+    of paused, unpaused and failed records), waited for: the watch logs each
+    move just after making it."""
+    sup = w.osb.b.pid("supervisor")
     assert sup, "no supervisor pid"
-    moved = "SANDBOX_ID=%s" % w.sid
+    mark = "SANDBOX_ID=%s" % w.sid
 
-    def marks():
-        return [ln for ln in osb.b.logs("supervisor").splitlines()
-                if moved in ln and "container was" in ln]
-    before = marks()
+    def moves():
+        return [ln for ln in w.osb.b.logs("supervisor").splitlines()
+                if mark in ln and ("container was" in ln or "marked Failed" in ln)]
+    before = len(moves())
     os.kill(sup, signal.SIGSTOP)
     try:
-        assert osb.pause(w.sid).status == 202
-        assert osb.resume(w.sid).status == 202
+        act()
     finally:
         os.kill(sup, signal.SIGCONT)
-    # a pause behind the broker's back comes after both in the stream: once
-    # the record follows it, the late events have been handled
     DOCKER.call("POST", "/containers/%s/pause" % w.ref)
     try:
         sb, _ = w.follow("Paused", "docker pause after the late events")
@@ -140,11 +138,24 @@ def test_late_events_of_the_broker_s_own_pause_and_resume_move_nothing(osb):
     finally:
         DOCKER.call("POST", "/containers/%s/unpause" % w.ref)
     sb, _ = w.follow("Running", "docker unpause")
-    # the watch logs each move just after making it: wait for the lines too
-    late = wait_until(lambda: (lambda m: m if len(m) >= 2 else None)(marks()[len(before):]),
+    late = wait_until(lambda: (lambda m: m if len(m) >= 2 else None)(moves()[before:]),
                       WATCH_BOUND_S, 0.05, "the watch's log lines")
+    return sb, late
+
+
+def test_late_events_of_the_broker_s_own_pause_and_resume_move_nothing(osb):
+    # Docker's events can come late (a loaded daemon, a busy supervisor). A
+    # pause the broker has already undone must not move the record: the
+    # SDK's resume then read Paused (CI's conformance run under ASan did).
+    w = Watched(osb)
+
+    def pause_and_resume():
+        assert osb.pause(w.sid).status == 202
+        assert osb.resume(w.sid).status == 202
+    sb, late = late_to_the_watch(w, pause_and_resume)
     assert len(late) == 2, late  # the sentinel's pause and unpause, nothing else
     assert "paused; marked Paused" in late[0] and "unpaused; marked Running" in late[1], late
+    assert sb["status"]["reason"] == "CONTAINER_UNPAUSED", sb
     assert w.ping().status == 200
     assert osb.delete(w.sid).status == 204
 
@@ -152,34 +163,15 @@ def test_late_events_of_the_broker_s_own_pause_and_resume_move_nothing(osb):
 def test_a_late_die_of_a_container_running_again_moves_nothing(osb):
     # A die that reaches the watch after the container runs again (the
     # broker's own restart of a stopped sandbox for its next lease; here an
-    # operator's kill and start while the supervisor is stopped) must not
-    # fail the record of a running sandbox.
+    # operator's kill and start) must not fail the record of a running sandbox.
     w = Watched(osb)
-    sup = osb.b.pid("supervisor")
-    assert sup, "no supervisor pid"
-    moved = "SANDBOX_ID=%s" % w.sid
 
-    def marks():
-        return [ln for ln in osb.b.logs("supervisor").splitlines()
-                if moved in ln and ("marked Failed" in ln or "container was" in ln)]
-    before = marks()
-    os.kill(sup, signal.SIGSTOP)
-    try:
+    def kill_and_start():
         DOCKER.call("POST", "/containers/%s/kill?signal=KILL" % w.ref)
         wait_until(lambda: DOCKER.state(w.ref) == "exited", 30, 0.05, "container exited")
         DOCKER.call("POST", "/containers/%s/start" % w.ref)
         wait_until(lambda: DOCKER.state(w.ref) == "running", 30, 0.05, "container running again")
-    finally:
-        os.kill(sup, signal.SIGCONT)
-    # a pause behind the broker's back comes after the die in the stream
-    DOCKER.call("POST", "/containers/%s/pause" % w.ref)
-    try:
-        w.follow("Paused", "docker pause after the late die")
-    finally:
-        DOCKER.call("POST", "/containers/%s/unpause" % w.ref)
-    sb, _ = w.follow("Running", "docker unpause")
-    late = wait_until(lambda: (lambda m: m if len(m) >= 2 else None)(marks()[len(before):]),
-                      WATCH_BOUND_S, 0.05, "the watch's log lines")
+    sb, late = late_to_the_watch(w, kill_and_start)
     assert len(late) == 2 and not any("marked Failed" in ln for ln in late), late
     assert sb["status"]["reason"] == "CONTAINER_UNPAUSED", sb
     assert w.ping().status == 200  # the restarted agent answers
