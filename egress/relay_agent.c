@@ -15,7 +15,10 @@
  *               listening agent. Each connection is paired with the oldest
  *               idle one and spliced both ways (relay.c's pairs); with none
  *               idle it waits, unread, for the next dial (up to PENDING_MAX
- *               per container, PENDING_MS each; then closed).
+ *               per container, PENDING_MS each; then closed). One that hangs
+ *               up meanwhile with nothing sent leaves the queue (on its
+ *               hangup event, and before a dial or the cap could count it);
+ *               one that sent a request and shut its side down waits on.
  * Pairs count toward CONNS_PER_SANDBOX and CONNS_MAX. When the marker or the
  * directory goes, both listeners and every waiting connection are closed;
  * pairs run to their end. No byte is interpreted here. */
@@ -40,7 +43,7 @@
 #define PENDING_MS 10000
 #define MARKER ".dial"
 
-enum atag { A_BROKER, A_DIAL, A_IDLE };
+enum atag { A_BROKER, A_DIAL, A_IDLE, A_PEND };
 
 /* The epoll data of an agent's listener or idle connection is the address
  * of its aref plus AREF_BIT: relay.c's pairs use their address plus 0 or 1,
@@ -49,7 +52,7 @@ enum atag { A_BROKER, A_DIAL, A_IDLE };
 struct aref {
         enum atag tag;
         struct actr *ac;
-        int slot; /* A_IDLE: its slot */
+        int slot; /* A_IDLE, A_PEND: its slot */
 };
 
 struct actr {
@@ -60,10 +63,11 @@ struct actr {
         int idle[IDLE_MAX]; /* -1: free */
         long long idle_seq[IDLE_MAX]; /* order of the dials */
         int pend[PENDING_MAX]; /* broker connections waiting; -1: free */
-        long long pend_since[PENDING_MAX];
+        long long pend_since[PENDING_MAX]; /* ms, for PENDING_MS */
+        long long pend_seq[PENDING_MAX]; /* order of arrival (a ms has many) */
         int n_pend;  /* pend[] in use */
         int n_conns; /* pairs open (they may outlive `used`) */
-        struct aref ref_broker, ref_dial, ref_idle[IDLE_MAX];
+        struct aref ref_broker, ref_dial, ref_idle[IDLE_MAX], ref_pend[PENDING_MAX];
 };
 
 struct agents {
@@ -122,6 +126,24 @@ static void pend_close(struct agents *a, struct actr *ac, int i)
         (void)close(pend_take(a, ac, i));
 }
 
+/* Has the peer of fd hung up with nothing left to read (or failed)? */
+static bool hung_up(int fd)
+{
+        char c;
+        ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+}
+
+/* The waiting broker connections of ac that hung up with nothing sent go
+ * (their hangup events may not have been handled yet). */
+static void pend_purge(struct agents *a, struct actr *ac)
+{
+        for (int i = 0; ac->n_pend && i < PENDING_MAX; i++)
+                if (ac->pend[i] >= 0 && hung_up(ac->pend[i]))
+                        pend_close(a, ac, i);
+}
+
 static void idle_close(struct actr *ac, int i)
 {
         (void)close(ac->idle[i]); /* also leaves epoll */
@@ -140,8 +162,10 @@ static struct actr *ctr_new(const char *cid)
                 ac->idle[i] = -1;
                 ac->ref_idle[i] = (struct aref){ A_IDLE, ac, i };
         }
-        for (int i = 0; i < PENDING_MAX; i++)
+        for (int i = 0; i < PENDING_MAX; i++) {
                 ac->pend[i] = -1;
+                ac->ref_pend[i] = (struct aref){ A_PEND, ac, i };
+        }
         ac->ref_broker = (struct aref){ A_BROKER, ac, 0 };
         ac->ref_dial = (struct aref){ A_DIAL, ac, 0 };
         return ac;
@@ -320,6 +344,8 @@ static void accept_broker(struct relay *r, struct actr *ac)
                         pair(r, ac, fd, afd);
                         continue;
                 }
+                if (ac->n_pend == PENDING_MAX)
+                        pend_purge(r->agents, ac);
                 for (i = 0; i < PENDING_MAX && ac->pend[i] >= 0; i++)
                         ;
                 if (i == PENDING_MAX) {
@@ -330,8 +356,12 @@ static void accept_broker(struct relay *r, struct actr *ac)
                 }
                 ac->pend[i] = fd;
                 ac->pend_since[i] = relay_now_ms();
+                ac->pend_seq[i] = ++r->agents->seq;
                 ac->n_pend++;
                 r->agents->n_pend++;
+                /* its hangup only (EPOLLIN would fire for the request it
+                 * sends); unwatched if this fails, as before: the timeout */
+                (void)relay_ep_ctl(r, EPOLL_CTL_ADD, fd, EPOLLRDHUP, (char *)&ac->ref_pend[i] + AREF_BIT);
         }
 }
 
@@ -341,12 +371,18 @@ static void accept_dial(struct relay *r, struct actr *ac)
 
         for (;;) {
                 int fd = accept4(ac->lfd_dial, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                int i = oldest(ac->pend, ac->pend_since, PENDING_MAX);
+                int i;
 
                 if (fd < 0)
                         return;
+                /* never paired with a broker connection that has gone */
+                while ((i = oldest(ac->pend, ac->pend_seq, PENDING_MAX)) >= 0 && hung_up(ac->pend[i]))
+                        pend_close(a, ac, i);
                 if (i >= 0) {
-                        pair(r, ac, pend_take(a, ac, i), fd);
+                        int bfd = pend_take(a, ac, i);
+
+                        (void)relay_ep_ctl(r, EPOLL_CTL_DEL, bfd, 0, NULL); /* the pair watches it */
+                        pair(r, ac, bfd, fd);
                         continue;
                 }
                 for (i = 0; i < IDLE_MAX && ac->idle[i] >= 0; i++)
@@ -395,6 +431,22 @@ bool agents_event(struct relay *r, void *ref, uint32_t ev)
                 if (ac->idle[ar->slot] >= 0 &&
                     !(recv(ac->idle[ar->slot], &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN))
                         idle_close(ac, ar->slot);
+                break;
+        }
+        case A_PEND: {
+                /* a waiting broker connection hung up (or the event is stale
+                 * and names the slot's next one). Nothing sent: nobody is
+                 * left to answer, it goes. A request sent before the hangup
+                 * (a half-close) still waits for its dial, unwatched. */
+                int fd = ac->pend[ar->slot];
+                char c;
+
+                if (fd < 0)
+                        break;
+                if (hung_up(fd))
+                        pend_close(r->agents, ac, ar->slot);
+                else if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
+                        (void)relay_ep_ctl(r, EPOLL_CTL_DEL, fd, 0, NULL);
                 break;
         }
         }

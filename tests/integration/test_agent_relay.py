@@ -188,6 +188,32 @@ def test_pending_cap(relay):
         s.close()
 
 
+def test_pending_that_hangs_up_leaves_the_queue(relay):
+    # broker connections that give up while they wait for a dial free their
+    # places at once (not after PENDING_MS); one that sent its request and
+    # shut its side down still has it delivered, and gets the answer
+    relay.add(CID)
+    relay.start()
+    relay.served(CID)
+    waiting = [connect(relay.sock(CID, "agent.sock")) for _ in range(64)]  # the cap
+    for s in waiting[:63]:
+        s.close()
+    halfway = connect(relay.sock(CID, "agent.sock"))
+    halfway.sendall(b"req")
+    halfway.shutdown(socket.SHUT_WR)
+    # the oldest still waiting is paired first, then the half-closed one
+    a1, a2 = dial(relay, CID, 2)
+    waiting[63].sendall(b"x")
+    assert recv_exact(a1, 1) == b"x"
+    assert recv_all(a2) == b"req"  # its request, then its end
+    a2.sendall(b"ok")
+    a2.close()
+    assert recv_all(halfway) == b"ok"
+    assert "one refused" not in relay.text()
+    for s in (waiting[63], halfway, a1):
+        s.close()
+
+
 def test_idle_pool_cap(relay):
     relay.add(CID)
     relay.start()
