@@ -163,13 +163,14 @@ static int pause_follow(struct redis_conn *rc, const char *sid, const char *stat
         return 1;
 }
 
-int sandbox_follow(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-                   const char *sid, const char *ref, int exit_code, bool oom)
+/* sid's state into state ("" when there is no record) and, if seen is not
+ * NULL, its lastTransitionAt into seen (SANDBOX_SEEN_MAX). */
+#define SANDBOX_SEEN_MAX 24
+static int record_state(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                        char *state, size_t size, char *seen)
 {
-        char state[16] = "", seen[24] = "", err[PROVIDER_ERR_MAX];
-        struct sandbox_info info;
-        redisReply *rep = NULL;
         char key[160];
+        redisReply *rep = NULL;
         int r;
 
         snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
@@ -177,12 +178,29 @@ int sandbox_follow(struct redis_conn *rc, struct provider *pv, const struct brok
         r = redis_conn_command(rc, 4, argv, &rep);
         if (r < 0)
                 return r;
-        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-            reply_is_str(rep->element[0], NULL) && reply_is_str(rep->element[1], NULL)) {
-                copy_str(rep->element[0], state, sizeof(state));
-                copy_str(rep->element[1], seen, sizeof(seen));
+        state[0] = '\0';
+        if (seen)
+                seen[0] = '\0';
+        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) {
+                if (reply_is_str(rep->element[0], NULL))
+                        copy_str(rep->element[0], state, size);
+                if (seen && reply_is_str(rep->element[1], NULL))
+                        copy_str(rep->element[1], seen, SANDBOX_SEEN_MAX);
         }
         reply_free(rep);
+        return 0;
+}
+
+int sandbox_follow(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                   const char *sid, const char *ref, int exit_code, bool oom)
+{
+        char state[16], seen[SANDBOX_SEEN_MAX], err[PROVIDER_ERR_MAX];
+        struct sandbox_info info;
+        int r;
+
+        r = record_state(rc, cfg, sid, state, sizeof(state), seen);
+        if (r < 0)
+                return r;
         if (strcmp(state, "Running") && strcmp(state, "Paused"))
                 return 0; /* gone, finished, or in the broker's hands */
         /* read before the container: a pause, resume or restart of the
@@ -1018,25 +1036,6 @@ static bool pool_is_member(struct redis_conn *rc, const char *sid)
         return yes;
 }
 
-static int record_state(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
-                        char *state, size_t size)
-{
-        char key[160];
-        redisReply *rep = NULL;
-        int r;
-
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        const char *argv[] = { "HGET", key, "state" };
-        r = redis_conn_command(rc, 3, argv, &rep);
-        if (r < 0)
-                return r;
-        state[0] = '\0';
-        if (reply_is_str(rep, NULL))
-                copy_str(rep, state, size);
-        reply_free(rep);
-        return 0;
-}
-
 int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
                       struct sandbox_reconcile_stats *st, char *err)
 {
@@ -1062,7 +1061,7 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
                 const struct sandbox_info *c = &l.items[i];
                 if (strcmp(c->prefix, cfg->key_prefix) != 0)
                         continue; /* another broker's (or test's) sandbox */
-                r = record_state(rc, cfg, c->sandbox_id, state, sizeof(state));
+                r = record_state(rc, cfg, c->sandbox_id, state, sizeof(state), NULL);
                 if (r < 0)
                         goto out;
                 if (state[0] && strcmp(state, "Terminated") && strcmp(state, "Failed"))
