@@ -126,13 +126,16 @@ static void pend_close(struct agents *a, struct actr *ac, int i)
         (void)close(pend_take(a, ac, i));
 }
 
-/* Has the peer of fd hung up with nothing left to read (or failed)? */
-static bool hung_up(int fd)
+/* What fd has, read without taking it: 1 bytes, 0 nothing yet, -1 its peer
+ * hung up with nothing left to read (or it failed). */
+static int peek(int fd)
 {
         char c;
         ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
 
-        return n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR);
+        if (n > 0)
+                return 1;
+        return n < 0 && (errno == EAGAIN || errno == EINTR) ? 0 : -1;
 }
 
 /* The waiting broker connections of ac that hung up with nothing sent go
@@ -140,7 +143,7 @@ static bool hung_up(int fd)
 static void pend_purge(struct agents *a, struct actr *ac)
 {
         for (int i = 0; ac->n_pend && i < PENDING_MAX; i++)
-                if (ac->pend[i] >= 0 && hung_up(ac->pend[i]))
+                if (ac->pend[i] >= 0 && peek(ac->pend[i]) < 0)
                         pend_close(a, ac, i);
 }
 
@@ -376,7 +379,7 @@ static void accept_dial(struct relay *r, struct actr *ac)
                 if (fd < 0)
                         return;
                 /* never paired with a broker connection that has gone */
-                while ((i = oldest(ac->pend, ac->pend_seq, PENDING_MAX)) >= 0 && hung_up(ac->pend[i]))
+                while ((i = oldest(ac->pend, ac->pend_seq, PENDING_MAX)) >= 0 && peek(ac->pend[i]) < 0)
                         pend_close(a, ac, i);
                 if (i >= 0) {
                         int bfd = pend_take(a, ac, i);
@@ -421,31 +424,24 @@ bool agents_event(struct relay *r, void *ref, uint32_t ev)
         case A_DIAL:
                 accept_dial(r, ac);
                 break;
-        case A_IDLE: {
+        case A_IDLE:
                 /* the agent spoke first or hung up: not a connection to hand
                  * out. Unless the event is stale: earlier in this batch the
                  * slot's connection may have been paired and a new dial put
                  * in its place, which has nothing to read. */
-                char c;
-
-                if (ac->idle[ar->slot] >= 0 &&
-                    !(recv(ac->idle[ar->slot], &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN))
+                if (ac->idle[ar->slot] >= 0 && peek(ac->idle[ar->slot]) != 0)
                         idle_close(ac, ar->slot);
                 break;
-        }
         case A_PEND: {
                 /* a waiting broker connection hung up (or the event is stale
                  * and names the slot's next one). Nothing sent: nobody is
                  * left to answer, it goes. A request sent before the hangup
                  * (a half-close) still waits for its dial, unwatched. */
-                int fd = ac->pend[ar->slot];
-                char c;
+                int fd = ac->pend[ar->slot], has = fd < 0 ? 0 : peek(fd);
 
-                if (fd < 0)
-                        break;
-                if (hung_up(fd))
+                if (has < 0)
                         pend_close(r->agents, ac, ar->slot);
-                else if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
+                else if (has > 0)
                         (void)relay_ep_ctl(r, EPOLL_CTL_DEL, fd, 0, NULL);
                 break;
         }
