@@ -3,11 +3,11 @@
  * event stream (Docker: GET /events, filtered to our containers' "die",
  * "pause", "unpause" and "oom") with a provider and a Redis connection of
  * its own, and keeps records in step with what happened behind the
- * broker's back. The record follows what the container is now, inspected through a second
- * provider connection (the first carries the stream), not what the event
- * said: events can come late, after the broker has undone a pause or
- * restarted a stopped sandbox (sandbox_follow; the broker's own pause,
- * resume and stop move the record themselves and win the reason):
+ * broker's back. The record follows what the container is now, inspected
+ * through a second provider connection (the first carries the stream), not
+ * what the event said: events can come late, after the broker has undone a
+ * pause or restarted a stopped sandbox (sandbox_follow; the broker's own
+ * pause, resume and stop move the record themselves and win the reason):
  *   die      a Running or Paused record of a container stopped or gone goes
  *            Failed: ENTRYPOINT_EXITED, or OOM_KILLED when an "oom" of the
  *            same sandbox came within WATCH_OOM_MS before it, or (an exit
@@ -17,8 +17,8 @@
  *   oom      remembered for the die that usually follows (a process killed
  *            by the kernel while PID 1 lives on changes nothing).
  * What the stream misses while it reconnects, the reconciler finds (exits,
- * vanished containers, pause states). Backends without a stream (Daytona) leave it to
- * the reconciler alone. */
+ * vanished containers, pause states). Backends without a stream (Daytona)
+ * leave it to the reconciler alone. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
