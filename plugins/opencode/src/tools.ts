@@ -497,9 +497,19 @@ export function liveMetadata(ctx: ToolContext, client?: PartClient): { ctx: Tool
     const upd = next;
     next = undefined;
     if (!upd || closed || !client?.session?._client) return;
-    const r = await client.session.message({ path: { id: ctx.sessionID, messageID: ctx.messageID } });
-    const part = (r.data?.parts ?? []).find((p: any) => p.type === "tool" && (partID ? p.id === partID : p.callID === callID));
-    if (!part || !["pending", "running"].includes(part.state?.status)) return;
+    // The part goes from pending to running (with the model's input) when
+    // OpenCode's processor handles the tool call, which may be just after
+    // this call started. Writing back a pending part would store its empty
+    // input over the model's: wait until it runs.
+    let part: any;
+    for (let i = 0; ; i++) {
+      const r = await client.session.message({ path: { id: ctx.sessionID, messageID: ctx.messageID } });
+      part = (r.data?.parts ?? []).find((p: any) => p.type === "tool" && (partID ? p.id === partID : p.callID === callID));
+      if (!part || closed) return;
+      if (part.state?.status === "running") break;
+      if (part.state?.status !== "pending" || i >= 50) return;
+      await new Promise((res) => setTimeout(res, Math.min(10 * (i + 1), 100)));
+    }
     partID = part.id;
     const state = { status: "running", input: part.state.input ?? {}, title: upd.title, metadata: upd.metadata ?? {},
       time: { start: part.state.time?.start ?? Date.now() } };
