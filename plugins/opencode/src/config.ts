@@ -3,6 +3,7 @@
  * (`"plugin": [["@sandbox-broker/opencode", {...}]]`), else from the
  * environment, else defaults. Options win over the environment.
  */
+import fs from "node:fs";
 import os from "node:os";
 
 export type Mode = "exclusive" | "user_shared" | "multi_user_shared";
@@ -35,6 +36,19 @@ export interface Settings {
   acquireOnSessionCreated: boolean;
   /** Add a paragraph to the system prompt saying where the tools run. */
   systemPrompt: boolean;
+  /** How long calls that are safe to repeat are retried while the broker is unreachable (0: never). */
+  outageRetryMs: number;
+  /** Host tools of OpenCode's the user lets run on this machine although the plugin is configured (e.g. "websearch"). */
+  allowHostTools: string[];
+  /**
+   * Written by `sandbox-broker-opencode install`: the permission entries it
+   * set to "deny" so that OpenCode runs no host tool when this plugin fails
+   * to load, with the user's own values before (null: none). The plugin puts
+   * them back when it loads (hosttools.ts).
+   */
+  failClosed: Record<string, unknown>;
+  /** Set when the settings are invalid: the plugin loads anyway and every tool fails with this text. */
+  configError?: string;
 }
 
 const MODES: Mode[] = ["exclusive", "user_shared", "multi_user_shared"];
@@ -88,9 +102,23 @@ export function loadSettings(opts: Record<string, unknown> = {}, env: NodeJS.Pro
   if (!ID_RE.test(userId)) throw new ConfigError(`sandbox-broker: userId must be 1-128 characters of A-Z a-z 0-9 . _ @ -, got ${JSON.stringify(userId)}`);
   const poolId = pick(opts, "poolId", env, "SANDBOX_BROKER_POOL_ID");
   if (poolId !== undefined && !ID_RE.test(poolId)) throw new ConfigError(`sandbox-broker: poolId must be 1-128 characters of A-Z a-z 0-9 . _ @ -, got ${JSON.stringify(poolId)}`);
+  let apiKey = pick(opts, "apiKey", env, "SANDBOX_BROKER_API_KEY");
+  const keyFile = pick(opts, "apiKeyFile", env, "SANDBOX_BROKER_API_KEY_FILE");
+  if (apiKey === undefined && keyFile !== undefined) {
+    try {
+      apiKey = fs.readFileSync(keyFile, "utf-8").trim() || undefined;
+    } catch (e) {
+      throw new ConfigError(`sandbox-broker: cannot read the API key file ${JSON.stringify(keyFile)} (apiKeyFile): ${(e as Error).message}`);
+    }
+  }
+  const allowRaw = opts.allowHostTools ?? env.SANDBOX_BROKER_ALLOW_HOST_TOOLS;
+  const allowHostTools = Array.isArray(allowRaw) ? allowRaw.map(String)
+    : typeof allowRaw === "string" ? allowRaw.split(",").map((t) => t.trim()).filter(Boolean) : [];
+  const failClosed = opts.failClosed && typeof opts.failClosed === "object" && !Array.isArray(opts.failClosed)
+    ? opts.failClosed as Record<string, unknown> : {};
   return {
     brokerUrl,
-    apiKey: pick(opts, "apiKey", env, "SANDBOX_BROKER_API_KEY"),
+    apiKey,
     userId,
     mode,
     poolId,
@@ -103,5 +131,19 @@ export function loadSettings(opts: Record<string, unknown> = {}, env: NodeJS.Pro
     bashTimeoutMs: num("bashTimeoutMs", pick(opts, "bashTimeoutMs", env, "SANDBOX_BROKER_BASH_TIMEOUT_MS"), 120_000, 1),
     acquireOnSessionCreated: bool(pick(opts, "acquireOnSessionCreated", env, "SANDBOX_BROKER_ACQUIRE_ON_CREATE"), false),
     systemPrompt: bool(pick(opts, "systemPrompt", env, "SANDBOX_BROKER_SYSTEM_PROMPT"), true),
+    outageRetryMs: num("outageRetryMs", pick(opts, "outageRetryMs", env, "SANDBOX_BROKER_OUTAGE_RETRY_MS"), 60_000, 0),
+    allowHostTools,
+    failClosed,
   };
+}
+
+/**
+ * Settings that fail every tool with `why`: what the plugin runs on when its
+ * own settings are invalid, so that OpenCode never falls back to its built-in
+ * tools on the host (a plugin that throws at load is skipped).
+ */
+export function brokenSettings(why: string, opts: Record<string, unknown> = {}): Settings {
+  const s = loadSettings({}, {});
+  const failClosed = opts.failClosed && typeof opts.failClosed === "object" ? opts.failClosed as Record<string, unknown> : {};
+  return { ...s, failClosed, configError: `${why}. Fix the plugin's settings (opencode.json or SANDBOX_BROKER_*) and restart OpenCode; until then no tool runs.` };
 }

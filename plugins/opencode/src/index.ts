@@ -1,13 +1,17 @@
 /*
  * @sandbox-broker/opencode: OpenCode's tools run in a sandbox leased from
- * the Sandbox Broker. See docs/OPENCODE.md.
+ * the Sandbox Broker. See docs/OPENCODE.md. Installed and checked with
+ * `sandbox-broker-opencode install` and `sandbox-broker-opencode check`
+ * (cli.ts), which write the plugin into opencode.json by path:
  *
- *   opencode.json: { "plugin": [["@sandbox-broker/opencode", { "brokerUrl": "http://127.0.0.1:8080", "mode": "exclusive" }]] }
- *   or a file .opencode/plugin/sandbox-broker.js: export { default } from "@sandbox-broker/opencode"
+ *   { "plugin": [["file:///.../dist/index.js", { "brokerUrl": "http://127.0.0.1:8080", "mode": "exclusive" }]] }
  */
 import type { Hooks, Plugin, PluginInput, PluginOptions } from "@opencode-ai/plugin";
-import { loadSettings, type Settings } from "./config.js";
+import { brokenSettings, ConfigError, loadSettings, type Settings } from "./config.js";
+import { applyHostToolPolicy, refuseHostTool } from "./hosttools.js";
 import { LeaseManager, type Logger } from "./leases.js";
+import { Notifier, type ToastClient } from "./notify.js";
+import { forgetOnSignals, releaseOnSignals } from "./signals.js";
 import { makeTools, type PartClient } from "./tools.js";
 
 export { loadSettings, type Settings } from "./config.js";
@@ -28,31 +32,57 @@ function makeLogger(input: PluginInput | undefined): Logger {
 export function systemText(s: Settings, workdir: string | null | undefined, sessionID: string | undefined): string {
   const wd = workdir ?? (s.mode === "exclusive" ? "/workspace" : s.mode === "user_shared" && sessionID ? `/workspace/${sessionID}` : "your home directory in the sandbox");
   return [
-    "Your tools (bash, read, write, edit, apply_patch, glob, grep, list) run in an isolated Linux sandbox leased for this session from the Sandbox Broker, not on the user's machine.",
+    "Your tools (bash, read, write, edit, apply_patch, glob, grep, list, webfetch) run in an isolated Linux sandbox leased for this session from the Sandbox Broker, not on the user's machine.",
     `Your working directory in the sandbox is ${wd}: relative paths are taken from there, and files you create live only in the sandbox.`,
     s.mode === "multi_user_shared"
       ? "The sandbox is shared with other users, each as their own Linux user: you can only reach files in your own working directory."
       : s.mode === "user_shared"
         ? "The sandbox is shared by this user's sessions, each in its own directory: stay in yours."
         : "The sandbox is yours alone for this session.",
-    "The sandbox has no network access. If a tool reports that it is waiting for a sandbox, the broker is at capacity and the call will continue once one is free.",
+    "The sandbox reaches the network only as the broker's egress policy allows (by default not at all); webfetch runs from inside it.",
+    "If a tool reports that it is waiting for a sandbox, the broker is at capacity and the call continues once one is free. If a tool result says the sandbox was replaced, files from before are gone.",
   ].join("\n");
 }
 
 /**
  * The plugin: tools that replace the built-ins, the lease life driven by
- * session events, and the system prompt addition. Exposes its LeaseManager
- * as `hooks.__leases` for tests.
+ * session events, the host tools it denies, and the system prompt addition.
+ * Exposes its LeaseManager as `hooks.__leases` for tests. Invalid settings
+ * do not stop it from loading (OpenCode would then run its built-in tools
+ * on the host): every tool fails with what is wrong instead.
  */
 export const SandboxBrokerPlugin = (async (input: PluginInput, options?: PluginOptions) => {
-  const s = loadSettings(options ?? {});
+  const opts = options ?? {};
   const log = makeLogger(input);
+  let s: Settings;
+  try {
+    s = loadSettings(opts);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    s = brokenSettings(e.message, opts);
+    log("error", `${e.message}: every tool of this session fails until it is fixed`);
+  }
   const mgr = new LeaseManager(s, log);
-  // One line per load: operators (and the tests) can tell the tools are ours.
+  const notify = new Notifier(input?.client as unknown as ToastClient | undefined);
+  mgr.onReplaced = (_id, text) => notify.say(text, "warning");
+  releaseOnSignals(mgr);
+  // One line per load: operators (and the tests, and `check`) can tell the tools are ours.
   log("info", `plugin loaded: tools run in sandboxes of ${s.brokerUrl}`);
+  if (!s.configError) {
+    // Said at start, not at the first tool call: a wrong key or URL shows in the log at once.
+    mgr.client.status().then(
+      (st) => log("info", `broker reachable: tenant ${st?.tenant?.name ?? "?"}, capacity ${st?.capacity ?? "?"}, provider ${st?.provider ?? "?"}`),
+      (e) => log("warn", `broker check failed: ${(e as Error).message}`));
+  }
   const hooks: Hooks & { __leases: LeaseManager } = {
     __leases: mgr,
-    tool: makeTools(mgr, input?.client as unknown as PartClient | undefined),
+    tool: makeTools({ mgr, notify }, input?.client as unknown as PartClient | undefined),
+    async config(cfg) {
+      applyHostToolPolicy(cfg as Record<string, any>, s.failClosed, s.allowHostTools);
+    },
+    async "tool.execute.before"(inp) {
+      refuseHostTool(inp.tool, s.allowHostTools);
+    },
     async event({ event }) {
       const e = event as { type: string; properties: any };
       switch (e.type) {
@@ -60,7 +90,7 @@ export const SandboxBrokerPlugin = (async (input: PluginInput, options?: PluginO
           const info = e.properties?.info;
           if (!info?.id) break;
           mgr.setParent(info.id, info.parentID);
-          if (s.acquireOnSessionCreated && !info.parentID) {
+          if (s.acquireOnSessionCreated && !info.parentID && !s.configError) {
             mgr.ensure(info.id).catch((err) => log("warn", `acquire at session start failed: ${(err as Error).message}`));
           }
           break;
@@ -96,6 +126,7 @@ export const SandboxBrokerPlugin = (async (input: PluginInput, options?: PluginO
       out.system.push(systemText(s, id ? mgr.current(id)?.workdir : undefined, id ? mgr.rootOf(id) : undefined));
     },
     async dispose() {
+      forgetOnSignals(mgr);
       await mgr.releaseAll();
     },
   };

@@ -3,7 +3,7 @@
 // Run: scripts/opencode-install && (cd plugins/opencode && npm test)
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { liveMetadata } from "../dist/tools.js";
+import { liveMetadata } from "../dist/live.js";
 
 function fakeClient(status = "running") {
   const part = { id: "prt_1", type: "tool", callID: "call_1", tool: "bash", sessionID: "ses_1", messageID: "msg_1",
