@@ -12,7 +12,6 @@ environment (SANDBOX_BROKER_*).
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -71,7 +70,9 @@ class OpenCode:
         self.proc = None
         self.plugin_env = dict(plugin_env)
 
-    def setup(self):
+    def setup(self, with_plugin=True):
+        """The scratch tree. with_plugin=False: no plugin file and nothing pre-installed (a test
+        installs the plugin itself, as a user would: test_opencode_install.py)."""
         for d in (self.project, self.home):
             os.makedirs(d, exist_ok=True)
         xdg = {k: os.path.join(self.root, "xdg", k.lower())
@@ -79,13 +80,14 @@ class OpenCode:
         for d in xdg.values():
             os.makedirs(d, exist_ok=True)
         self.xdg = xdg
-        dot = os.path.join(self.project, ".opencode")
-        _preinstall(dot)
-        _preinstall(os.path.join(xdg["XDG_CONFIG_HOME"], "opencode"))
-        os.makedirs(os.path.join(dot, "plugin"))
-        with open(os.path.join(dot, "plugin", "sandbox-broker.js"), "w") as f:
-            # the packed plugin as installed in plugin-env (its own imports resolve there)
-            f.write('export { default } from %s;\n' % json.dumps(PLUGIN_DIST))
+        if with_plugin:
+            dot = os.path.join(self.project, ".opencode")
+            _preinstall(dot)
+            _preinstall(os.path.join(xdg["XDG_CONFIG_HOME"], "opencode"))
+            os.makedirs(os.path.join(dot, "plugin"))
+            with open(os.path.join(dot, "plugin", "sandbox-broker.js"), "w") as f:
+                # the packed plugin as installed in plugin-env (its own imports resolve there)
+                f.write('export { default } from %s;\n' % json.dumps(PLUGIN_DIST))
         cfg = {
             "$schema": "https://opencode.ai/config.json",
             "model": "scripted/scripted",
@@ -246,3 +248,92 @@ class OpenCode:
 
 def now():
     return time.monotonic()
+
+
+class Tui:
+    """OpenCode's terminal UI (`opencode [--prompt TEXT]`) running in a tmux server of its own
+    (a private socket), read off the screen with capture-pane: what a person sees.
+    Stopped by PID (the pane's process group, then the tmux server)."""
+
+    def __init__(self, oc, width=160, height=45):
+        self.oc = oc
+        self.sock = os.path.join(oc.root, "tmux.sock")
+        self.width, self.height = width, height
+        self.server_pid = self.pane_pid = None
+
+    def tmux(self, *args, check=True):
+        r = subprocess.run(["tmux", "-S", self.sock] + list(args), capture_output=True, text=True, timeout=20)
+        if check:
+            assert r.returncode == 0, (args, r.stdout, r.stderr)
+        return r.stdout
+
+    def start(self, prompt=None):
+        env = self.oc.env()
+        env.pop("SANDBOX_BROKER_DEBUG", None)  # the plugin's own stderr would draw over the screen
+        env["TERM"] = "xterm-256color"
+        cmd = [OPENCODE_BIN] + (["--prompt", prompt] if prompt else [])
+        # the pane runs the command through a shell with exactly this environment
+        script = os.path.join(self.oc.root, "tui.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\ncd %s\nexec env -i %s %s 2>>%s\n" % (
+                _sh(self.oc.project), " ".join(_sh("%s=%s" % kv) for kv in env.items()),
+                " ".join(_sh(c) for c in cmd), _sh(self.oc.log_path)))
+        os.chmod(script, 0o700)
+        self.tmux("new-session", "-d", "-s", "main", "-x", str(self.width), "-y", str(self.height), script)
+        self.server_pid = int(self.tmux("display-message", "-p", "#{pid}").strip())
+        self.pane_pid = int(self.tmux("display-message", "-p", "#{pane_pid}").strip())
+        return self
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", "main", check=False)
+
+    def wait_for(self, pattern, timeout=60, desc=None):
+        """The screen once `pattern` (a regex) shows on it; fails with the last screen."""
+        import re
+        rx = re.compile(pattern)
+        last = [""]
+
+        def seen():
+            last[0] = self.screen()
+            return rx.search(last[0]) is not None
+        try:
+            wait_until(seen, timeout, 0.2, desc or ("%r on the TUI's screen" % pattern))
+        except AssertionError as e:
+            raise AssertionError("%s\n--- screen ---\n%s" % (e, last[0])) from None
+        return last[0]
+
+    def keys(self, *keys):
+        self.tmux("send-keys", "-t", "main", *keys)
+
+    def alive(self):
+        try:
+            os.kill(self.pane_pid, 0)
+            return True
+        except (OSError, TypeError):
+            return False
+
+    def stop(self):
+        for pid in (self.pane_pid, self.server_pid):
+            if pid:
+                try:
+                    os.killpg(os.getpgid(pid), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+
+
+def _sh(s):
+    return "'" + str(s).replace("'", "'\\''") + "'"
+
+
+def opencode_run(oc, message, timeout=300, extra=()):
+    """`opencode run MESSAGE` in oc's project with oc's environment (no server of its own
+    started by the test): returns (exit code, stdout, stderr)."""
+    env = oc.env()
+    env.pop("SANDBOX_BROKER_DEBUG", None)
+    p = subprocess.run([OPENCODE_BIN, "run"] + list(extra) + [message], cwd=oc.project, env=env,
+                       capture_output=True, text=True, timeout=timeout, start_new_session=True)
+    return p.returncode, p.stdout, p.stderr

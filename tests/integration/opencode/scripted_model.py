@@ -68,6 +68,39 @@ class ScriptedModel:
                 out.append((names.get(m.get("tool_call_id"), "?"), content))
         return out
 
+    def history_mismatches(self, names=None, invalid_ok=()):
+        """Every way in which what OpenCode sent back to the model differs from what the
+        model sent: for each request of each script (all scripts served, or `names`), each
+        assistant turn after the prompt must carry exactly the tool calls of its step, with
+        the same names and the same arguments. A call of a tool named in `invalid_ok` may
+        come back as OpenCode's `invalid` tool (a tool it does not offer). [] when intact."""
+        with self.lock:
+            reqs = list(self.requests)
+        out = []
+        for n, req in enumerate(reqs):
+            name = _script_name(req)
+            if not req.get("tools") or name is None or (names is not None and name not in names):
+                continue
+            steps = self.scripts.get(name) or []
+            msgs = req.get("messages", [])
+            start = max((i for i, m in enumerate(msgs) if m.get("role") == "user"
+                         and _script_name({"messages": [m]})), default=0)
+            turns = [m for m in msgs[start:] if m.get("role") == "assistant"]
+            for k, turn in enumerate(turns):
+                want = steps[k] if k < len(steps) else None
+                got = [(tc["function"]["name"], _args(tc["function"].get("arguments")))
+                       for tc in turn.get("tool_calls") or []]
+                if isinstance(want, str) or want is None:
+                    if got:
+                        out.append("request %d (%s) turn %d: tool calls %r where the model sent text" % (n, name, k, got))
+                    continue
+                exp = [(t, a) for t, a in want]
+                ok = len(got) == len(exp) and all(
+                    g == e or (g[0] == "invalid" and e[0] in invalid_ok) for g, e in zip(got, exp))
+                if not ok:
+                    out.append("request %d (%s) turn %d: sent back %r, the model sent %r" % (n, name, k, got, exp))
+        return out
+
     def system_prompt(self, name):
         req = self.conversation(name)
         if req is None:
@@ -174,6 +207,13 @@ class ScriptedModel:
                 self.end_headers()
                 self.wfile.write(raw)
         return H
+
+
+def _args(raw):
+    try:
+        return json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return raw
 
 
 def _script_name(req):
