@@ -1,5 +1,6 @@
 /* h_sandboxes: the runtime API of agent plugins (docs/API.md, "Runtime API"):
- * exec, file read/write, start, stop and delete of the sandbox a lease holds.
+ * exec, file read/write, start, stop and delete of the sandbox a lease holds,
+ * and the exec records of commands run with an execId (exec_tracked.h).
  *
  * The lease is the capability: every call names it in X-Lease-ID, and a
  * lease that does not hold the sandbox in the path gets 404, exactly as an
