@@ -148,10 +148,8 @@ static int finish(struct redis_conn *c, const struct broker_config *cfg,
                                out_cut ? "1" : "0", err_cut ? "1" : "0",
                                res->timed_out ? "1" : "0", dur };
         size_t lens[12];
-        for (size_t i = 0; i < 12; i++)
-                lens[i] = strlen(argv[i]);
-        lens[6] = out_len; /* the streams are bytes, not C strings */
-        lens[7] = err_len;
+        for (size_t i = 0; i < 12; i++) /* the streams are bytes, not C strings */
+                lens[i] = i == 6 ? out_len : i == 7 ? err_len : strlen(argv[i]);
         r = redis_conn_script_bin(c, LUA_EXEC_FINISH, 12, argv, lens, &rep);
         return reply_flag(r, rep);
 }
