@@ -63,6 +63,7 @@ static void test_arrival_order(void **state)
         assert_int_equal(tailbuf_append(&t, "", 0), 0);
         assert_int_equal(t.total, 10);
         assert_int_equal(tailbuf_copy(&t, out), 8);
+        tailbuf_release(&t);
 }
 
 static void test_empty_and_release(void **state)
