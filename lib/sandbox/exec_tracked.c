@@ -15,12 +15,12 @@ struct run {
         struct redis_conn *c;
         const struct exec_store_key *k;
         struct exec_tracked *t;
-        bool streamed;         /* the backend streams: else the output comes with the end */
+        bool streamed; /* the backend streams: else the output comes with the end */
         struct http_buf out, err;
         struct tailbuf tail;
-        char *flat;            /* the tail made contiguous for a write */
-        int64_t last_write;    /* mono ms: the start, then each write */
-        bool dirty;            /* output since the last write */
+        char *flat;         /* the tail made contiguous for a write */
+        int64_t last_write; /* mono ms: the start, then each write */
+        bool dirty;         /* output since the last write */
 };
 
 void exec_tracked_clear(struct exec_tracked *t)
@@ -81,8 +81,12 @@ int exec_tracked_run(struct redis_conn *c, struct provider *p, const struct brok
                      struct exec_tracked *ret)
 {
         struct exec_store_outcome created;
-        struct run x = { .c = c, .k = k, .t = ret, .streamed = provider_can_stream(p),
-                         .out.max = spec->max_output, .err.max = spec->max_output,
+        struct run x = { .c = c,
+                         .k = k,
+                         .t = ret,
+                         .streamed = provider_can_stream(p),
+                         .out.max = spec->max_output,
+                         .err.max = spec->max_output,
                          .tail.max = EXEC_STORE_TAIL_MAX };
         struct exec_stream_cb cb = { .on_output = on_output, .on_tick = on_tick, .ud = &x };
         char msg[PROVIDER_ERR_MAX + 128];

@@ -29,9 +29,9 @@ struct exec_tracked {
         char err[PROVIDER_ERR_MAX]; /* its message when r < 0 */
         struct exec_result res;     /* r == 0: as provider_exec would give it (owned) */
         int64_t duration_ms;
-        int store_r;                /* the first failure to write the record, 0 if none */
-        const char *store_what;     /* which write failed: "progress" or "finish" */
-        bool record_gone;           /* the end found no running record (expired, lease gone) */
+        int store_r;            /* the first failure to write the record, 0 if none */
+        const char *store_what; /* which write failed: "progress" or "finish" */
+        bool record_gone;       /* the end found no running record (expired, lease gone) */
 };
 
 /* Release what *t owns and zero it. */

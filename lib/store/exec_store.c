@@ -100,7 +100,8 @@ static int reply_flag(int r, redisReply *rep)
 {
         if (r == 0)
                 r = rep->type == REDIS_REPLY_INTEGER && (rep->integer == 0 || rep->integer == 1)
-                            ? (int)rep->integer : -EPROTO;
+                            ? (int)rep->integer
+                            : -EPROTO;
         reply_free(rep);
         return r;
 }
@@ -143,10 +144,18 @@ static int finish(struct redis_conn *c, const struct broker_config *cfg,
         snprintf(code, sizeof(code), "%d", res->exit_code);
         snprintf(dur, sizeof(dur), "%lld", (long long)duration_ms);
         snprintf(msg, sizeof(msg), "%s", message ? message : "");
-        const char *argv[] = { k->lease_id, k->exec_id, message ? "failed" : "done", ttl, msg, code,
-                               res->out ? res->out : "", res->err ? res->err : "",
-                               out_cut ? "1" : "0", err_cut ? "1" : "0",
-                               res->timed_out ? "1" : "0", dur };
+        const char *argv[] = { k->lease_id,
+                               k->exec_id,
+                               message ? "failed" : "done",
+                               ttl,
+                               msg,
+                               code,
+                               res->out ? res->out : "",
+                               res->err ? res->err : "",
+                               out_cut ? "1" : "0",
+                               err_cut ? "1" : "0",
+                               res->timed_out ? "1" : "0",
+                               dur };
         size_t lens[12];
         for (size_t i = 0; i < 12; i++) /* the streams are bytes, not C strings */
                 lens[i] = i == 6 ? out_len : i == 7 ? err_len : strlen(argv[i]);
@@ -191,8 +200,21 @@ static bool reply_true(const redisReply *r)
 int exec_store_get(struct redis_conn *c, const struct exec_store_key *k,
                    struct exec_store_outcome *ret)
 {
-        enum { STATE, STARTED, OUTPUT, OUTPUT_BYTES, EXIT, OUT, ERR, OUT_CUT, ERR_CUT, TIMED_OUT,
-               DURATION, MESSAGE, N_FIELDS };
+        enum {
+                STATE,
+                STARTED,
+                OUTPUT,
+                OUTPUT_BYTES,
+                EXIT,
+                OUT,
+                ERR,
+                OUT_CUT,
+                ERR_CUT,
+                TIMED_OUT,
+                DURATION,
+                MESSAGE,
+                N_FIELDS
+        };
         redisReply *rep = NULL;
         redisReply **f;
         int r;

@@ -28,8 +28,8 @@ struct redis_conn;
 
 #define EXEC_STORE_ID_MIN 8
 #define EXEC_STORE_ID_MAX 64
-#define EXEC_STORE_TAIL_MAX (32 * 1024)       /* bytes of output a running record shows */
-#define EXEC_STORE_RUNNING_GRACE_MS 60000     /* a running record outlives its timeout by this */
+#define EXEC_STORE_TAIL_MAX (32 * 1024)   /* bytes of output a running record shows */
+#define EXEC_STORE_RUNNING_GRACE_MS 60000 /* a running record outlives its timeout by this */
 #define EXEC_STORE_MESSAGE_MAX 512
 
 /* Whose record: all borrowed C strings. */
@@ -52,13 +52,13 @@ enum exec_store_kind {
 
 struct exec_store_outcome {
         enum exec_store_kind kind;
-        int64_t started_at;       /* epoch ms */
-        long long running;        /* FULL */
-        char *output;             /* RUNNING: raw bytes (may hold NUL or bad UTF-8), owned */
+        int64_t started_at; /* epoch ms */
+        long long running;  /* FULL */
+        char *output;       /* RUNNING: raw bytes (may hold NUL or bad UTF-8), owned */
         size_t output_len;
-        int64_t output_bytes;     /* RUNNING: every byte the command wrote so far */
-        struct exec_result res;   /* DONE: raw stdout/stderr (owned), flags, exit code */
-        int64_t duration_ms;      /* DONE */
+        int64_t output_bytes;   /* RUNNING: every byte the command wrote so far */
+        struct exec_result res; /* DONE: raw stdout/stderr (owned), flags, exit code */
+        int64_t duration_ms;    /* DONE */
         char message[EXEC_STORE_MESSAGE_MAX]; /* FAILED */
 };
 

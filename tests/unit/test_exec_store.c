@@ -159,7 +159,8 @@ static void arg_is(int i, const char *want)
         assert_int_equal(fake.lens[i], strlen(want));
 }
 
-static const struct exec_store_key KEY = { .tenant = "acme", .lease_id = "0123456789abcdef0123456789abcdef",
+static const struct exec_store_key KEY = { .tenant = "acme",
+                                           .lease_id = "0123456789abcdef0123456789abcdef",
                                            .sandbox_id = "fedcba9876543210fedcba9876543210",
                                            .exec_id = "call-0001" };
 
@@ -178,13 +179,30 @@ static struct broker_config cfg(void)
 
 static void test_id_valid(void **state)
 {
-        static const char *const ok[] = { "abcdefgh", "ABCDEFGH", "01234567", "call_0001-x",
-                                          "--------", "________",
-                                          "0123456789012345678901234567890123456789012345678901234567890123" };
-        static const char *const bad[] = { "", "abcdefg", "abc.defgh", "abcdefg/", "abc defgh",
-                                           "abcdefgh\n", "\xc3\xa9" "abcdefgh", "abcd%20efgh",
-                                           "../../etc", "abcdefgh:", "abcdefgh*",
-                                           "01234567890123456789012345678901234567890123456789012345678901234" };
+        static const char *const ok[] = {
+                "abcdefgh",
+                "ABCDEFGH",
+                "01234567",
+                "call_0001-x",
+                "--------",
+                "________",
+                "0123456789012345678901234567890123456789012345678901234567890123"
+        };
+        static const char *const bad[] = {
+                "",
+                "abcdefg",
+                "abc.defgh",
+                "abcdefg/",
+                "abc defgh",
+                "abcdefgh\n",
+                "\xc3\xa9"
+                "abcdefgh",
+                "abcd%20efgh",
+                "../../etc",
+                "abcdefgh:",
+                "abcdefgh*",
+                "01234567890123456789012345678901234567890123456789012345678901234"
+        };
         (void)state;
         for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
                 if (!exec_store_id_valid(ok[i]))
@@ -216,10 +234,16 @@ static int from_json(const char *text, const char **ret, char *err)
 static void test_id_from_json(void **state)
 {
         static const char *const bad[] = {
-                "{\"execId\": 5}", "{\"execId\": true}", "{\"execId\": [\"abcdefgh\"]}",
-                "{\"execId\": {}}", "{\"execId\": \"short\"}", "{\"execId\": \"\"}",
-                "{\"execId\": \"abcdefgh\\u0000xyz\"}", "{\"execId\": \"abcdefgh\\u00e9\"}",
-                "{\"execId\": \"01234567890123456789012345678901234567890123456789012345678901234\"}",
+                "{\"execId\": 5}",
+                "{\"execId\": true}",
+                "{\"execId\": [\"abcdefgh\"]}",
+                "{\"execId\": {}}",
+                "{\"execId\": \"short\"}",
+                "{\"execId\": \"\"}",
+                "{\"execId\": \"abcdefgh\\u0000xyz\"}",
+                "{\"execId\": \"abcdefgh\\u00e9\"}",
+                "{\"execId\": "
+                "\"01234567890123456789012345678901234567890123456789012345678901234\"}",
         };
         const char *id = "x";
         char err[128];
@@ -337,8 +361,9 @@ static void test_finish_cuts_streams(void **state)
 {
         struct broker_config c = cfg();
         char out[2000], err[10] = "e\0rr\xff\n..";
-        struct exec_result res = { .exit_code = 3, .out = out, .out_len = sizeof(out), .err = err,
-                                   .err_len = sizeof(err) };
+        struct exec_result res = {
+                .exit_code = 3, .out = out, .out_len = sizeof(out), .err = err, .err_len = sizeof(err)
+        };
 
         (void)state;
         memset(out, 'o', sizeof(out));
@@ -412,7 +437,8 @@ static redisReply *rec(redisReply *st, redisReply *started, redisReply *output, 
                        redisReply *code, redisReply *out, redisReply *err, redisReply *outcut,
                        redisReply *errcut, redisReply *timed, redisReply *dur, redisReply *msg)
 {
-        return r_arr(12, st, started, output, obytes, code, out, err, outcut, errcut, timed, dur, msg);
+        return r_arr(12, st, started, output, obytes, code, out, err, outcut, errcut, timed, dur,
+                     msg);
 }
 
 static void test_get_states(void **state)
@@ -420,8 +446,9 @@ static void test_get_states(void **state)
         struct exec_store_outcome o;
 
         (void)state;
-        fake.reply = rec(r_str("running"), r_str("1700000000000"), r_bytes("ab\0c\xff", 5), r_str("99"),
-                         r_nil(), r_nil(), r_nil(), r_nil(), r_nil(), r_nil(), r_nil(), r_nil());
+        fake.reply = rec(r_str("running"), r_str("1700000000000"), r_bytes("ab\0c\xff", 5),
+                         r_str("99"), r_nil(), r_nil(), r_nil(), r_nil(), r_nil(), r_nil(), r_nil(),
+                         r_nil());
         assert_int_equal(exec_store_get(NULL, &KEY, &o), 0);
         assert_int_equal(fake.id, LUA_EXEC_GET);
         assert_int_equal(fake.argc, 4);
@@ -452,8 +479,8 @@ static void test_get_states(void **state)
         exec_store_outcome_clear(&o);
 
         /* a timed-out command without an exit code, empty streams */
-        fake.reply = rec(r_str("done"), r_str("1"), r_nil(), r_nil(), r_str("-1"), r_str(""), r_str(""),
-                         r_str("0"), r_str("0"), r_str("1"), r_str("0"), r_nil());
+        fake.reply = rec(r_str("done"), r_str("1"), r_nil(), r_nil(), r_str("-1"), r_str(""),
+                         r_str(""), r_str("0"), r_str("0"), r_str("1"), r_str("0"), r_nil());
         assert_int_equal(exec_store_get(NULL, &KEY, &o), 0);
         assert_int_equal(o.res.exit_code, -1);
         assert_string_equal(o.res.out, "");
@@ -461,7 +488,8 @@ static void test_get_states(void **state)
         exec_store_outcome_clear(&o);
 
         fake.reply = rec(r_str("failed"), r_str("1"), r_nil(), r_nil(), r_nil(), r_nil(), r_nil(),
-                         r_nil(), r_nil(), r_nil(), r_nil(), r_str("exec: the sandbox provider timed out"));
+                         r_nil(), r_nil(), r_nil(), r_nil(),
+                         r_str("exec: the sandbox provider timed out"));
         assert_int_equal(exec_store_get(NULL, &KEY, &o), 0);
         assert_int_equal(o.kind, EXEC_STORE_FAILED);
         assert_string_equal(o.message, "exec: the sandbox provider timed out");
@@ -478,20 +506,20 @@ static void test_get_malformed(void **state)
         redisReply *bad[] = {
                 r_arr(2, r_str("notfound"), r_nil()),
                 r_arr(3, r_str("running"), r_str("1"), r_str("")),
-                rec(r_str("running"), r_nil(), r_str(""), r_str("0"), r_nil(), r_nil(), r_nil(), r_nil(),
-                    r_nil(), r_nil(), r_nil(), r_nil()),
-                rec(r_str("running"), r_str("1"), r_str(""), r_str("many"), r_nil(), r_nil(), r_nil(),
+                rec(r_str("running"), r_nil(), r_str(""), r_str("0"), r_nil(), r_nil(), r_nil(),
                     r_nil(), r_nil(), r_nil(), r_nil(), r_nil()),
-                rec(r_str("done"), r_str("1"), r_nil(), r_nil(), r_nil(), r_str(""), r_str(""), r_str("0"),
-                    r_str("0"), r_str("0"), r_str("1"), r_nil()),
+                rec(r_str("running"), r_str("1"), r_str(""), r_str("many"), r_nil(), r_nil(),
+                    r_nil(), r_nil(), r_nil(), r_nil(), r_nil(), r_nil()),
+                rec(r_str("done"), r_str("1"), r_nil(), r_nil(), r_nil(), r_str(""), r_str(""),
+                    r_str("0"), r_str("0"), r_str("0"), r_str("1"), r_nil()),
                 rec(r_str("done"), r_str("1"), r_nil(), r_nil(), r_str("3x"), r_str(""), r_str(""),
                     r_str("0"), r_str("0"), r_str("0"), r_str("1"), r_nil()),
                 rec(r_str("done"), r_str("1"), r_nil(), r_nil(), r_str("99999999999"), r_str(""),
                     r_str(""), r_str("0"), r_str("0"), r_str("0"), r_str("1"), r_nil()),
                 rec(r_str("done"), r_str("1"), r_nil(), r_nil(), r_str("0"), r_str(""), r_str(""),
                     r_str("0"), r_str("0"), r_str("0"), r_nil(), r_nil()),
-                rec(r_str("paused"), r_str("1"), r_nil(), r_nil(), r_nil(), r_nil(), r_nil(), r_nil(),
-                    r_nil(), r_nil(), r_nil(), r_nil()),
+                rec(r_str("paused"), r_str("1"), r_nil(), r_nil(), r_nil(), r_nil(), r_nil(),
+                    r_nil(), r_nil(), r_nil(), r_nil(), r_nil()),
         };
 
         (void)state;

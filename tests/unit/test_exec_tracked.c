@@ -27,9 +27,9 @@
 enum step_kind { STEP_OUT = 1, STEP_ERR = 2, STEP_TICK };
 
 struct step {
-        int64_t at_ms;       /* since the start */
+        int64_t at_ms; /* since the start */
         enum step_kind kind;
-        const char *data;    /* NULL with len: len bytes of fill */
+        const char *data; /* NULL with len: len bytes of fill */
         size_t len;
 };
 
@@ -70,7 +70,8 @@ static struct {
         bool fb_out_cut;
 } F;
 
-static const struct exec_store_key KEY = { .tenant = "acme", .lease_id = "0123456789abcdef0123456789abcdef",
+static const struct exec_store_key KEY = { .tenant = "acme",
+                                           .lease_id = "0123456789abcdef0123456789abcdef",
                                            .sandbox_id = "fedcba9876543210fedcba9876543210",
                                            .exec_id = "call-0001" };
 
@@ -127,9 +128,11 @@ static char fill_byte(int s, size_t i)
 }
 
 int __wrap_provider_exec_stream(struct provider *p, const char *ref, const struct exec_spec *spec,
-                                const struct exec_stream_cb *cb, struct exec_result *ret, char *ret_err);
+                                const struct exec_stream_cb *cb, struct exec_result *ret,
+                                char *ret_err);
 int __wrap_provider_exec_stream(struct provider *p, const char *ref, const struct exec_spec *spec,
-                                const struct exec_stream_cb *cb, struct exec_result *ret, char *ret_err)
+                                const struct exec_stream_cb *cb, struct exec_result *ret,
+                                char *ret_err)
 {
         int64_t t0 = F.now;
 
@@ -197,10 +200,10 @@ int __wrap_exec_store_create(struct redis_conn *c, const struct broker_config *c
         return 0;
 }
 
-int __wrap_exec_store_progress(struct redis_conn *c, const struct exec_store_key *k, const char *tail,
-                               size_t len, int64_t total);
-int __wrap_exec_store_progress(struct redis_conn *c, const struct exec_store_key *k, const char *tail,
-                               size_t len, int64_t total)
+int __wrap_exec_store_progress(struct redis_conn *c, const struct exec_store_key *k,
+                               const char *tail, size_t len, int64_t total);
+int __wrap_exec_store_progress(struct redis_conn *c, const struct exec_store_key *k,
+                               const char *tail, size_t len, int64_t total)
 {
         (void)c;
         assert_ptr_equal(k, &KEY);
@@ -320,7 +323,8 @@ static void test_tail_writes_are_paced(void **state)
         for (int i = 0; i < F.n_writes; i++) {
                 assert_true(F.writes[i].at_ms >= EXEC_TRACKED_WRITE_MS);
                 if (i)
-                        assert_true(F.writes[i].at_ms - F.writes[i - 1].at_ms >= EXEC_TRACKED_WRITE_MS);
+                        assert_true(F.writes[i].at_ms - F.writes[i - 1].at_ms >=
+                                    EXEC_TRACKED_WRITE_MS);
                 assert_int_equal((size_t)F.writes[i].total, F.writes[i].len);
                 assert_memory_equal(F.writes[i].tail, all, F.writes[i].len);
                 if (i)

@@ -22,7 +22,8 @@ static void check_feed(const char *data, size_t n, size_t max, size_t piece)
 
         assert_non_null(out);
         for (size_t off = 0; off < n; off += piece)
-                assert_int_equal(tailbuf_append(&t, data + off, n - off < piece ? n - off : piece), 0);
+                assert_int_equal(tailbuf_append(&t, data + off, n - off < piece ? n - off : piece),
+                                 0);
         assert_int_equal(t.total, n);
         assert_int_equal(t.len, want);
         assert_int_equal(tailbuf_copy(&t, out), want);
