@@ -38,13 +38,31 @@ static void reply_lease(struct request *req, int status, const char *state, stru
         json_put(o);
 }
 
+/* What a waiting client is told when no supervisor runs (lease_supervisors:
+ * nobody listens for wake-ups), so it can tell its user why it waits: a
+ * provisioning lease's sandbox, or a queued ticket's grant, waits for one. */
+#define NO_SUPERVISOR_PROVISIONING \
+        "no supervisor is running: the sandbox is made when one starts; poll the ticket"
+#define NO_SUPERVISOR_QUEUED \
+        "no supervisor is running: the ticket is granted when one starts; poll the ticket"
+
+/* message when no supervisor runs, else NULL (also when Redis cannot say:
+ * the answer goes out without it). */
+static const char *no_supervisor(struct request *req, const char *message)
+{
+        return lease_supervisors(req->w->redis, req->w->cfg) == 0 ? message : NULL;
+}
+
 static void reply_queued(struct request *req, const struct lease_outcome *out)
 {
         struct json_object *o = json_object_new_object();
+        const char *msg = no_supervisor(req, NO_SUPERVISOR_QUEUED);
 
         json_object_object_add(o, "status", json_object_new_string("queued"));
         json_object_object_add(o, "ticketId", json_object_new_string(out->ticket_id));
         json_object_object_add(o, "position", json_object_new_int64(out->position));
+        if (msg)
+                json_object_object_add(o, "message", json_object_new_string(msg));
         reply_json(req, 202, o);
         json_put(o);
 }
@@ -202,8 +220,7 @@ void h_leases_acquire(struct request *req)
                         reply_lease(req, 200, "granted", out.lease);
                 else
                         reply_provisioning(req, &out, status == SANDBOX_NOBODY
-                                ? "no supervisor is running: the sandbox is made when one starts; poll the ticket"
-                                : NULL);
+                                ? NO_SUPERVISOR_PROVISIONING : NULL);
                 break;
         case LEASE_QUEUED:
                 if (out.new_ticket && leases_queue_ticket(req, &lr, &out) < 0)
@@ -260,13 +277,21 @@ void h_leases_poll(struct request *req)
         o = json_object_new_object();
         json_object_object_add(o, "ticketId", json_object_new_string(id));
         if (out.kind == LEASE_QUEUED) {
+                const char *msg = no_supervisor(req, NO_SUPERVISOR_QUEUED);
+
                 json_object_object_add(o, "status", json_object_new_string("queued"));
                 json_object_object_add(o, "position", json_object_new_int64(out.position));
+                if (msg)
+                        json_object_object_add(o, "message", json_object_new_string(msg));
         } else if (out.kind == LEASE_GRANTED) {
                 json_object_object_add(o, "status", json_object_new_string("granted"));
                 json_object_object_add(o, "lease", json_object_get(out.lease));
         } else if (out.kind == LEASE_PROVISIONING) {
+                const char *msg = no_supervisor(req, NO_SUPERVISOR_PROVISIONING);
+
                 json_object_object_add(o, "status", json_object_new_string("provisioning"));
+                if (msg)
+                        json_object_object_add(o, "message", json_object_new_string(msg));
         } else if (out.kind == LEASE_FAILED) {
                 json_object_object_add(o, "status", json_object_new_string("failed"));
                 json_object_object_add(o, "message", json_object_new_string(out.message));

@@ -1,5 +1,6 @@
 /* h_sandboxes: the runtime API of agent plugins (docs/API.md, "Runtime API"):
- * exec, file read/write, start, stop and delete of the sandbox a lease holds.
+ * exec, file read/write, start, stop and delete of the sandbox a lease holds,
+ * and the exec records of commands run with an execId (exec_tracked.h).
  *
  * The lease is the capability: every call names it in X-Lease-ID, and a
  * lease that does not hold the sandbox in the path gets 404, exactly as an
@@ -11,6 +12,7 @@
 #include <string.h>
 
 #include "base64.h"
+#include "exec_tracked.h"
 #include "json_input.h"
 #include "lease.h"
 #include "log.h"
@@ -201,15 +203,89 @@ static int exec_parse(struct request *req, struct json_object *body, const struc
         return 0;
 }
 
+/* A command's result as the exec answer and a done exec record show it:
+ * {exitCode, stdout, stderr, stdoutTruncated, stderrTruncated, timedOut,
+ * durationMs}, added to o. */
+static void exec_result_json(struct json_object *o, const struct exec_result *res, int64_t duration_ms)
+{
+        json_object_object_add(o, "exitCode", json_object_new_int(res->exit_code));
+        add_output(o, "stdout", res->out, res->out_len);
+        add_output(o, "stderr", res->err, res->err_len);
+        json_object_object_add(o, "stdoutTruncated", json_object_new_boolean(res->out_truncated));
+        json_object_object_add(o, "stderrTruncated", json_object_new_boolean(res->err_truncated));
+        json_object_object_add(o, "timedOut", json_object_new_boolean(res->timed_out));
+        json_object_object_add(o, "durationMs", json_object_new_int64(duration_ms));
+}
+
+static void exec_reply(struct request *req, const struct sbx *x, const struct exec_result *res,
+                       int64_t duration_ms)
+{
+        struct json_object *o = json_object_new_object();
+
+        exec_result_json(o, res, duration_ms);
+        log_debug(sbx_kv(req, x), "exec: exit %d", res->exit_code);
+        reply_json(req, 200, o);
+        json_put(o);
+}
+
+/* The exec of a request with an execId: its record made first (nothing
+ * runs when it cannot be), its end recorded before the answer is written,
+ * so a client that went away finds it with GET .../exec/{execId}. */
+static void exec_recorded(struct request *req, const struct sbx *x, const struct exec_spec *spec,
+                          const char *exec_id)
+{
+        struct exec_store_key k = { .tenant = req->auth.tenant, .lease_id = x->lease_id,
+                                    .sandbox_id = req->path_arg, .exec_id = exec_id };
+        struct exec_tracked t;
+        int r;
+
+        r = exec_tracked_run(req->w->redis, req->w->provider, req->w->cfg, &k, x->a.ref, spec, &t);
+        if (r < 0) {
+                reply_errno(req, r, "exec record");
+                return;
+        }
+        switch (t.kind) {
+        case EXEC_STORE_IN_USE:
+                reply_error(req, API_EXEC_ID_IN_USE,
+                            "this lease already ran or runs exec %s (it is not run again): "
+                            "GET /v1/sandboxes/%s/exec/%s for its state or result",
+                            exec_id, req->path_arg, exec_id);
+                break;
+        case EXEC_STORE_FULL:
+                reply_error(req, API_TOO_MANY_EXECS,
+                            "this lease already runs %lld commands with an execId (at most %d "
+                            "records per lease); retry when one has finished",
+                            t.running, req->w->cfg->exec_records_per_lease);
+                break;
+        case EXEC_STORE_CREATED:
+                metrics_observe_ms(METRICS_SANDBOX_EXEC, t.duration_ms);
+                if (t.store_r < 0)
+                        log_warn(sbx_kv(req, x), "exec %s: its record was not written (%s): %s",
+                                 exec_id, t.store_what, strerror(-t.store_r));
+                else if (t.record_gone)
+                        log_warn(sbx_kv(req, x), "exec %s: its record was gone at the end "
+                                 "(expired, or the lease released)", exec_id);
+                if (t.r < 0)
+                        reply_provider(req, x, t.r, "exec", t.err);
+                else
+                        exec_reply(req, x, &t.res, t.duration_ms);
+                break;
+        default: /* the lease went away since sbx_open */
+                reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s for this lease", req->path_arg);
+        }
+        exec_tracked_clear(&t);
+}
+
 void h_sbx_exec(struct request *req)
 {
         static __thread char env_buf[EXEC_MAX_ENV][1024];
         static __thread char cwd[SANDBOX_PATH_MAX];
         const char *argv[EXEC_MAX_ARGS + 3], *env[EXEC_MAX_ENV + 1];
-        struct json_object *body = NULL, *o;
+        struct json_object *body = NULL;
         struct exec_spec spec = { 0 };
         struct exec_result res = { 0 };
-        char err[PROVIDER_ERR_MAX] = "";
+        char err[PROVIDER_ERR_MAX] = "", why[128];
+        const char *exec_id = NULL;
         struct sbx x;
         int64_t t0;
         int r;
@@ -218,6 +294,14 @@ void h_sbx_exec(struct request *req)
                 goto out;
         if (exec_parse(req, body, &x, argv, env, env_buf, cwd, &spec) < 0)
                 goto out;
+        if (exec_store_id_from_json(body, &exec_id, why, sizeof(why)) < 0) {
+                reply_error(req, API_INVALID_REQUEST, "%s", why);
+                goto out;
+        }
+        if (exec_id) {
+                exec_recorded(req, &x, &spec, exec_id);
+                goto out;
+        }
         t0 = timeutil_mono_ms();
         r = provider_exec(req->w->provider, x.a.ref, &spec, &res, err);
         metrics_observe_ms(METRICS_SANDBOX_EXEC, timeutil_mono_ms() - t0);
@@ -225,20 +309,63 @@ void h_sbx_exec(struct request *req)
                 reply_provider(req, &x, r, "exec", err);
                 goto out;
         }
-        o = json_object_new_object();
-        json_object_object_add(o, "exitCode", json_object_new_int(res.exit_code));
-        add_output(o, "stdout", res.out, res.out_len);
-        add_output(o, "stderr", res.err, res.err_len);
-        json_object_object_add(o, "stdoutTruncated", json_object_new_boolean(res.out_truncated));
-        json_object_object_add(o, "stderrTruncated", json_object_new_boolean(res.err_truncated));
-        json_object_object_add(o, "timedOut", json_object_new_boolean(res.timed_out));
-        json_object_object_add(o, "durationMs", json_object_new_int64(timeutil_mono_ms() - t0));
-        log_debug(sbx_kv(req, &x), "exec: exit %d", res.exit_code);
-        reply_json(req, 200, o);
-        json_put(o);
+        exec_reply(req, &x, &res, timeutil_mono_ms() - t0);
 out:
         exec_result_free(&res);
         json_put(body);
+}
+
+/* GET /v1/sandboxes/{id}/exec/{execId}: the record of a command this lease
+ * ran with that execId (docs/API.md, "Exec records"). The sandbox need not
+ * be Running: a record outlives a stop. */
+void h_sbx_exec_get(struct request *req)
+{
+        const char *exec_id = req->path_arg2;
+        struct exec_store_key k = { .tenant = req->auth.tenant, .sandbox_id = req->path_arg,
+                                    .exec_id = exec_id };
+        struct exec_store_outcome out = { 0 };
+        struct json_object *o;
+        struct sbx x;
+        int r;
+
+        if (!exec_store_id_valid(exec_id)) {
+                reply_error(req, API_INVALID_REQUEST, "execId must be %d to %d characters [A-Za-z0-9_-]",
+                            EXEC_STORE_ID_MIN, EXEC_STORE_ID_MAX);
+                return;
+        }
+        if (sbx_open(req, &x, 0) < 0)
+                return;
+        k.lease_id = x.lease_id;
+        r = exec_store_get(req->w->redis, &k, &out);
+        if (r < 0) {
+                reply_errno(req, r, "exec record");
+                return;
+        }
+        if (out.kind == EXEC_STORE_NOT_FOUND) {
+                reply_error(req, API_EXEC_NOT_FOUND,
+                            "this lease has no exec %s (never started, or its record expired)", exec_id);
+                goto out;
+        }
+        o = json_object_new_object();
+        json_object_object_add(o, "execId", json_object_new_string(exec_id));
+        if (out.kind == EXEC_STORE_RUNNING) {
+                json_object_object_add(o, "state", json_object_new_string("running"));
+                json_object_object_add(o, "startedAt", json_object_new_int64(out.started_at));
+                add_output(o, "output", out.output, out.output_len);
+                json_object_object_add(o, "outputBytes", json_object_new_int64(out.output_bytes));
+        } else if (out.kind == EXEC_STORE_DONE) {
+                json_object_object_add(o, "state", json_object_new_string("done"));
+                json_object_object_add(o, "startedAt", json_object_new_int64(out.started_at));
+                exec_result_json(o, &out.res, out.duration_ms);
+        } else {
+                json_object_object_add(o, "state", json_object_new_string("failed"));
+                json_object_object_add(o, "startedAt", json_object_new_int64(out.started_at));
+                add_output(o, "message", out.message, strlen(out.message));
+        }
+        reply_json(req, 200, o);
+        json_put(o);
+out:
+        exec_store_outcome_clear(&out);
 }
 
 /* The path field of a file request, resolved for this lease. */

@@ -25,6 +25,7 @@ static const struct route routes[] = {
         { "leases", "POST", "/v1/leases/heartbeat", h_leases_heartbeat, ROUTE_KEY },
         { "leases", "POST", "/v1/leases/release", h_leases_release, ROUTE_KEY },
         { "sandboxes", "POST", "/v1/sandboxes/{}/exec", h_sbx_exec, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/sandboxes/{}/exec/{}", h_sbx_exec_get, ROUTE_KEY },
         { "sandboxes", "POST", "/v1/sandboxes/{}/files/read", h_sbx_file_read, ROUTE_KEY },
         { "sandboxes", "POST", "/v1/sandboxes/{}/files/write", h_sbx_file_write, ROUTE_KEY },
         { "sandboxes", "POST", "/v1/sandboxes/{}/start", h_sbx_start, ROUTE_KEY },

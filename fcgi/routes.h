@@ -34,6 +34,7 @@ void h_leases_poll(struct request *req);
 void h_leases_heartbeat(struct request *req);
 void h_leases_release(struct request *req);
 void h_sbx_exec(struct request *req);
+void h_sbx_exec_get(struct request *req);
 void h_sbx_file_read(struct request *req);
 void h_sbx_file_write(struct request *req);
 void h_sbx_start(struct request *req);

@@ -6,7 +6,7 @@
 #pragma once
 #include <stddef.h>
 
-#define URL_PATH_ARG_MAX 64 /* one "{}" segment with its NUL */
+#define URL_PATH_ARG_MAX 65 /* one "{}" segment with its NUL: 64 bytes, an execId */
 
 /* Percent-decode len bytes of src into dst (dsz bytes), '+' read as a
  * space. Returns 0, -E2BIG when the result and its NUL do not fit, or

@@ -32,6 +32,9 @@ static const struct {
         [API_TOO_MANY_REQUESTS] = { 429, "TOO_MANY_REQUESTS" },
         [API_NOT_IMPLEMENTED] = { 501, "NOT_IMPLEMENTED" },
         [API_BAD_GATEWAY] = { 502, "BAD_GATEWAY" },
+        [API_EXEC_ID_IN_USE] = { 409, "EXEC_ID_IN_USE" },
+        [API_EXEC_NOT_FOUND] = { 404, "EXEC_NOT_FOUND" },
+        [API_TOO_MANY_EXECS] = { 429, "TOO_MANY_EXECS" },
         [API_INTERNAL] = { 500, "INTERNAL_ERROR" },
 };
 

@@ -27,6 +27,9 @@ enum api_error {
         API_TOO_MANY_REQUESTS,
         API_NOT_IMPLEMENTED,
         API_BAD_GATEWAY, /* a port endpoint: nothing answers on that port in the sandbox */
+        API_EXEC_ID_IN_USE, /* an exec record of that execId exists: GET it */
+        API_EXEC_NOT_FOUND,
+        API_TOO_MANY_EXECS, /* a lease's exec records are all running */
         API_INTERNAL,
         API_ERROR_COUNT,
 };

@@ -51,6 +51,10 @@ static const struct int_opt int_opts[] = {
         INT_OPT("EXEC_TIMEOUT_MS", exec_timeout_ms, 60000, 100, 3600000),
         INT_OPT("EXEC_MAX_TIMEOUT_MS", exec_max_timeout_ms, 600000, 100, 86400000),
         INT_OPT("EXEC_MAX_OUTPUT", exec_max_output, 1048576, 1024, 64 * 1024 * 1024),
+        /* at most EXEC_MAX_OUTPUT (config_exec_records) */
+        INT_OPT("EXEC_RECORD_MAX_OUTPUT", exec_record_max_output, 262144, 1024, 64 * 1024 * 1024),
+        INT_OPT("EXEC_RECORDS_PER_LEASE", exec_records_per_lease, 16, 1, 256),
+        INT_OPT("EXEC_RECORD_TTL_MS", exec_record_ttl_ms, 600000, 1000, 86400000),
         INT_OPT("FILE_MAX_BYTES", file_max_bytes, 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
         INT_OPT("RECONCILE_MS", reconcile_ms, 30000, 500, 3600000),
         INT_OPT("DAYTONA_TIMEOUT_MS", daytona_timeout_ms, 15000, 1000, 600000),
@@ -442,6 +446,24 @@ int config_pool_size(const struct broker_config *cfg, const char *image)
         return 0;
 }
 
+/* EXEC_RECORD_MAX_OUTPUT: a record keeps no more of a stream than the
+ * answer has. Unset, it follows a smaller EXEC_MAX_OUTPUT down; set above
+ * it, it is an error. */
+static int config_exec_records(struct broker_config *cfg, const char *(*lookup)(const char *name),
+                               char *err, size_t errsz)
+{
+        const char *v = lookup("EXEC_RECORD_MAX_OUTPUT");
+
+        if (cfg->exec_record_max_output <= cfg->exec_max_output)
+                return 0;
+        if (!v || !*v) {
+                cfg->exec_record_max_output = cfg->exec_max_output;
+                return 0;
+        }
+        snprintf(err, errsz, "EXEC_RECORD_MAX_OUTPUT must not exceed EXEC_MAX_OUTPUT");
+        return -EINVAL;
+}
+
 static const char *env_lookup(const char *name)
 {
         return getenv(name);
@@ -534,6 +556,8 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
                 snprintf(err, errsz, "EXEC_TIMEOUT_MS must not exceed EXEC_MAX_TIMEOUT_MS");
                 return -EINVAL;
         }
+        if (config_exec_records(cfg, lookup, err, errsz) < 0)
+                return -EINVAL;
         v = lookup("LOG_LEVEL");
         cfg->log_priority = v && *v ? log_level_parse(v) : LOG_INFO;
         if (cfg->log_priority < 0) {

@@ -64,6 +64,10 @@ struct broker_config {
         int exec_timeout_ms;      /* default per command */
         int exec_max_timeout_ms;  /* what a client may ask for */
         int exec_max_output;      /* bytes per stream */
+        /* exec records (POST /exec with an execId; docs/API.md, "Exec records") */
+        int exec_record_max_output; /* bytes per stream kept in a finished record */
+        int exec_records_per_lease; /* records a lease may hold */
+        int exec_record_ttl_ms;     /* how long a finished record stays readable */
         int file_max_bytes;
         int reconcile_ms;
         int provision_workers; /* supervisor threads making sandboxes (PROVISION_WORKERS) */

@@ -127,10 +127,13 @@ redisContext *redis_conn_context(struct redis_conn *c)
         return conn_ensure(c) < 0 ? NULL : c->ctx;
 }
 
-int redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
-                      redisReply **ret)
+/* redis_conn_script and redis_conn_script_bin: lens NULL means every
+ * argument is a C string. */
+static int script_run(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
+                      const size_t *lens, redisReply **ret)
 {
         const char *args[REDIS_MAX_ARGS];
+        size_t arglens[REDIS_MAX_ARGS];
         redisReply *rep = NULL;
         int n = 0, r;
 
@@ -146,9 +149,13 @@ int redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, con
                 args[n++] = c->sha[id];
                 args[n++] = "0";
                 args[n++] = c->cfg.key_prefix;
-                for (int i = 0; i < argc; i++)
+                for (int i = 0; i < n; i++)
+                        arglens[i] = strlen(args[i]);
+                for (int i = 0; i < argc; i++) {
+                        arglens[n] = lens ? lens[i] : strlen(argv[i]);
                         args[n++] = argv[i];
-                rep = redisCommandArgv(c->ctx, n, args, NULL);
+                }
+                rep = redisCommandArgv(c->ctx, n, args, arglens);
                 if (!rep) {
                         bool stale = conn_was_closed(c);
                         log_debug(NULL, "redis: %s: %s", lua_scripts[id].name, c->ctx->errstr);
@@ -174,6 +181,18 @@ int redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, con
         }
         *ret = rep;
         return 0;
+}
+
+int redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
+                      redisReply **ret)
+{
+        return script_run(c, id, argc, argv, NULL, ret);
+}
+
+int redis_conn_script_bin(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
+                          const size_t *lens, redisReply **ret)
+{
+        return script_run(c, id, argc, argv, lens, ret);
 }
 
 int redis_conn_command(struct redis_conn *c, int argc, const char **argv, redisReply **ret)

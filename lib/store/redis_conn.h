@@ -26,6 +26,11 @@ void redis_conn_free(struct redis_conn *c);
 int redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
                       redisReply **ret);
 
+/* redis_conn_script with binary-safe arguments: argv[i] is lens[i] bytes
+ * (which may hold NUL), not a C string. Same errors and ownership. */
+int redis_conn_script_bin(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
+                          const size_t *lens, redisReply **ret);
+
 /* redis_conn_script for scripts whose reply is an array starting with a tag
  * string ("ok", "limit", ...): anything else is -EPROTO (*ret NULL). */
 int redis_conn_script_tagged(struct redis_conn *c, enum lua_script_id id, int argc,

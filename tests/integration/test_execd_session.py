@@ -199,9 +199,9 @@ def test_delete_and_errors(ex):
     assert st == 404 and body["code"] == "NOT_FOUND" and sid in body["message"], body
     st, body = stream(ex, "/session/%s/run" % sid, {"command": "true"})
     assert st == 404, body
-    for bad in ("a.b", "a~b", "%2E%2E", "a%20b", "x" * 64):
-        # 400 from the handler, or 404 from the route table (a segment over 63 bytes)
-        want = 404 if len(bad) > 63 else 400
+    for bad in ("a.b", "a~b", "%2E%2E", "a%20b", "x" * 64, "x" * 65):
+        # 400 from the handler, or 404 from the route table (a segment over 64 bytes)
+        want = 404 if len(bad) > 64 else 400
         st, _, body = ex.json("DELETE", "/session/" + bad)
         assert st in (want, 404 if "%" in bad else want), (bad, body)
         st, body = stream(ex, "/session/%s/run" % bad, {"command": "true"})

@@ -72,6 +72,9 @@ static void test_table_values(void **state)
                 { API_TOO_MANY_REQUESTS, 429, "TOO_MANY_REQUESTS" },
                 { API_NOT_IMPLEMENTED, 501, "NOT_IMPLEMENTED" },
                 { API_BAD_GATEWAY, 502, "BAD_GATEWAY" },
+                { API_EXEC_ID_IN_USE, 409, "EXEC_ID_IN_USE" },
+                { API_EXEC_NOT_FOUND, 404, "EXEC_NOT_FOUND" },
+                { API_TOO_MANY_EXECS, 429, "TOO_MANY_EXECS" },
                 { API_INTERNAL, 500, "INTERNAL_ERROR" },
         };
         (void)state;

@@ -64,6 +64,9 @@ static int load_one(const char *name, const char *value, struct broker_config *c
                 env_set("EXEC_MAX_TIMEOUT_MS", "86400000");
         else if (strcmp(name, "EXEC_MAX_TIMEOUT_MS") == 0)
                 env_set("EXEC_TIMEOUT_MS", "100");
+        /* likewise EXEC_RECORD_MAX_OUTPUT and EXEC_MAX_OUTPUT */
+        else if (strcmp(name, "EXEC_RECORD_MAX_OUTPUT") == 0)
+                env_set("EXEC_MAX_OUTPUT", "67108864");
         err[0] = '\0';
         return config_load_from(cfg, env_get, err, errsz);
 }
@@ -97,6 +100,9 @@ static const struct int_spec int_specs[] = {
         INT_SPEC("EXEC_TIMEOUT_MS", exec_timeout_ms, 60000, 100, 3600000),
         INT_SPEC("EXEC_MAX_TIMEOUT_MS", exec_max_timeout_ms, 600000, 100, 86400000),
         INT_SPEC("EXEC_MAX_OUTPUT", exec_max_output, 1048576, 1024, 64 * 1024 * 1024),
+        INT_SPEC("EXEC_RECORD_MAX_OUTPUT", exec_record_max_output, 262144, 1024, 64 * 1024 * 1024),
+        INT_SPEC("EXEC_RECORDS_PER_LEASE", exec_records_per_lease, 16, 1, 256),
+        INT_SPEC("EXEC_RECORD_TTL_MS", exec_record_ttl_ms, 600000, 1000, 86400000),
         INT_SPEC("FILE_MAX_BYTES", file_max_bytes, 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
         INT_SPEC("RECONCILE_MS", reconcile_ms, 30000, 500, 3600000),
         INT_SPEC("PROVISION_WORKERS", provision_workers, 4, 1, PROVISION_WORKERS_MAX),
@@ -352,6 +358,37 @@ static void test_exec_timeout_pair(void **state)
         env_reset();
         env_set("EXEC_TIMEOUT_MS", "5000");
         env_set("EXEC_MAX_TIMEOUT_MS", "4999");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), -EINVAL);
+}
+
+/* EXEC_RECORD_MAX_OUTPUT is at most EXEC_MAX_OUTPUT: unset, it follows a
+ * smaller EXEC_MAX_OUTPUT; set above it, the load fails. */
+static void test_exec_record_output_pair(void **state)
+{
+        struct broker_config cfg;
+        char err[256];
+
+        (void)state;
+        env_set("EXEC_MAX_OUTPUT", "65536");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_int_equal(cfg.exec_record_max_output, 65536);
+        env_reset();
+        env_set("EXEC_MAX_OUTPUT", "65536");
+        env_set("EXEC_RECORD_MAX_OUTPUT", "65536");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_int_equal(cfg.exec_record_max_output, 65536);
+        env_reset();
+        env_set("EXEC_MAX_OUTPUT", "65536");
+        env_set("EXEC_RECORD_MAX_OUTPUT", "4096");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_int_equal(cfg.exec_record_max_output, 4096);
+        env_reset();
+        env_set("EXEC_MAX_OUTPUT", "65536");
+        env_set("EXEC_RECORD_MAX_OUTPUT", "65537");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), -EINVAL);
+        assert_string_equal(err, "EXEC_RECORD_MAX_OUTPUT must not exceed EXEC_MAX_OUTPUT");
+        env_reset();
+        env_set("EXEC_RECORD_MAX_OUTPUT", "1048577"); /* above EXEC_MAX_OUTPUT's default */
         assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), -EINVAL);
 }
 
@@ -629,6 +666,7 @@ int main(void)
                 cmocka_unit_test_setup(test_key_prefix_charset, setup),
                 cmocka_unit_test_setup(test_word_lists, setup),
                 cmocka_unit_test_setup(test_exec_timeout_pair, setup),
+                cmocka_unit_test_setup(test_exec_record_output_pair, setup),
                 cmocka_unit_test_setup(test_log_level, setup),
                 cmocka_unit_test_setup(test_first_error_wins, setup),
                 cmocka_unit_test_setup(test_small_err_buffer, setup),

@@ -45,6 +45,14 @@
 --                              record: an intent taken by a supervisor that dies is recovered)
 --   P..ticket:<id>:done  LIST  pushed when the ticket's lease is ready or failed (a waiting
 --                              acquire's wake-up; expires after a minute)
+--   P..exec:<lease>:<execId>  HASH  an exec record (exec_*.lua): tenant, sandboxId, state
+--                              (running|done|failed), startedAt; running: output (the last
+--                              32 KiB of stdout+stderr), outputBytes; done: exitCode, stdout,
+--                              stderr, stdoutTruncated, stderrTruncated, timedOut, durationMs;
+--                              failed: message. Expires (PEXPIRE) the command's timeout + 60 s
+--                              after it started, EXEC_RECORD_TTL_MS after it finished.
+--   P..execs:<lease>     ZSET  a lease's execIds -> startedAt (the per-lease cap); expires with
+--                              its longest-lived record, and goes with the lease (release_lease)
 -- Slot names: ex:<user>:<session>, us:<user>, mu:<pool>:<n>.
 -- Tenants: every user and pool name the scripts see is scoped, "<tenant>/<name>"
 -- (lib/store/lease.c builds them; ids never contain '/' or ':'), so the same userId
@@ -81,6 +89,8 @@ local function sandbox_key(id) return P .. 'sandbox:' .. id end
 local function parked_key(slot) return P .. 'parked:' .. slot end
 local function tactive_key(t) return P .. 'tactive:' .. t end
 local function tqueue_key(t) return P .. 'tqueue:' .. t end
+local function exec_key(lease, eid) return P .. 'exec:' .. lease .. ':' .. eid end
+local function execs_key(lease) return P .. 'execs:' .. lease end
 
 -- The tenant of a scoped user or pool name ("<tenant>/<name>").
 local function osb_user(tenant) return tenant .. '/*osb' end
@@ -288,6 +298,11 @@ local function release_lease(id, action, reason)
   if not l[1] then return false end
   local user, session, mode, slot, seat, pool = l[1], l[2], l[3], l[4], l[5], l[6]
   redis.call('DEL', lease_key(id))
+  -- its exec records: nobody can read them any more (GET needs the lease)
+  for _, eid in ipairs(redis.call('ZRANGE', execs_key(id), 0, -1)) do
+    redis.call('DEL', exec_key(id, eid))
+  end
+  redis.call('DEL', execs_key(id))
   if redis.call('GET', session_key(user, session)) == id then
     redis.call('DEL', session_key(user, session))
   end
