@@ -74,14 +74,18 @@ def test_queue_on_the_tui_screen(docker_broker, model, tmp_path):
         assert "echo hello from the queue" in screen, screen
         assert sb.b.status()["queueDepth"] == 1
         release()
-        screen = tui.wait_for(r"hello from the queue\s*\n.*/workspace", 90, "the command's output")
+        screen = tui.wait_for(r"hello from the queue[^\n]*\n[^\n]*/workspace", 90, "the command's output")
         print(screen)
         tui.wait_for(r"all done", 60)
         assert sb.b.status()["activeLeases"] == 1
         # leaving the TUI releases the session's lease (dispose), reason idle
         tui.keys("C-c")
-        time.sleep(0.5)
-        tui.keys("C-c")
+        for _ in range(20):
+            if not tui.alive():
+                break
+            time.sleep(0.25)
+        if tui.alive():
+            tui.keys("C-c")  # the first one only cleared the prompt
         wait_until(lambda: sb.b.status()["activeLeases"] == 0, 30, desc="the TUI's lease released on exit")
         assert any("reason idle" in ln for ln in released_leases(sb.b)), released_leases(sb.b)
     finally:
@@ -104,7 +108,7 @@ def test_queue_in_opencode_run(docker_broker, model, tmp_path):
     assert rc == 0
     assert "sandbox-broker: Waiting for a sandbox (position 1 in the queue)" in stderr, stderr
     assert "sandbox-broker: Sandbox ready after" in stderr, stderr
-    assert "ran after the wait" in stdout, stdout
+    assert "ran after the wait" in stderr, stderr   # run prints the tools' output on stderr
     assert sb.b.status()["activeLeases"] == 0, "run released its lease at its end"
 
 
@@ -186,7 +190,7 @@ def test_expired_lease_is_told(docker_broker, opencode, model):
     assert "files and processes from before are lost" in r["error"]
     assert "File not found: /workspace/notes.txt" in r["error"]
     # the model read it (its next request), and the person was told (a toast)
-    (tool, text), = model.tool_results("exp2")
+    tool, text = model.tool_results("exp2")[-1]
     assert tool == "read" and text.startswith("NOTE: the sandbox this session worked in"), text
     toasts = [e for e in oc.events if (e.get("payload", e)).get("type") == "tui.toast.show"]
     assert any("is gone" in (t.get("payload", t))["properties"]["message"] for t in toasts), toasts

@@ -112,6 +112,8 @@ class OpenCode:
         env.update(OFFLINE_ENV)
         env.update(self.xdg)
         env["HOME"] = self.home
+        # OpenCode takes its directory from PWD, not from the cwd it is started in
+        env["PWD"] = self.project
         env["SANDBOX_BROKER_DEBUG"] = "1"
         env.update(self.plugin_env)
         return env
@@ -303,7 +305,7 @@ class Tui:
         return last[0]
 
     def keys(self, *keys):
-        self.tmux("send-keys", "-t", "main", *keys)
+        self.tmux("send-keys", "-t", "main", *keys, check=False)
 
     def alive(self):
         try:
@@ -334,6 +336,18 @@ def opencode_run(oc, message, timeout=300, extra=()):
     started by the test): returns (exit code, stdout, stderr)."""
     env = oc.env()
     env.pop("SANDBOX_BROKER_DEBUG", None)
-    p = subprocess.run([OPENCODE_BIN, "run"] + list(extra) + [message], cwd=oc.project, env=env,
-                       capture_output=True, text=True, timeout=timeout, start_new_session=True)
-    return p.returncode, p.stdout, p.stderr
+    with open(oc.log_path, "ab") as log:
+        log.write(b"===== opencode run\n")
+    p = subprocess.Popen([OPENCODE_BIN, "run", "--print-logs", "--log-level", "INFO"] + list(extra) + [message],
+                         cwd=oc.project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+    # OpenCode's own log lines go to oc's log; the rest of stderr is what a person sees
+    logs = [ln for ln in err.splitlines(True) if ln.startswith("timestamp=")]
+    with open(oc.log_path, "a") as log:
+        log.writelines(logs)
+    return p.returncode, out, "".join(ln for ln in err.splitlines(True) if not ln.startswith("timestamp="))
