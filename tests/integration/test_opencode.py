@@ -50,6 +50,15 @@ from runner import PLUGIN_DIST  # noqa: E402
 require_docker()
 
 
+def nginx_requests(b, path):
+    """How many requests for `path` the broker's nginx logged (its access log)."""
+    try:
+        with open(os.path.join(b.state_dir, "nginx", "access.log")) as f:
+            return sum(1 for ln in f if '"GET %s ' % path in ln)
+    except OSError:
+        return 0
+
+
 # ------------------------------------------------ the plugin's hooks, no OpenCode
 
 HOOKS_TEST = os.path.join(os.path.dirname(__file__), "opencode", "plugin_hooks.test.mjs")
@@ -92,16 +101,19 @@ def test_opencode_tools_run_in_sandbox(docker_broker, opencode, model):
         [("bash", {"command": "printf 'print(1)\\n' > patched.py; sed -i s/second/third/ notes/hello.txt"})],
         [("read", {"filePath": "missing.txt"})],
         [("bash", {"command": "sleep 5", "timeout": 500})],
+        [("list", {"path": "notes"})],
+        [("webfetch", {"url": "http://127.0.0.1:%d/health" % sb.b.port, "format": "text"})],
         "All done.",
     ])
+    health_before = nginx_requests(sb.b, "/health")
     oc = opencode(sb.b, IDLE_RELEASE_MS="-1")
     sid = oc.session()
     oc.prompt(sid, "SCRIPT:e2e please work in the sandbox")
 
     tools = tools_by_name(oc, sid)
     assert [t for t, _ in tools] == ["write", "bash", "edit", "read", "grep", "glob", "bash",
-                                     "read", "bash"], tools
-    w, b, e, r, g, gl, ap, miss, slow = [s for _, s in tools]
+                                     "read", "bash", "list", "webfetch"], tools
+    w, b, e, r, g, gl, ap, miss, slow, ls, wf = [s for _, s in tools]
     sandbox_id = completed(w)["metadata"]["sandboxId"]
     assert completed(w)["output"] == "Wrote file successfully."
 
@@ -122,6 +134,15 @@ def test_opencode_tools_run_in_sandbox(docker_broker, opencode, model):
     assert miss["status"] == "error" and "File not found: /workspace/missing.txt" in miss["error"], miss
     out = completed(slow)["output"]
     assert "terminated command after exceeding timeout 500 ms" in out, out
+    assert completed(ls)["output"] == "/workspace/notes/\n  hello.txt", ls
+    # webfetch ran in the sandbox, which has no network: the broker's own /health on the
+    # host's loopback was not reached (the built-in would have fetched it from the host)
+    assert wf["status"] == "error", wf
+    assert "The sandbox could not reach 127.0.0.1:%d" % sb.b.port in wf["error"], wf
+    assert nginx_requests(sb.b, "/health") == health_before
+    # OpenCode's own host tools that the plugin does not replace are denied while it is loaded
+    st, cfg = oc.call("GET", "/config")
+    assert st == 200 and all(cfg["permission"][t] == "deny" for t in ("websearch", "codesearch", "lsp")), cfg.get("permission")
 
     # the world: the files are in the container, not on the host
     assert container_file(sandbox_id, "/workspace/notes/hello.txt") == b"goodbye from opencode\nthird line\n"
@@ -289,22 +310,28 @@ def test_opencode_user_shared_two_sessions(docker_broker, opencode, model):
     sb = docker_broker(BROKER_CAPACITY=2)
     model.script("us_1", [[("write", {"filePath": "mine.txt", "content": "session one\n"})],
                           [("bash", {"command": "pwd; ls"})], "one done"])
-    model.script("us_2", [[("bash", {"command": "pwd; ls -A | wc -l"})],
-                          [("read", {"filePath": "mine.txt"})], "two done"])
     model.script("us_child", [[("bash", {"command": "pwd; cat mine.txt"})], "child done"])
     oc = opencode(sb.b, MODE="user_shared", USER_ID="dana", IDLE_RELEASE_MS="-1")
     s1, s2 = oc.session(), oc.session()
+    model.script("us_2", [[("bash", {"command": "pwd; ls -A | wc -l"})],
+                          [("read", {"filePath": "mine.txt"})],
+                          [("grep", {"pattern": "session", "path": "/workspace"})],
+                          [("read", {"filePath": "/workspace/%s/mine.txt" % s1})], "two done"])
     oc.prompt(s1, "SCRIPT:us_1")
     oc.prompt(s2, "SCRIPT:us_2")
 
     (_, w1), (_, b1) = tools_by_name(oc, s1)
-    (_, b2), (_, r2) = tools_by_name(oc, s2)
+    (_, b2), (_, r2), (_, g2), (_, r2b) = tools_by_name(oc, s2)
     sandbox_id = completed(w1)["metadata"]["sandboxId"]
     assert completed(b1)["output"] == "/workspace/%s\nmine.txt\n" % s1, b1
     assert completed(b2)["output"] == "/workspace/%s\n0\n" % s2, b2
     assert b2["metadata"]["sandboxId"] == sandbox_id, (b2, sandbox_id)
     # session 2's relative path is its own directory: session 1's file is not there
     assert r2["status"] == "error" and "File not found: /workspace/%s/mine.txt" % s2 in r2["error"], r2
+    # read, write and the search tools stay in the session's directory alike (the broker's file
+    # API refuses the rest; the plugin refuses it for glob, grep and list the same way)
+    assert g2["status"] == "error" and g2["error"].startswith("Permission denied: /workspace is outside your working directory /workspace/%s" % s2), g2
+    assert r2b["status"] == "error" and "Permission denied" in r2b["error"] and "outside your working directory" in r2b["error"], r2b
     assert container_file(sandbox_id, "/workspace/%s/mine.txt" % s1) == b"session one\n"
     assert container_file(sandbox_id, "/workspace/%s/mine.txt" % s2) is None
     assert [c["Labels"]["io.sandbox-broker.sandbox-id"] for c in sb.containers()] == [sandbox_id]
@@ -339,11 +366,14 @@ def test_opencode_multi_user_pool(docker_broker, opencode, model):
 
     # user B (frank) writes a file in his home
     model.script("mu_b", [[("write", {"filePath": "secret.txt", "content": "frank's secret\n"})],
-                          [("bash", {"command": "id -un; pwd; stat -c %a ."})], "b done"])
+                          [("bash", {"command": "id -un; pwd; stat -c %a ."})],
+                          [("bash", {"command": "echo frank-bg-secret; sleep 120", "background": True})], "b done"])
     ocb = opencode(sb.b, USER_ID="frank", **pool)
     sid_b = ocb.session()
     ocb.prompt(sid_b, "SCRIPT:mu_b")
-    (_, wb), (_, bb) = tools_by_name(ocb, sid_b)
+    (_, wb), (_, bb), (_, bgb) = tools_by_name(ocb, sid_b)
+    log_b = completed(bgb)["metadata"]["log"]
+    assert log_b.startswith("/tmp/opencode-bg.") and log_b.endswith("/output.log"), bgb
     sandbox_id = completed(wb)["metadata"]["sandboxId"]
     user_b, home_b, mode_b = completed(bb)["output"].split()
     assert (home_b, mode_b) == ("/home/" + user_b, "700"), bb
@@ -368,11 +398,14 @@ def test_opencode_multi_user_pool(docker_broker, opencode, model):
             [("bash", {"command": "cat %s/secret.txt" % home_b})],
             [("write", {"filePath": "mine.txt", "content": "erin's\n"})],
             [("read", {"filePath": "mine.txt"})],
+            [("bash", {"command": "cat %s; ls %s" % (log_b, os.path.dirname(log_b))})],
+            [("grep", {"pattern": "secret", "path": home_b})],
+            [("glob", {"pattern": "*.txt", "path": home_b})],
             "a done"])
         oca = opencode(sb.b, USER_ID="erin", **pool)
         sid_a = oca.session()
         oca.prompt(sid_a, "SCRIPT:mu_a")
-        (_, ba), (_, ra), (_, ca), (_, wa), (_, ra2) = tools_by_name(oca, sid_a)
+        (_, ba), (_, ra), (_, ca), (_, wa), (_, ra2), (_, bga), (_, ga), (_, gla) = tools_by_name(oca, sid_a)
         user_a, home_a = completed(ba)["output"].split()
         assert user_a != user_b and home_a == "/home/" + user_a, (user_a, user_b)
         assert ba["metadata"]["sandboxId"] == sandbox_id
@@ -385,6 +418,21 @@ def test_opencode_multi_user_pool(docker_broker, opencode, model):
         assert "Permission denied" in out and "frank's secret" not in out, ca
         assert ca["metadata"]["exit"] != 0, ca
         assert "1: erin's" in completed(ra2)["output"], ra2
+        # B's background log: in a directory of B's alone (0700), itself 0600; A reads nothing
+        out = completed(bga)["output"]
+        assert "frank-bg-secret" not in out and "Permission denied" in out, out
+        for t in (ga, gla):
+            assert t["status"] == "error", t
+            assert t["error"].startswith("Permission denied: %s is outside your working directory %s" % (home_b, home_a)), t
+        # what the plugin made in the sandbox: B's background directory, nothing else in /tmp
+        st, body = DOCKER.call("GET", "/containers/sb-%s/archive?path=/tmp" % sandbox_id)
+        assert st == 200, (st, body)
+        with tarfile.open(fileobj=io.BytesIO(body)) as t:
+            made = {m.name: m for m in t.getmembers() if m.name != "tmp"}
+        bgdir = "tmp/" + os.path.basename(os.path.dirname(log_b))
+        assert sorted(made) == [bgdir, bgdir + "/output.log"], sorted(made)
+        assert made[bgdir].mode & 0o777 == 0o700 and made[bgdir + "/output.log"].mode & 0o777 == 0o600, made
+        assert made[bgdir].uid == made[bgdir + "/output.log"].uid != 0
         assert container_file(sandbox_id, home_a + "/mine.txt") == b"erin's\n"
         assert container_file(sandbox_id, home_b + "/secret.txt") == b"frank's secret\n"
         st = sb.b.status()
