@@ -7,7 +7,7 @@ a broker with Docker sandboxes, through queues, outages and stops.
   output once the slot frees; leaving the TUI (ctrl+c) releases the lease.
 - test_queue_in_opencode_run: the same through `opencode run`: the position and the sandbox
   being ready are printed on stderr while it waits; the output follows.
-- test_supervisor_down_then_back: no supervisor when the first tool call comes: the call waits
+- test_supervisor_down_then_back: the supervisor SIGKILLed before the first tool call: the call waits
   (202 provisioning: the lease is heartbeated, and the broker's explanation reaches the tool's
   title); the supervisor starts; the call completes on that same lease.
 - test_nginx_restart_while_a_command_runs: nginx stops and starts while a bash call runs: the
@@ -115,7 +115,7 @@ def test_queue_in_opencode_run(docker_broker, model, tmp_path):
 def test_supervisor_down_then_back(docker_broker, opencode, model):
     # a short TTL: the lease whose sandbox waits for the supervisor must be heartbeated meanwhile
     sb = docker_broker(BROKER_CAPACITY=2, LEASE_TTL_MS="3000")
-    sb.b.stop("supervisor")
+    sb.b.stop("supervisor", kill=True)
     model.script("nosup", [[("bash", {"command": "echo made at last", "description": "Wait for it"})], "done"])
     oc = opencode(sb.b, IDLE_RELEASE_MS="-1", HEARTBEAT_MS="500")
     sid = oc.session()

@@ -33,9 +33,6 @@ const BACKGROUND_SH = 'u=$(umask); umask 077; d=$(mktemp -d "${TMPDIR:-/tmp}/ope
 
 const MAX_TIMEOUT_RE = /timeoutMs must be an integer from 1 to (\d+)/;
 
-/** What the broker said it allows at most (EXEC_MAX_TIMEOUT_MS), once it said so. */
-let brokerMaxTimeoutMs: number | undefined;
-
 interface Outcome { result: ExecResult; recovered?: string }
 
 /**
@@ -160,9 +157,10 @@ IMPORTANT: This tool is for terminal operations. Use the read, write, edit, glob
         }
         const notes: string[] = [];
         let timeout = Math.ceil(args.timeout ?? s.bashTimeoutMs);
-        if (brokerMaxTimeoutMs !== undefined && timeout > brokerMaxTimeoutMs) {
-          notes.push(`The sandbox broker runs a command at most ${brokerMaxTimeoutMs} ms (its EXEC_MAX_TIMEOUT_MS): this one ran with that timeout instead of ${timeout} ms.`);
-          timeout = brokerMaxTimeoutMs;
+        const max = env.mgr.execMaxTimeoutMs;
+        if (max !== undefined && timeout > max) {
+          notes.push(`The sandbox broker runs a command at most ${max} ms (its EXEC_MAX_TIMEOUT_MS): this one ran with that timeout instead of ${timeout} ms.`);
+          timeout = max;
         }
         let out: Outcome;
         try {
@@ -171,9 +169,9 @@ IMPORTANT: This tool is for terminal operations. Use the read, write, edit, glob
           const m = e instanceof BrokerError && e.code === "INVALID_REQUEST" ? MAX_TIMEOUT_RE.exec(e.message) : null;
           if (!m || Number(m[1]) >= timeout) throw e;
           // refused before anything ran: run it with the longest timeout the broker allows
-          brokerMaxTimeoutMs = Number(m[1]);
-          notes.push(`The sandbox broker runs a command at most ${brokerMaxTimeoutMs} ms (its EXEC_MAX_TIMEOUT_MS): this one ran with that timeout instead of ${timeout} ms.`);
-          timeout = brokerMaxTimeoutMs;
+          env.mgr.execMaxTimeoutMs = Number(m[1]);
+          notes.push(`The sandbox broker runs a command at most ${m[1]} ms (its EXEC_MAX_TIMEOUT_MS): this one ran with that timeout instead of ${timeout} ms.`);
+          timeout = env.mgr.execMaxTimeoutMs;
           out = await runCommand(env, lease, args.command, cwd, timeout, ctx, title);
         }
         const r = out.result;

@@ -52,6 +52,8 @@ export class LeaseManager {
   private working = new Set<string>();
   /** Counters for tests and the docs' transcript. */
   readonly stats = { acquires: 0, grants: 0, heartbeats: 0, releases: 0, queuedWaits: 0, retries: 0, replaced: 0 };
+  /** The longest command timeout the broker allows (EXEC_MAX_TIMEOUT_MS), once it said so (bash.ts). */
+  execMaxTimeoutMs?: number;
   /** Told when a session's sandbox was replaced (the user is told where they look: notify.ts). */
   onReplaced?: (sessionID: string, text: string) => void;
 
