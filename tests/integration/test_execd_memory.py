@@ -2,7 +2,9 @@
 listed and searched 32 at a time, twice over, through nginx; fcgi-execd's resident memory is
 read from /proc before and after. Before the fix it went from ~160 to ~875 MB and kept ~757.
 The bound asserted is loose (a loaded machine, glibc's own caches): what it catches is memory
-kept by the hundred MB.
+kept by the hundred MB. Under ASan (the sanitizer pass of scripts/run-tests) the allocator is
+ASan's, which keeps freed memory in its quarantine on purpose: there the listings must all be
+answered (and ASan finds no error on the way), and the resident sizes are printed, not bounded.
 """
 
 import threading
@@ -28,6 +30,12 @@ def rss_mb(pid):
             if ln.startswith("VmRSS:"):
                 return int(ln.split()[1]) / 1024.0
     raise AssertionError("no VmRSS for %d" % pid)
+
+
+def sanitized(pid):
+    """Is the process built with ASan (its runtime mapped)?"""
+    with open("/proc/%d/maps" % pid) as f:
+        return "libasan" in f.read()
 
 
 def test_listings_do_not_keep_memory(mb):
@@ -58,4 +66,7 @@ def test_listings_do_not_keep_memory(mb):
     assert failures == [], failures[:3]
     after = rss_mb(pid)
     print("fcgi-execd RSS: %.0f MB before, %.0f MB at the end of a round, %.0f MB after" % (before, peak, after))
+    if sanitized(pid):
+        print("fcgi-execd runs under ASan: its allocator keeps freed memory in quarantine; not bounded here")
+        return
     assert after - before < 120, "fcgi-execd kept %.0f MB after the listings (%.0f -> %.0f)" % (after - before, before, after)
