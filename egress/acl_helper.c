@@ -7,18 +7,23 @@
  * PROXY line: the sandbox id read as an IPv6 address.
  *
  * Two roles, one per external_acl_type of egress/squid.conf.in:
- *  - (no argument) the policy decision: the sandbox's policy is the
+ *  - (no argument) the policy question, on the name as the sandbox wrote it
+ *    (Squid has resolved nothing yet): the sandbox's policy is the
  *    `egress_policy` field of its record <prefix>sandbox:<sid> in Redis (no
  *    record, no field, an unreadable policy or request: deny). A policy read
  *    is cached EGRESS_ACL_CACHE_MS; Squid caches no answer (cache=0), so
- *    every request is decided, logged and counted here, and a change takes
- *    effect within about a second. A Redis failure denies (and is logged).
- *  - `--refusals`: the logger of Squid's own refusals (a port not in
- *    EGRESS_PORTS, a resolved address in a blocked range). Squid asks it last
- *    on its deny lines; it only logs and counts, and answers OK (the deny
- *    happens whatever it answers: each of those lines is repeated without it).
+ *    every request is asked here, and a change takes effect within about a
+ *    second. A Redis failure denies (and is logged). A deny is the request's
+ *    verdict: logged and counted here. A yes is not yet one (Squid then
+ *    checks the addresses the name resolves to): not logged here.
+ *  - `--record`: the recorder of the verdicts squid.conf reaches itself: a
+ *    port not in EGRESS_PORTS, a resolved address in a blocked range (Squid
+ *    asks it last on its deny lines; the deny happens whatever it answers:
+ *    each of those lines is repeated without it), and "allowed" (asked last
+ *    on the allow line, after the policy and the address checks: there its
+ *    OK is needed, anything else denies). It logs, counts and answers OK.
  *
- * Every decision is logged once (SANDBOX_ID=, EGRESS_HOST=, EGRESS_PORT=,
+ * Every verdict is logged once (SANDBOX_ID=, EGRESS_HOST=, EGRESS_PORT=,
  * EGRESS_VERDICT=, and EGRESS_REASON=policy|port|address for a deny) and
  * counted (broker_egress_allowed_total, broker_egress_denied_total{reason=}).
  * Configured by the broker's environment (REDIS_*, LOG_LEVEL, ...;
@@ -124,8 +129,9 @@ static void decision_log(const struct egress_acl_req *q, bool allow, enum egress
         metrics_add(series, 1);
 }
 
-/* One policy question: OK or ERR. Logged and counted once, whatever the
- * answer (a line that does not parse is a deny too). */
+/* One policy question: OK or ERR. A deny (a line that does not parse is
+ * one too) is logged and counted; an OK is recorded later, by the --record
+ * role on squid.conf's allow line, if the address checks pass. */
 static const char *decide(struct acl *acl, const char *line, size_t len)
 {
         struct egress_acl_req q;
@@ -134,6 +140,12 @@ static const char *decide(struct acl *acl, const char *line, size_t len)
         int r = 0, pr;
 
         pr = egress_acl_req_parse(line, len, &q);
+        if (pr == 0 && (q.refusal != EGRESS_REFUSAL_NONE || q.allowed)) {
+                /* a record's line sent to the policy role: a wrong squid.conf */
+                log_err(NULL, "egress: a policy question with a verdict (port|address|allowed); "
+                              "check squid.conf against egress/squid.conf.in");
+                pr = -EINVAL;
+        }
         if (pr == 0 && q.sid[0]) {
                 c = policy_get(acl, q.sid, &r);
                 allow = c && c->found && egress_policy_allows(&c->policy, q.host);
@@ -141,26 +153,37 @@ static const char *decide(struct acl *acl, const char *line, size_t len)
         if (r < 0)
                 log_err(LOG_KV({ "SANDBOX_ID", q.sid }), "egress: policy read failed: %s",
                         strerror(-r));
-        decision_log(&q, allow, EGRESS_REFUSAL_NONE,
+        if (allow)
+                return "OK";
+        decision_log(&q, false, EGRESS_REFUSAL_NONE,
                      pr < 0           ? " (unreadable request)"
                      : !q.sid[0]      ? " (no sandbox identity)"
                      : c && !c->found ? " (no policy)"
                                       : "");
-        return allow ? "OK" : "ERR";
+        return "ERR";
 }
 
-/* One refusal of Squid's own (--refusals): logged and counted, answered OK.
- * The answer does not matter: squid.conf.in follows every line that asks
- * this helper with the same deny without it. */
-static const char *refusal(const char *line, size_t len)
+/* One verdict of squid.conf's (--record): a refusal (port, address) or an
+ * allow, logged and counted. A refusal is answered OK, but its answer does
+ * not matter: squid.conf.in follows every deny line that asks this helper
+ * with the same deny without it. On the allow line the answer decides: OK
+ * for a request read whole, with its sandbox; anything else is denied (and
+ * logged so, as the policy role would have). */
+static const char *record(const char *line, size_t len)
 {
         struct egress_acl_req q;
         int r = egress_acl_req_parse(line, len, &q);
 
+        if (q.allowed) {
+                bool ok = r == 0 && q.sid[0];
+                decision_log(&q, ok, EGRESS_REFUSAL_NONE,
+                             ok ? "" : r < 0 ? " (unreadable request)" : " (no sandbox identity)");
+                return ok ? "OK" : "ERR";
+        }
         if (q.refusal == EGRESS_REFUSAL_NONE) {
-                log_err(NULL, "egress: a refusal without its reason (port|address); "
+                log_err(NULL, "egress: a record without its verdict (port|address|allowed); "
                               "check squid.conf against egress/squid.conf.in");
-                return "OK";
+                return "ERR";
         }
         decision_log(&q, false, q.refusal,
                      r < 0                              ? " (refused by Squid; unreadable request)"
@@ -177,7 +200,7 @@ struct input {
 
 /* Answer every line completed by data[0..n): one answer per line, in order,
  * as Squid expects (no concurrency= channel). */
-static void input_feed(struct acl *acl, struct input *in, bool refusals, const char *data, size_t n)
+static void input_feed(struct acl *acl, struct input *in, bool recorder, const char *data, size_t n)
 {
         for (size_t i = 0; i < n; i++) {
                 if (in->len < sizeof(in->buf))
@@ -186,7 +209,7 @@ static void input_feed(struct acl *acl, struct input *in, bool refusals, const c
                         in->len++;
                 if (data[i] != '\n')
                         continue;
-                puts(refusals ? refusal(in->buf, in->len) : decide(acl, in->buf, in->len));
+                puts(recorder ? record(in->buf, in->len) : decide(acl, in->buf, in->len));
                 in->len = 0;
         }
 }
@@ -196,12 +219,12 @@ int main(int argc, char **argv)
         static struct acl acl;
         static struct input in;
         char err[256];
-        bool refusals = argc == 2 && !strcmp(argv[1], "--refusals");
+        bool recorder = argc == 2 && !strcmp(argv[1], "--record");
         int r;
 
         log_init("sandbox-egress-acl", LOG_INFO);
-        if (argc > 2 || (argc == 2 && !refusals)) {
-                log_err(NULL, "usage: sandbox-egress-acl [--refusals]");
+        if (argc > 2 || (argc == 2 && !recorder)) {
+                log_err(NULL, "usage: sandbox-egress-acl [--record]");
                 return 2;
         }
         r = config_load(&acl.cfg, err, sizeof(err));
@@ -231,7 +254,7 @@ int main(int argc, char **argv)
                         continue;
                 if (n <= 0)
                         break;
-                input_feed(&acl, &in, refusals, chunk, (size_t)n);
+                input_feed(&acl, &in, recorder, chunk, (size_t)n);
                 metrics_flush_due(acl.redis, &acl.cfg);
         }
         (void)metrics_flush(acl.redis, &acl.cfg);

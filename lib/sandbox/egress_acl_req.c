@@ -82,21 +82,23 @@ static int parse_port(struct tok t, int *ret)
         return 0;
 }
 
-static int parse_refusal(struct tok t, enum egress_refusal *ret)
+static int parse_data(struct tok t, struct egress_acl_req *ret)
 {
         static const struct {
                 const char *word;
                 enum egress_refusal r;
-        } words[] = { { "-", EGRESS_REFUSAL_NONE },
-                      { "port", EGRESS_REFUSAL_PORT },
-                      { "address", EGRESS_REFUSAL_ADDRESS } };
+                bool allowed;
+        } words[] = { { "-", EGRESS_REFUSAL_NONE, false },
+                      { "port", EGRESS_REFUSAL_PORT, false },
+                      { "address", EGRESS_REFUSAL_ADDRESS, false },
+                      { "allowed", EGRESS_REFUSAL_NONE, true } };
 
         for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
                 if (t.len == strlen(words[i].word) && !memcmp(t.p, words[i].word, t.len)) {
-                        *ret = words[i].r;
+                        ret->refusal = words[i].r;
+                        ret->allowed = words[i].allowed;
                         return 0;
                 }
-        *ret = EGRESS_REFUSAL_NONE;
         return -EINVAL;
 }
 
@@ -129,7 +131,7 @@ int egress_acl_req_parse(const char *line, size_t len, struct egress_acl_req *re
         parse_source(t[0], ret->sid);
         if (parse_port(t[1], &ret->port) < 0)
                 r = -EINVAL;
-        if (parse_refusal(t[2], &ret->refusal) < 0)
+        if (parse_data(t[2], ret) < 0)
                 r = -EINVAL;
         if (cut)
                 return -EMSGSIZE;

