@@ -103,10 +103,14 @@ agent_src = $(if $(AGENT_SRC_$(1)),-Iagent $(AGENT_SRC_$(1)))
 $(BUILD)/tests/test_agent_envfile $(BUILD)/fuzz-replay-agent_envfile $(BUILD)/fuzzer-agent_envfile: \
 	agent/envfile.c agent/envfile.h
 $(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
+# A test of a pure fcgi/ file (no libfcgi, no request) compiles it in: FCGI_SRC_NAME.
+FCGI_SRC_execd_share := fcgi/execd_share.c
+fcgi_src = $(if $(FCGI_SRC_$(1)),-Ifcgi $(FCGI_SRC_$(1)))
+$(BUILD)/tests/test_execd_share: fcgi/execd_share.c fcgi/execd_share.h
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call agent_src,$*) $(BUILD)/libbroker.a $(LDLIBS) -lcmocka $(shell sed -n 's,^/\* WRAP: \(.*\) \*/,\1,p' $<)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call agent_src,$*) $(call fcgi_src,$*) $(BUILD)/libbroker.a $(LDLIBS) -lcmocka $(shell sed -n 's,^/\* WRAP: \(.*\) \*/,\1,p' $<)
 
 # Fuzzing: one libFuzzer target per parser of untrusted input,
 # tests/fuzz/fuzz_NAME.c, with its seed corpus in tests/fuzz/corpus/NAME/.

@@ -2,7 +2,8 @@
  * now, by (sandbox id, command id): a process-wide registry with one lock.
  *
  * It bounds how many streams run (per sandbox and in all, so that a
- * handler always keeps threads for status and interrupt), lets status
+ * handler always keeps threads for status and interrupt; per tenant, the
+ * thread a stream runs in is of its tenant's share, execd_share.h), lets status
  * answer "running" for a command whose runner has not written its files
  * yet, and lets interrupt mark a stream so that its end reads
  * "interrupted" rather than a plain exit 137. A slot is held from the

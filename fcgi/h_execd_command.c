@@ -29,8 +29,9 @@
  * drained and counted), lines cut at SSE_LINE_MAX bytes,
  * EXECD_STREAMS_PER_SANDBOX foreground streams per sandbox and all but
  * EXECD_THREADS_RESERVED of the handler's threads (execd_streams.h: so
- * status and interrupt stay servable), a foreground command at most
- * EXECD_FOREGROUND_MAX_MS. */
+ * status and interrupt stay servable), a tenant's streams within its
+ * share of the threads (execd_share.h, taken by execd_open), a foreground
+ * command at most EXECD_FOREGROUND_MAX_MS. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@
 
 #include "execd.h"
 #include "execd_scripts.h"
+#include "execd_share.h"
 #include "execd_streams.h"
 #include "json_input.h"
 #include "log.h"
@@ -46,7 +48,6 @@
 #include "timeutil.h"
 #include "utf8.h"
 
-#define EXECD_THREADS_RESERVED 4
 #define EXECD_MAX_COMMANDS 32 /* live commands per sandbox (background launch) */
 #define EXECD_FOREGROUND_MAX_MS (3600 * 1000)
 #define EXECD_WRAPPER_SLACK_MS 10000 /* the provider's own timeout, past the runner's */
@@ -316,11 +317,13 @@ void execd_stream_command(struct request *req, const struct execd *x, const char
         int64_t t0;
         int slot, r;
 
-        if (execd_streams_take(req->w->cfg->fcgi_threads - EXECD_THREADS_RESERVED, x->sandbox_id, id,
-                               &slot) < 0) {
-                reply_error(req, API_TOO_MANY_REQUESTS,
-                            "too many commands streaming (at most %d per sandbox); retry later",
-                            EXECD_STREAMS_PER_SANDBOX);
+        if (execd_streams_take(execd_share_cap(req->w->cfg->fcgi_threads), x->sandbox_id, id, &slot) < 0) {
+                char retry[32];
+
+                snprintf(retry, sizeof(retry), "Retry-After: %d", EXECD_SHARE_RETRY_S);
+                reply_error_hdr(req, API_TOO_MANY_REQUESTS, retry,
+                                "too many commands streaming (at most %d per sandbox); retry later",
+                                EXECD_STREAMS_PER_SANDBOX);
                 return;
         }
         sse_begin(&s, req);

@@ -274,8 +274,13 @@ void h_execd_upload(struct request *req)
                 return;
         }
         for (;;) {
-                int n = FCGX_GetStr(chunk, sizeof(chunk), req->fcgx->in);
-                if (n <= 0)
+                /* as it comes, within the body's deadline (request.h) */
+                ssize_t n = request_body_read(req, chunk, sizeof(chunk));
+                if (n < 0) {
+                        u.replied = true;
+                        goto out;
+                }
+                if (n == 0)
                         break;
                 total += (size_t)n;
                 if (total > EXECD_UPLOAD_MAX) {

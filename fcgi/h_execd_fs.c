@@ -115,8 +115,10 @@ static int fs_json_body(struct request *req, enum json_type want, struct json_ob
         }
         memcpy(buf, "{\"items\":", 9);
         while (got < len) {
-                int n = FCGX_GetStr(buf + 9 + got, (int)(len - got), req->fcgx->in);
-                if (n <= 0)
+                ssize_t n = request_body_read(req, buf + 9 + got, len - got);
+                if (n < 0)
+                        goto out;
+                if (n == 0)
                         break;
                 got += (size_t)n;
         }

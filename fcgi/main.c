@@ -1,6 +1,6 @@
 /* broker-fcgi: the FastCGI handler program, one process per route group.
  *
- *   broker-fcgi --group leases|status|sandboxes|execd [--socket PATH] [--threads N]
+ *   broker-fcgi --group leases|status|sandboxes|execd|execd-lane [--socket PATH] [--threads N]
  *
  * Without --socket it serves the listening socket systemd passed
  * (LISTEN_FDS) or, per the FastCGI spec, fd 0. FCGI_THREADS threads each
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "execd_share.h"
 #include "kafka.h"
 #include "log.h"
 #include "provider_factory.h"
@@ -56,6 +57,7 @@ static void serve_one(struct worker *w, FCGX_Request *fcgx)
         metrics_request(app.group, req.route, req.method, req.status);
         if (req.after) {
                 /* the client has its answer; the work goes on in this thread */
+                request_finish_io(&req);
                 FCGX_Finish_r(fcgx);
                 req.after(&req);
         }
@@ -114,7 +116,8 @@ static int open_listener(const char *path)
 
 static void usage(void)
 {
-        fprintf(stderr, "usage: broker-fcgi --group leases|status|sandboxes|execd [--socket PATH] [--threads N]\n");
+        fprintf(stderr, "usage: broker-fcgi --group leases|status|sandboxes|execd|execd-lane [--socket PATH] "
+                        "[--threads N]\n");
 }
 
 int main(int argc, char **argv)
@@ -124,7 +127,7 @@ int main(int argc, char **argv)
         pthread_t *threads = NULL;
         sigset_t sigs;
         char err[256];
-        int sig = 0, rc = 1, started = 0, threads_arg = 0;
+        int sig = 0, rc = 1, started = 0, threads_arg = 0, share = 0, share_cap = 0;
         size_t max_body;
 
         for (int i = 1; i < argc; i++) {
@@ -160,6 +163,12 @@ int main(int argc, char **argv)
         if (strcmp(app.group, "sandboxes") == 0 &&
             max_body < (size_t)app.cfg.file_max_bytes / 3 * 4 + 65536)
                 max_body = (size_t)app.cfg.file_max_bytes / 3 * 4 + 65536;
+        /* the data plane's threads are shared per tenant (execd_share.h);
+         * the lane serves short calls only and shares nothing */
+        if (strcmp(app.group, "execd") == 0) {
+                share = execd_share_of(app.cfg.fcgi_threads, app.cfg.execd_tenant_share_pct);
+                share_cap = execd_share_cap(app.cfg.fcgi_threads);
+        }
         signal(SIGPIPE, SIG_IGN);
         curl_global_init(CURL_GLOBAL_DEFAULT); /* once, before any thread (docker.h) */
         sigemptyset(&sigs);
@@ -185,7 +194,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < app.cfg.fcgi_threads; i++) {
                 char perr[SANDBOX_ERR_MAX];
                 workers[i] = (struct worker){ .id = i, .cfg = &app.cfg, .kafka = app.kafka,
-                                              .max_body = max_body };
+                                              .max_body = max_body, .tenant_share = share,
+                                              .share_cap = share_cap };
                 if (provider_new_from_config(&app.cfg, &workers[i].provider, perr) < 0) {
                         log_err(NULL, "%s", perr);
                         goto out;
@@ -201,6 +211,9 @@ int main(int argc, char **argv)
                 log_warn(NULL, "metrics: cannot start the flusher; counts stay in this process");
         log_info(NULL, "serving group %s on %s with %d threads", app.group,
                  socket_path ? socket_path : "the inherited socket", app.cfg.fcgi_threads);
+        if (share)
+                log_info(NULL, "a tenant holds at most %d threads (%d%% of %d), %d in all but control calls",
+                         share, app.cfg.execd_tenant_share_pct, share_cap, share_cap);
         sigwait(&sigs, &sig);
         log_info(NULL, "signal %d: draining", sig);
         rc = 0;

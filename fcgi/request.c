@@ -2,16 +2,21 @@
 #include "request.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
+#include "execd_share.h"
 #include "json_input.h"
 #include "log.h"
+#include "timeutil.h"
 
-static const char *param(struct request *req, const char *name)
+static const char *param(const struct request *req, const char *name)
 {
         const char *v = FCGX_GetParam(name, req->fcgx->envp);
         return v ? v : "";
@@ -23,6 +28,7 @@ int request_init(struct request *req, FCGX_Request *fcgx, struct worker *w)
         size_t n;
 
         memset(req, 0, sizeof(*req));
+        req->share_slot = -1;
         req->fcgx = fcgx;
         req->w = w;
         req->method = param(req, "REQUEST_METHOD");
@@ -45,10 +51,105 @@ int request_init(struct request *req, FCGX_Request *fcgx, struct worker *w)
         return 0;
 }
 
+/* libfcgi has no accessor for the connection: ipcFd is it (fcgiapp.h) */
+static void body_timeo_set(struct request *req, int64_t ms)
+{
+        struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+        if (req->fcgx->ipcFd >= 0 &&
+            setsockopt(req->fcgx->ipcFd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0)
+                req->body_timeo = ms > 0;
+}
+
+void request_finish_io(struct request *req)
+{
+        /* a connection nginx keeps (fastcgi_keep_conn) must not keep the deadline */
+        if (req->body_timeo)
+                body_timeo_set(req, 0);
+        req->body_timeo = false;
+}
+
 void request_done(struct request *req)
 {
         free(req->body);
         req->body = NULL;
+        execd_share_put(req->share_slot);
+        req->share_slot = -1;
+        request_finish_io(req);
+}
+
+/* How long a body may keep its reader waiting in all (request.h). */
+static int64_t body_allowed_ms(const struct request *req)
+{
+        const char *cl = param(req, "CONTENT_LENGTH");
+        unsigned long long len = strtoull(cl, NULL, 10);
+        const struct broker_config *cfg = req->w->cfg;
+
+        if (len < req->body_got)
+                len = req->body_got;
+        if (len > (unsigned long long)INT64_MAX / 1000)
+                len = (unsigned long long)INT64_MAX / 1000;
+        return cfg->body_grace_ms + (int64_t)(len * 1000 / (unsigned long long)cfg->body_min_bytes_per_s);
+}
+
+static ssize_t body_timeout(struct request *req)
+{
+        const struct broker_config *cfg = req->w->cfg;
+        const char *cl = param(req, "CONTENT_LENGTH");
+
+        log_info(LOG_KV({ "REQUEST_ID", req->request_id }),
+                 "%s %s: body too slow: %zu of %s bytes after %lld ms of waiting", req->method,
+                 req->path, req->body_got, *cl ? cl : "?", (long long)req->body_waited_ms);
+        reply_error(req, API_REQUEST_TIMEOUT,
+                    "the request body came too slowly: %zu of %s bytes in %lld s (a body must come at "
+                    "%d bytes/s, with %d s of grace)",
+                    req->body_got, *cl ? cl : "an unknown number of", (long long)req->body_waited_ms / 1000,
+                    cfg->body_min_bytes_per_s, cfg->body_grace_ms / 1000);
+        return -ETIMEDOUT;
+}
+
+ssize_t request_body_read(struct request *req, void *buf, size_t len)
+{
+        FCGX_Stream *in = req->fcgx->in;
+        size_t got = 0;
+
+        while (got < len) {
+                /* Bytes libfcgi holds already are taken without a read. For
+                 * the others, one byte is asked for: libfcgi then reads what
+                 * the socket has (a record or two) and no more, so each wait
+                 * is bounded by the receive timeout set to what is left. */
+                size_t avail = (size_t)(in->stop - in->rdNext), want = avail ? avail : 1;
+                int64_t t0 = 0;
+                int n;
+
+                if (want > len - got)
+                        want = len - got;
+                if (want > INT_MAX)
+                        want = INT_MAX;
+                if (!avail) {
+                        int64_t left = body_allowed_ms(req) - req->body_waited_ms;
+
+                        if (left <= 0)
+                                return body_timeout(req);
+                        body_timeo_set(req, left);
+                        t0 = timeutil_mono_ms();
+                }
+                n = FCGX_GetStr((char *)buf + got, (int)want, in);
+                if (!avail)
+                        req->body_waited_ms += timeutil_mono_ms() - t0;
+                if (n > 0) {
+                        got += (size_t)n;
+                        req->body_got += (size_t)n;
+                }
+                if ((size_t)(n > 0 ? n : 0) < want) {
+                        int e = FCGX_GetError(in);
+
+                        if (e == EAGAIN || e == EWOULDBLOCK)
+                                return body_timeout(req);
+                        break; /* the end of the body (or of the connection) */
+                }
+        }
+        return (ssize_t)got;
 }
 
 /* application/json, or a structured-syntax "+json" type such as
@@ -93,8 +194,10 @@ int request_read_json_body(struct request *req, size_t max)
                 return -1;
         }
         while (got < len) {
-                int n = FCGX_GetStr(req->body + got, (int)(len - got), req->fcgx->in);
-                if (n <= 0)
+                ssize_t n = request_body_read(req, req->body + got, len - got);
+                if (n < 0)
+                        return -1;
+                if (n == 0)
                         break;
                 got += (size_t)n;
         }

@@ -1,7 +1,10 @@
 /* request: one FastCGI request, everything it owns, and the only place that
  * writes responses (reply_json, reply_error). */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 #include <fcgiapp.h>
 #include <json-c/json.h>
 
@@ -22,6 +25,10 @@ struct worker {
         struct kafka_producer *kafka;   /* shared, thread-safe */
         struct provider *provider;      /* owned by this thread; NULL: no sandboxes */
         size_t max_body;                /* largest body this route group accepts */
+        /* execd_share.h's limits for this process: a tenant's share of its
+         * threads and the cap of all but control calls; 0: not shared (every
+         * group but execd) */
+        int tenant_share, share_cap;
 };
 
 struct request {
@@ -52,14 +59,37 @@ struct request {
          * whose create was answered 202): run by the accept loop. */
         void (*after)(struct request *req);
         char after_arg[64];
+        int share_slot; /* execd_share.h's slot this request holds; -1: none */
+        /* request_body_read: bytes read, waiting so far, and whether the
+         * connection's receive timeout was set (request_done clears it) */
+        size_t body_got;
+        int64_t body_waited_ms;
+        bool body_timeo;
 };
 
 /* Fill req from the FastCGI parameters. Returns 0, or -EINVAL when the
  * request line is unusable (a 400 has then been sent). */
 int request_init(struct request *req, FCGX_Request *fcgx, struct worker *w);
 
-/* Free what req owns; tolerates a half-initialised request. */
+/* Free what req owns (its execd_share slot too) and finish its I/O;
+ * tolerates a half-initialised request. Before FCGX_Finish_r, unless
+ * request_finish_io was called before it. */
 void request_done(struct request *req);
+
+/* Take off the connection what request_body_read set on it (its receive
+ * timeout): a connection nginx keeps serves the next request without it.
+ * Before FCGX_Finish_r; idempotent. */
+void request_finish_io(struct request *req);
+
+/* Read up to len more bytes of the body into buf. A body may keep its
+ * reader waiting BODY_GRACE_MS plus its length (Content-Length, or what
+ * has come when there is none) over BODY_MIN_BYTES_PER_S in all: only the
+ * time spent waiting for bytes counts, not what the handler does between
+ * reads. Returns the count read (less than len only at the body's end:
+ * 0 there), or -ETIMEDOUT after answering 408 REQUEST_TIMEOUT when the
+ * body has not come in time. Every reader of a body goes through here: a
+ * body that trickles must never hold a thread for long. */
+ssize_t request_body_read(struct request *req, void *buf, size_t len);
 
 /* Read the body as a JSON object (Content-Type, size and depth checked).
  * Returns 0 with *ret owned by the caller, or -1 after replying 4xx. */

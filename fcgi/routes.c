@@ -111,6 +111,11 @@ static const struct route routes[] = {
         { "execd", "*", "/v1/sandboxes/{}/proxy/44772/v1/isolated/*", h_execd_not_implemented, ROUTE_TOKEN },
         /* port endpoints: nginx's auth_request before sandbox-ingress (h_ingress.c) */
         { "execd", "GET", "/v1/sandboxes/{}/ingress-auth", h_ingress_auth, ROUTE_ENDPOINT },
+        /* the lane: ping and the port endpoints' ingress-auth again, in a
+         * process of their own that nginx sends them to, so that no
+         * tenant's streams or slow bodies hold them up (execd_share.h) */
+        { "execd-lane", "GET", "/v1/sandboxes/{}/proxy/44772/ping", h_execd_ping, ROUTE_TOKEN },
+        { "execd-lane", "GET", "/v1/sandboxes/{}/ingress-auth", h_ingress_auth, ROUTE_ENDPOINT },
         /* egress sidecar (egress-api.yaml) */
         { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_get, ROUTE_TOKEN },
         { "execd", "PATCH", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change, ROUTE_TOKEN },

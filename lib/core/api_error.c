@@ -35,6 +35,7 @@ static const struct {
         [API_EXEC_ID_IN_USE] = { 409, "EXEC_ID_IN_USE" },
         [API_EXEC_NOT_FOUND] = { 404, "EXEC_NOT_FOUND" },
         [API_TOO_MANY_EXECS] = { 429, "TOO_MANY_EXECS" },
+        [API_REQUEST_TIMEOUT] = { 408, "REQUEST_TIMEOUT" },
         [API_INTERNAL] = { 500, "INTERNAL_ERROR" },
 };
 
@@ -65,6 +66,7 @@ const char *api_status_reason(int status)
         case 403: return "Forbidden";
         case 404: return "Not Found";
         case 405: return "Method Not Allowed";
+        case 408: return "Request Timeout";
         case 409: return "Conflict";
         case 413: return "Payload Too Large";
         case 415: return "Unsupported Media Type";

@@ -30,6 +30,7 @@ enum api_error {
         API_EXEC_ID_IN_USE, /* an exec record of that execId exists: GET it */
         API_EXEC_NOT_FOUND,
         API_TOO_MANY_EXECS, /* a lease's exec records are all running */
+        API_REQUEST_TIMEOUT, /* a request body that arrived too slowly */
         API_INTERNAL,
         API_ERROR_COUNT,
 };

@@ -27,6 +27,13 @@ struct broker_config {
         char provider[32];
         int max_body_bytes;
         int fcgi_threads;
+        /* a request body must arrive at BODY_MIN_BYTES_PER_S after BODY_GRACE_MS
+         * (request_body_read, fcgi/request.h) */
+        int body_min_bytes_per_s;
+        int body_grace_ms;
+        /* the share of an execd process's threads one tenant may hold, in % of
+         * those not reserved (fcgi/execd_share.h) */
+        int execd_tenant_share_pct;
         int log_priority;
         int supervisor_tick_ms;
         /* sandboxes (SANDBOX_PROVIDER=docker) */

@@ -924,7 +924,7 @@ static bool token_equal(const char *given, const char *want)
 int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
                          const char *token, const char *tenant, struct sandbox_execd *x)
 {
-        char key[160], want[129] = "", owner[130] = "";
+        char key[160], want[129] = "";
         redisReply *rep = NULL;
         int r;
 
@@ -944,13 +944,13 @@ int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg,
         }
         (void)copy_str(rep->element[1], x->ref, sizeof(x->ref));
         (void)copy_str(rep->element[3], x->mode, sizeof(x->mode));
-        (void)copy_str(rep->element[4], owner, sizeof(owner));
+        (void)copy_str(rep->element[4], x->tenant, sizeof(x->tenant));
         if (reply_is_str(rep->element[5], NULL) && rep->element[5]->len > 0)
                 (void)copy_str(rep->element[6], x->env, sizeof(x->env));
         if (copy_str(rep->element[7], x->runtime, sizeof(x->runtime)) < 0 || !x->runtime[0])
                 snprintf(x->runtime, sizeof(x->runtime), "%s", cfg->sandbox_runtime);
         /* another tenant's, or a wrong token: exactly like an unknown id */
-        if ((tenant && strcmp(owner, tenant) != 0) || (token && *token && !token_equal(token, want))) {
+        if ((tenant && strcmp(x->tenant, tenant) != 0) || (token && *token && !token_equal(token, want))) {
                 r = -ENOENT;
                 goto out;
         }

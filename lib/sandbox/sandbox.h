@@ -172,6 +172,7 @@ struct sandbox_execd {
          * sandbox's container has it already). */
         char env[16384];
         char runtime[CONFIG_RUNTIME_MAX]; /* config_runtime_of the record */
+        char tenant[130];          /* the owner's tenant */
 };
 
 /* Look up sandbox sid for a data-plane call and check the caller: token

@@ -279,8 +279,8 @@ def test_image_retag_replaces_members(docker_broker, request):
     assert lz["sandboxId"] == second
 
 
-BROKER_PROCS = ("nginx", "ingress", "fcgi-execd", "fcgi-sandboxes", "fcgi-leases", "fcgi-status",
-                "supervisor")
+BROKER_PROCS = ("nginx", "ingress", "fcgi-execd", "fcgi-execd-lane", "fcgi-sandboxes", "fcgi-leases",
+                "fcgi-status", "supervisor")
 
 
 @pytest.mark.parametrize("how", ["term", "kill_and_lose_one"])

@@ -75,6 +75,7 @@ static void test_table_values(void **state)
                 { API_EXEC_ID_IN_USE, 409, "EXEC_ID_IN_USE" },
                 { API_EXEC_NOT_FOUND, 404, "EXEC_NOT_FOUND" },
                 { API_TOO_MANY_EXECS, 429, "TOO_MANY_EXECS" },
+                { API_REQUEST_TIMEOUT, 408, "REQUEST_TIMEOUT" },
                 { API_INTERNAL, 500, "INTERNAL_ERROR" },
         };
         (void)state;
@@ -110,6 +111,7 @@ static void test_status_reason(void **state)
                 { 400, "Bad Request" },
                 { 404, "Not Found" },
                 { 405, "Method Not Allowed" },
+                { 408, "Request Timeout" },
                 { 409, "Conflict" },
                 { 413, "Payload Too Large" },
                 { 415, "Unsupported Media Type" },
