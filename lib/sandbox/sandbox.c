@@ -75,14 +75,18 @@ static void lock_drop(struct redis_conn *rc, const char *name, const char *token
 }
 
 /* One transition; seen ("" = any) is the lastTransitionAt the caller read:
- * a record moved since is a conflict */
+ * a record moved since is a conflict. *ret_ended (may be NULL) gets the
+ * number of leases the transition ended (a lease sandbox that failed). */
 static int transition_seen(struct redis_conn *rc, const char *sid, const char *from, const char *to,
-                           const char *reason, const char *message, const char *ref, const char *seen)
+                           const char *reason, const char *message, const char *ref, const char *seen,
+                           long long *ret_ended)
 {
         redisReply *rep = NULL;
         const char *argv[] = { sid, from, to, reason, message, ref ? ref : "", seen };
         int r = redis_conn_script(rc, LUA_SANDBOX_STATE, 7, argv, &rep);
 
+        if (ret_ended)
+                *ret_ended = 0;
         if (r < 0)
                 return r;
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !reply_is_str(rep->element[0], NULL))
@@ -91,6 +95,8 @@ static int transition_seen(struct redis_conn *rc, const char *sid, const char *f
                 r = -ENOENT;
         else if (strcmp(rep->element[0]->str, "conflict") == 0)
                 r = -EBUSY;
+        else if (ret_ended && rep->elements == 3 && rep->element[2]->type == REDIS_REPLY_INTEGER)
+                *ret_ended = rep->element[2]->integer;
         reply_free(rep);
         return r;
 }
@@ -98,7 +104,7 @@ static int transition_seen(struct redis_conn *rc, const char *sid, const char *f
 int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from, const char *to,
                        const char *reason, const char *message, const char *ref)
 {
-        return transition_seen(rc, sid, from, to, reason, message, ref, "");
+        return transition_seen(rc, sid, from, to, reason, message, ref, "", NULL);
 }
 
 /* A record in `from` (NULL: Running, else Paused), last moved at seen
@@ -108,6 +114,7 @@ static int exited_seen(struct redis_conn *rc, const char *sid, const char *from,
 {
         const char *reason = oom ? SANDBOX_REASON_OOM : SANDBOX_REASON_EXITED;
         char msg[128], code[16] = "";
+        long long ended = 0;
         int r;
 
         if (exit_code >= 0)
@@ -120,15 +127,20 @@ static int exited_seen(struct redis_conn *rc, const char *sid, const char *from,
                 snprintf(msg, sizeof(msg), "the sandbox's entrypoint exited with code %d", exit_code);
         else
                 snprintf(msg, sizeof(msg), "the sandbox stopped running");
-        r = transition_seen(rc, sid, from ? from : "Running", "Failed", reason, msg, "", seen);
+        r = transition_seen(rc, sid, from ? from : "Running", "Failed", reason, msg, "", seen, &ended);
         if (r == -EBUSY && !from) /* killed while paused */
-                r = transition_seen(rc, sid, "Paused", "Failed", reason, msg, "", seen);
+                r = transition_seen(rc, sid, "Paused", "Failed", reason, msg, "", seen, &ended);
         if (r == -EBUSY || r == -ENOENT)
                 return 0;
         if (r < 0)
                 return r;
-        log_warn(LOG_KV({ "SANDBOX_ID", sid }, { "EXIT_CODE", code }),
-                 "%s; marked Failed", msg);
+        if (ended > 0)
+                log_warn(LOG_KV({ "SANDBOX_ID", sid }, { "EXIT_CODE", code }),
+                         "%s; marked Failed, %lld lease(s) on it ended, its container to be removed",
+                         msg, ended);
+        else
+                log_warn(LOG_KV({ "SANDBOX_ID", sid }, { "EXIT_CODE", code }),
+                         "%s; marked Failed", msg);
         return 1;
 }
 
@@ -151,9 +163,9 @@ static int pause_follow(struct redis_conn *rc, const char *sid, const char *stat
         if (strcmp(state, paused ? "Running" : "Paused") != 0)
                 return 0; /* in step already */
         r = paused ? transition_seen(rc, sid, "Running", "Paused", "CONTAINER_PAUSED",
-                                     "the sandbox's container was paused", "", seen)
+                                     "the sandbox's container was paused", "", seen, NULL)
                    : transition_seen(rc, sid, "Paused", "Running", "CONTAINER_UNPAUSED",
-                                     "the sandbox's container was unpaused", "", seen);
+                                     "the sandbox's container was unpaused", "", seen, NULL);
         if (r == -EBUSY || r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -802,6 +814,18 @@ int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
                 return r;
         if (strcmp(action, "none") == 0)
                 return 1;
+        if (strcmp(action, "purge") == 0) {
+                /* a Failed lease sandbox's dead container: the record stays Failed */
+                const char *argv[] = { ret_sid };
+                if (ref[0]) {
+                        r = pv->ops->remove(pv, ref, err);
+                        if (r < 0 && r != -ENOENT)
+                                return r; /* left in the busy list: the reconciler retries */
+                }
+                r = redis_conn_script(rc, LUA_TEARDOWN_PURGED, 1, argv, &rep);
+                reply_free(rep);
+                return r < 0 ? r : 1;
+        }
         if (strcmp(action, "stop") == 0 && ref[0]) {
                 r = pv->ops->stop(pv, ref, err);
                 if (r == 0)

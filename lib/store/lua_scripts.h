@@ -39,6 +39,7 @@ enum lua_script_id {
         LUA_SNAPSHOT_LIST,
         LUA_SNAPSHOT_STATE,
         LUA_STATUS,
+        LUA_TEARDOWN_PURGED,
         LUA_TEARDOWN_TAKE,
         LUA_TENANT_LIST,
         LUA_TENANT_STATUS,
