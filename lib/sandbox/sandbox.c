@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "egress_store.h"
 #include "json_input.h"
 #include "lease.h"
@@ -933,56 +934,51 @@ out:
         return r;
 }
 
-/* Equal strings, in time that depends only on their lengths (no early
- * exit at the first differing byte): the data-plane token is a secret. */
-static bool token_equal(const char *given, const char *want)
-{
-        size_t gl = strlen(given), wl = strlen(want), n = gl > wl ? gl : wl;
-        unsigned char diff = gl != wl;
-
-        for (size_t i = 0; i < n; i++)
-                diff |= (unsigned char)(i < gl ? given[i] : 0) ^ (unsigned char)(i < wl ? want[i] : 0);
-        return diff == 0;
-}
-
 int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
                          const char *token, const char *tenant, struct sandbox_execd *x)
 {
-        char key[160], want[129] = "", owner[130] = "";
+        char hash[65] = "";
         redisReply *rep = NULL;
         int r;
 
         memset(x, 0, sizeof(*x));
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        const char *argv[] = { "HMGET", key, "state", "ref", "token", "mode", "tenant", "poolLimits",
-                               "env", "runtime" };
-        r = redis_conn_command(rc, 10, argv, &rep);
+        /* the token is looked up by its SHA-256, as API keys are: what a
+         * lookup's timing could tell is about the hash, not the token */
+        if (token && *token) {
+                if (strlen(token) > SANDBOX_TOKEN_LEN_MAX)
+                        return -ENOENT;
+                r = auth_key_hash(token, hash);
+                if (r < 0)
+                        return r;
+        }
+        const char *argv[] = { sid, hash, tenant ? tenant : "" };
+        r = redis_conn_script_tagged(rc, LUA_TOKEN_CHECK, 3, argv, &rep);
         if (r < 0)
                 return r;
-        /* no record, or a lease's sandbox (no token): not one of the lifecycle API */
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 8 ||
-            copy_str(rep->element[0], x->state, sizeof(x->state)) < 0 ||
-            copy_str(rep->element[2], want, sizeof(want)) < 0 || !want[0]) {
+        if (reply_is_str(rep->element[0], "notfound")) {
                 r = -ENOENT;
                 goto out;
         }
-        (void)copy_str(rep->element[1], x->ref, sizeof(x->ref));
+        if (reply_is_str(rep->element[0], "revoked")) {
+                r = -EKEYREVOKED;
+                goto out;
+        }
+        r = -EPROTO;
+        if (!reply_is_str(rep->element[0], "ok") || rep->elements != 7 ||
+            copy_str(rep->element[1], x->state, sizeof(x->state)) < 0)
+                goto out;
+        (void)copy_str(rep->element[2], x->ref, sizeof(x->ref));
         (void)copy_str(rep->element[3], x->mode, sizeof(x->mode));
-        (void)copy_str(rep->element[4], owner, sizeof(owner));
-        if (reply_is_str(rep->element[5], NULL) && rep->element[5]->len > 0)
-                (void)copy_str(rep->element[6], x->env, sizeof(x->env));
-        if (copy_str(rep->element[7], x->runtime, sizeof(x->runtime)) < 0 || !x->runtime[0])
+        /* a claimed warm-pool member's container lacks the create's env */
+        if (reply_is_str(rep->element[4], NULL) && rep->element[4]->len > 0)
+                (void)copy_str(rep->element[5], x->env, sizeof(x->env));
+        if (copy_str(rep->element[6], x->runtime, sizeof(x->runtime)) < 0 || !x->runtime[0])
                 snprintf(x->runtime, sizeof(x->runtime), "%s", cfg->sandbox_runtime);
-        /* another tenant's, or a wrong token: exactly like an unknown id */
-        if ((tenant && strcmp(owner, tenant) != 0) || (token && *token && !token_equal(token, want))) {
-                r = -ENOENT;
-                goto out;
-        }
         r = 0;
 out:
         if (r < 0)
                 memset(x, 0, sizeof(*x));
-        explicit_bzero(want, sizeof(want));
+        explicit_bzero(hash, sizeof(hash));
         reply_free(rep);
         return r;
 }

@@ -33,6 +33,8 @@
 --   P..parked:<slot>     STR   sandboxId of a Stopped sandbox kept for its slot's next lease
 --   P..parked            ZSET  parked sandboxId -> parkedAt
 --   P..tenant:<t>        ZSET  a tenant's OpenSandbox sandboxIds -> createdAt (its list)
+--   P..stokens:<id>      HASH  an OpenSandbox sandbox's data-plane tokens, one per API key
+--                              (token_issue.lua); expires with its finished record
 --   P..gone              ZSET  finished sandboxId -> when its record expires (list cleanup)
 --   P..snapshot:<id>     HASH  a snapshot (snapshot_*.lua): id, tenant, sandboxId, name, image,
 --                              ref, state, reason, message, createdAt, lastTransitionAt, size
@@ -172,6 +174,7 @@ local function sandbox_finish(sid, state, reason, message)
   redis.call('ZREM', K_SANDBOXES, sid)
   redis.call('ZREM', K_PARKED, sid)
   redis.call('EXPIRE', sandbox_key(sid), SANDBOX_KEEP_S)
+  redis.call('EXPIRE', P .. 'stokens:' .. sid, SANDBOX_KEEP_S) -- token_issue.lua
   -- A terminated sandbox leaves its tenant's list at once (it stays readable
   -- by id for SANDBOX_KEEP_S); a Failed one is listed until its record expires.
   local owner = redis.call('HGET', sandbox_key(sid), 'tenant')
