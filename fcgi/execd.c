@@ -154,6 +154,16 @@ int execd_open(struct request *req, struct execd *x, bool need_running)
                 reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", x->sandbox_id);
                 return -1;
         }
+        if (r == -EKEYREVOKED) {
+                /* only a holder of a token once good for this sandbox gets here */
+                request_audit(req, (struct audit_event){ .type = AUDIT_AUTH_DENIED,
+                                                         .sandbox_id = x->sandbox_id,
+                                                         .reason = "access token of a revoked API key" });
+                reply_error_hdr(req, API_UNAUTHORIZED, "WWW-Authenticate: Bearer realm=\"sandbox-broker\"",
+                                "the access token was issued to an API key that has been revoked; "
+                                "fetch the endpoint again with a live key");
+                return -1;
+        }
         if (r < 0) {
                 reply_errno(req, r, "sandbox lookup");
                 return -1;

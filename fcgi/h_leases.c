@@ -329,6 +329,17 @@ void h_leases_heartbeat(struct request *req)
                 reply_errno(req, r, "heartbeat");
                 goto out;
         }
+        if (out.kind == LEASE_LOST) {
+                log_info(LOG_KV({ "LEASE_ID", out.lease_id }, { "SANDBOX_ID", out.sandbox_id },
+                                { "REQUEST_ID", req->request_id }),
+                         "heartbeat of a lease whose sandbox was lost (%s): the lease has ended",
+                         out.reason);
+                reply_error(req, API_SANDBOX_LOST,
+                            "lease %s has ended: its sandbox %s was lost (%s: %s); its slot is freed "
+                            "and the sandbox removed, acquire again for a new sandbox",
+                            out.lease_id, out.sandbox_id, out.reason, out.message);
+                goto out;
+        }
         if (out.kind != LEASE_GRANTED) {
                 reply_error(req, API_LEASE_NOT_FOUND, "no such lease (released or expired)");
                 goto out;

@@ -222,7 +222,7 @@ void h_osb_create(struct request *req)
         struct lease_request lr = { 0 };
         struct lease_outcome out = { 0 };
         redisReply *rep = NULL;
-        char err[OSB_ERR_MAX], sid[33], token[33], cpus[24], mem[24], pids[16], exp[24] = ""; /* timeout ms */
+        char err[OSB_ERR_MAX], sid[33], cpus[24], mem[24], pids[16], exp[24] = ""; /* timeout ms */
         char location[96];
         char *egress = NULL; /* normalized networkPolicy (egress_store.h) */
         char *volumes = NULL; /* the record's volumes (volume.h); NULL = none */
@@ -274,7 +274,7 @@ void h_osb_create(struct request *req)
                 reply_error(req, API_INVALID_REQUEST, "%s", err);
                 goto out;
         }
-        if (timeutil_random_id(sid, sizeof(sid)) < 0 || timeutil_random_id(token, sizeof(token)) < 0) {
+        if (timeutil_random_id(sid, sizeof(sid)) < 0) {
                 reply_errno(req, -EIO, "create");
                 goto out;
         }
@@ -287,7 +287,7 @@ void h_osb_create(struct request *req)
                 snprintf(exp, sizeof(exp), "%lld", (long long)c.timeout_s * 1000);
         const char *fields[] = { "image", c.image, "entrypoint", c.entrypoint, "env", c.env,
                                  "metadata", c.metadata, "nanoCpus", cpus, "memoryBytes", mem,
-                                 "pids", pids, "token", token, "provider", req->w->cfg->provider,
+                                 "pids", pids, "provider", req->w->cfg->provider,
                                  "egress_policy", egress, "snapshotId", c.snapshot_id,
                                  "volumes", volumes ? volumes : "", "runtime", c.runtime };
         /* a member of the image's warm pool, taken by the same script that
@@ -635,9 +635,9 @@ out:
 
 void h_osb_endpoint(struct request *req)
 {
-        const char *host = req->w->cfg->osb_endpoint_host, *token, *cursor = req->query;
+        const char *host = req->w->cfg->osb_endpoint_host, *cursor = req->query;
         struct json_object *res, *hdrs;
-        char name[32], value[64], url[512], detail[READINESS_DETAIL_MAX], *end;
+        char name[32], value[64], url[512], detail[READINESS_DETAIL_MAX], *end, token[OSB_TOKEN_MAX];
         long port = strtol(req->path_arg2, &end, 10);
         struct readiness rd;
         struct osb o;
@@ -677,16 +677,68 @@ void h_osb_endpoint(struct request *req)
                         goto out;
                 }
         }
-        token = rec_get(o.rec, "token");
+        /* the caller's key's own token: it dies with the key (revoked or
+         * rotated), and with the sandbox's rotation (h_osb_token_rotate) */
+        r = osb_store_token_issue(req->w->redis, req->path_arg, o.tenant, req->auth.key_id, token);
+        if (r == -ENOENT) {
+                reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", req->path_arg);
+                goto out;
+        }
+        if (r < 0) {
+                reply_errno(req, r, "endpoint");
+                goto out;
+        }
         snprintf(url, sizeof(url), "%s/v1/sandboxes/%s/proxy/%ld", host, req->path_arg, port);
         res = json_object_new_object();
         hdrs = json_object_new_object();
         json_object_object_add(res, "endpoint", json_object_new_string(url));
-        json_object_object_add(hdrs, "X-EXECD-ACCESS-TOKEN", json_object_new_string(token ? token : ""));
+        json_object_object_add(hdrs, "X-EXECD-ACCESS-TOKEN", json_object_new_string(token));
         json_object_object_add(res, "headers", hdrs);
         reply_json(req, 200, res);
         json_put(res);
 out:
+        explicit_bzero(token, sizeof(token));
+        osb_done(&o);
+}
+
+/* POST /v1/sandboxes/{id}/token/rotate (in no spec; docs/API.md): every
+ * data-plane token of the sandbox, whichever key fetched it, is refused from
+ * the next request on; the answer carries the caller's key's new token, as
+ * the endpoint answer does (other keys fetch theirs from the endpoint). */
+void h_osb_token_rotate(struct request *req)
+{
+        char token[OSB_TOKEN_MAX] = "";
+        struct json_object *res, *hdrs;
+        long long revoked = 0;
+        struct osb o;
+        int r;
+
+        if (osb_open(req, &o) < 0)
+                return;
+        r = osb_store_token_rotate(req->w->redis, req->path_arg, o.tenant, req->auth.key_id, token,
+                                   &revoked);
+        if (r == -ENOENT) {
+                reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", req->path_arg);
+                goto out;
+        }
+        if (r < 0) {
+                reply_errno(req, r, "token rotate");
+                goto out;
+        }
+        log_info(LOG_KV({ "SANDBOX_ID", req->path_arg }, { "TENANT", o.tenant },
+                        { "KEY_ID", req->auth.key_id }, { "REQUEST_ID", req->request_id }),
+                 "data-plane tokens rotated: %lld old token(s) refused from now on", revoked);
+        request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_TOKEN_ROTATED,
+                                                 .tenant = o.tenant, .sandbox_id = req->path_arg });
+        res = json_object_new_object();
+        hdrs = json_object_new_object();
+        json_object_object_add(hdrs, "X-EXECD-ACCESS-TOKEN", json_object_new_string(token));
+        json_object_object_add(res, "headers", hdrs);
+        json_object_object_add(res, "revokedTokens", json_object_new_int64(revoked));
+        reply_json(req, 200, res);
+        json_put(res);
+out:
+        explicit_bzero(token, sizeof(token));
         osb_done(&o);
 }
 

@@ -40,6 +40,8 @@ static const struct route routes[] = {
         { "sandboxes", "POST", "/v1/sandboxes/{}/renew-expiration", h_osb_renew, ROUTE_KEY },
         { "sandboxes", "PATCH", "/v1/sandboxes/{}/metadata", h_osb_metadata, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/sandboxes/{}/endpoints/{}", h_osb_endpoint, ROUTE_KEY },
+        /* every data-plane token of the sandbox replaced (docs/API.md; in no spec) */
+        { "sandboxes", "POST", "/v1/sandboxes/{}/token/rotate", h_osb_token_rotate, ROUTE_KEY },
         /* the SDKs' create telemetry (in no spec): accepted and dropped, 204 */
         { "sandboxes", "POST", "/v1/metrics/events", h_osb_metrics_event, ROUTE_KEY },
         /* snapshots (h_snapshots.c) */

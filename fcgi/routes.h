@@ -49,6 +49,7 @@ void h_osb_resume(struct request *req);
 void h_osb_renew(struct request *req);
 void h_osb_metadata(struct request *req);
 void h_osb_endpoint(struct request *req);
+void h_osb_token_rotate(struct request *req);
 void h_osb_metrics_event(struct request *req);
 void h_volumes_list(struct request *req);
 void h_volumes_delete(struct request *req);

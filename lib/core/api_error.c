@@ -23,6 +23,7 @@ static const struct {
          * not retry (docs/OPENSANDBOX.md), so a failed sandbox fails the
          * create at once */
         [API_SANDBOX_UNUSABLE] = { 403, "SANDBOX_UNUSABLE" },
+        [API_SANDBOX_LOST] = { 404, "SANDBOX_LOST" },
         [API_FILE_NOT_FOUND] = { 404, "FILE_NOT_FOUND" },
         [API_FILE_TOO_LARGE] = { 413, "FILE_TOO_LARGE" },
         [API_CONFLICT] = { 409, "CONFLICT" },

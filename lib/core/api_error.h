@@ -18,6 +18,10 @@ enum api_error {
         API_SANDBOX_NOT_FOUND,
         API_SANDBOX_NOT_RUNNING,
         API_SANDBOX_UNUSABLE, /* Failed or ended: will never be Running */
+        /* a lease ended because its sandbox was lost (died behind the
+         * broker's back): 404 like any lease that is gone, so a client
+         * acquires again, with a code that says why */
+        API_SANDBOX_LOST,
         API_FILE_NOT_FOUND,
         API_FILE_TOO_LARGE,
         API_CONFLICT,

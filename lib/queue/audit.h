@@ -34,7 +34,8 @@ struct kafka_producer;
 #define AUDIT_SANDBOX_PAUSED   "sandbox.paused"
 #define AUDIT_SANDBOX_RESUMED  "sandbox.resumed"
 #define AUDIT_SANDBOX_EXPIRED  "sandbox.expired"  /* removed after its lease or parking expired (supervisor) */
-#define AUDIT_AUTH_DENIED      "auth.denied"      /* a request's API key was refused */
+#define AUDIT_SANDBOX_TOKEN_ROTATED "sandbox.token_rotated" /* its data-plane tokens replaced */
+#define AUDIT_AUTH_DENIED      "auth.denied"      /* a request's API key or access token was refused */
 
 /* The longest tenant audit_split_user() writes, with its NUL. */
 #define AUDIT_TENANT_MAX 130

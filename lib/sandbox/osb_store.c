@@ -5,8 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth.h"
 #include "lua_scripts.h"
 #include "sandbox.h"
+#include "timeutil.h"
 
 int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
                   redisReply **ret)
@@ -183,4 +185,58 @@ int osb_store_pause_resume(struct redis_conn *c, struct provider *pv, const char
         if (r == -EBUSY)
                 r = sandbox_transition(c, sid, to, to, why, "", "");
         return r == -EBUSY ? 0 : r; /* moved meanwhile (e.g. deleted): the call itself worked */
+}
+
+/* token_issue.lua or token_rotate.lua with a fresh random token (used when
+ * the key has none yet, or by the rotation). */
+static int token_script(struct redis_conn *c, enum lua_script_id id, const char *sid,
+                        const char *tenant, const char *key_id, char ret_token[OSB_TOKEN_MAX],
+                        long long *ret_revoked)
+{
+        char tok[33], hash[65];
+        redisReply *rep = NULL;
+        int r;
+
+        ret_token[0] = '\0';
+        if (ret_revoked)
+                *ret_revoked = 0;
+        if (!key_id || !*key_id)
+                return -EINVAL;
+        r = timeutil_random_id(tok, sizeof(tok));
+        if (r == 0)
+                r = auth_key_hash(tok, hash);
+        if (r < 0)
+                goto out;
+        const char *argv[] = { sid, tenant ? tenant : "", key_id, tok, hash };
+        r = redis_conn_script_tagged(c, id, 5, argv, &rep);
+        if (r < 0)
+                goto out;
+        if (reply_is_str(rep->element[0], "notfound")) {
+                r = -ENOENT;
+        } else if (!reply_is_str(rep->element[0], "ok") || rep->elements < 2 ||
+                   !reply_is_str(rep->element[1], NULL) || rep->element[1]->len == 0 ||
+                   rep->element[1]->len >= OSB_TOKEN_MAX) {
+                r = -EPROTO;
+        } else {
+                memcpy(ret_token, rep->element[1]->str, rep->element[1]->len + 1);
+                if (ret_revoked && rep->elements == 3 && rep->element[2]->type == REDIS_REPLY_INTEGER)
+                        *ret_revoked = rep->element[2]->integer;
+                r = 0;
+        }
+out:
+        explicit_bzero(tok, sizeof(tok));
+        reply_free(rep);
+        return r;
+}
+
+int osb_store_token_issue(struct redis_conn *c, const char *sid, const char *tenant,
+                          const char *key_id, char ret_token[OSB_TOKEN_MAX])
+{
+        return token_script(c, LUA_TOKEN_ISSUE, sid, tenant, key_id, ret_token, NULL);
+}
+
+int osb_store_token_rotate(struct redis_conn *c, const char *sid, const char *tenant,
+                           const char *key_id, char ret_token[OSB_TOKEN_MAX], long long *ret_revoked)
+{
+        return token_script(c, LUA_TOKEN_ROTATE, sid, tenant, key_id, ret_token, ret_revoked);
 }

@@ -71,3 +71,20 @@ int osb_store_list(struct redis_conn *c, const char *tenant, long page, long siz
  * another provider error with a message in err (PROVIDER_ERR_MAX). */
 int osb_store_pause_resume(struct redis_conn *c, struct provider *pv, const char *sid,
                            const char *ref, bool pause, char *err);
+
+/* The data-plane access token (X-EXECD-ACCESS-TOKEN) of sandbox sid for
+ * the API key key_id (auth_principal.key_id) of tenant ("" for an admin
+ * key: any tenant's sandbox), into ret_token (OSB_TOKEN_MAX): the key's own
+ * token, made on its first request and the same after, until rotated. It is
+ * good as long as that key is live (sandbox_execd_lookup checks both on
+ * every use). -ENOENT: no such OpenSandbox sandbox of tenant. */
+#define OSB_TOKEN_MAX 65
+int osb_store_token_issue(struct redis_conn *c, const char *sid, const char *tenant,
+                          const char *key_id, char ret_token[OSB_TOKEN_MAX]);
+
+/* Replace every data-plane token of sid (every key's: they are refused
+ * from the next request on) and issue a new one for key_id into ret_token;
+ * *ret_revoked (may be NULL) gets the number of tokens that stopped
+ * working. -ENOENT as osb_store_token_issue. */
+int osb_store_token_rotate(struct redis_conn *c, const char *sid, const char *tenant,
+                           const char *key_id, char ret_token[OSB_TOKEN_MAX], long long *ret_revoked);

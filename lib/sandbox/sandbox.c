@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "egress_store.h"
 #include "json_input.h"
 #include "lease.h"
@@ -75,14 +76,18 @@ static void lock_drop(struct redis_conn *rc, const char *name, const char *token
 }
 
 /* One transition; seen ("" = any) is the lastTransitionAt the caller read:
- * a record moved since is a conflict */
+ * a record moved since is a conflict. *ret_ended (may be NULL) gets the
+ * number of leases the transition ended (a lease sandbox that failed). */
 static int transition_seen(struct redis_conn *rc, const char *sid, const char *from, const char *to,
-                           const char *reason, const char *message, const char *ref, const char *seen)
+                           const char *reason, const char *message, const char *ref, const char *seen,
+                           long long *ret_ended)
 {
         redisReply *rep = NULL;
         const char *argv[] = { sid, from, to, reason, message, ref ? ref : "", seen };
         int r = redis_conn_script(rc, LUA_SANDBOX_STATE, 7, argv, &rep);
 
+        if (ret_ended)
+                *ret_ended = 0;
         if (r < 0)
                 return r;
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !reply_is_str(rep->element[0], NULL))
@@ -91,6 +96,8 @@ static int transition_seen(struct redis_conn *rc, const char *sid, const char *f
                 r = -ENOENT;
         else if (strcmp(rep->element[0]->str, "conflict") == 0)
                 r = -EBUSY;
+        else if (ret_ended && rep->elements == 3 && rep->element[2]->type == REDIS_REPLY_INTEGER)
+                *ret_ended = rep->element[2]->integer;
         reply_free(rep);
         return r;
 }
@@ -98,7 +105,7 @@ static int transition_seen(struct redis_conn *rc, const char *sid, const char *f
 int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from, const char *to,
                        const char *reason, const char *message, const char *ref)
 {
-        return transition_seen(rc, sid, from, to, reason, message, ref, "");
+        return transition_seen(rc, sid, from, to, reason, message, ref, "", NULL);
 }
 
 /* A record in `from` (NULL: Running, else Paused), last moved at seen
@@ -108,6 +115,7 @@ static int exited_seen(struct redis_conn *rc, const char *sid, const char *from,
 {
         const char *reason = oom ? SANDBOX_REASON_OOM : SANDBOX_REASON_EXITED;
         char msg[128], code[16] = "";
+        long long ended = 0;
         int r;
 
         if (exit_code >= 0)
@@ -120,15 +128,20 @@ static int exited_seen(struct redis_conn *rc, const char *sid, const char *from,
                 snprintf(msg, sizeof(msg), "the sandbox's entrypoint exited with code %d", exit_code);
         else
                 snprintf(msg, sizeof(msg), "the sandbox stopped running");
-        r = transition_seen(rc, sid, from ? from : "Running", "Failed", reason, msg, "", seen);
+        r = transition_seen(rc, sid, from ? from : "Running", "Failed", reason, msg, "", seen, &ended);
         if (r == -EBUSY && !from) /* killed while paused */
-                r = transition_seen(rc, sid, "Paused", "Failed", reason, msg, "", seen);
+                r = transition_seen(rc, sid, "Paused", "Failed", reason, msg, "", seen, &ended);
         if (r == -EBUSY || r == -ENOENT)
                 return 0;
         if (r < 0)
                 return r;
-        log_warn(LOG_KV({ "SANDBOX_ID", sid }, { "EXIT_CODE", code }),
-                 "%s; marked Failed", msg);
+        if (ended > 0)
+                log_warn(LOG_KV({ "SANDBOX_ID", sid }, { "EXIT_CODE", code }),
+                         "%s; marked Failed, %lld lease(s) on it ended, its container to be removed",
+                         msg, ended);
+        else
+                log_warn(LOG_KV({ "SANDBOX_ID", sid }, { "EXIT_CODE", code }),
+                         "%s; marked Failed", msg);
         return 1;
 }
 
@@ -151,9 +164,9 @@ static int pause_follow(struct redis_conn *rc, const char *sid, const char *stat
         if (strcmp(state, paused ? "Running" : "Paused") != 0)
                 return 0; /* in step already */
         r = paused ? transition_seen(rc, sid, "Running", "Paused", "CONTAINER_PAUSED",
-                                     "the sandbox's container was paused", "", seen)
+                                     "the sandbox's container was paused", "", seen, NULL)
                    : transition_seen(rc, sid, "Paused", "Running", "CONTAINER_UNPAUSED",
-                                     "the sandbox's container was unpaused", "", seen);
+                                     "the sandbox's container was unpaused", "", seen, NULL);
         if (r == -EBUSY || r == -ENOENT)
                 return 0;
         if (r < 0)
@@ -802,6 +815,18 @@ int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
                 return r;
         if (strcmp(action, "none") == 0)
                 return 1;
+        if (strcmp(action, "purge") == 0) {
+                /* a Failed lease sandbox's dead container: the record stays Failed */
+                const char *argv[] = { ret_sid };
+                if (ref[0]) {
+                        r = pv->ops->remove(pv, ref, err);
+                        if (r < 0 && r != -ENOENT)
+                                return r; /* left in the busy list: the reconciler retries */
+                }
+                r = redis_conn_script(rc, LUA_TEARDOWN_PURGED, 1, argv, &rep);
+                reply_free(rep);
+                return r < 0 ? r : 1;
+        }
         if (strcmp(action, "stop") == 0 && ref[0]) {
                 r = pv->ops->stop(pv, ref, err);
                 if (r == 0)
@@ -909,56 +934,52 @@ out:
         return r;
 }
 
-/* Equal strings, in time that depends only on their lengths (no early
- * exit at the first differing byte): the data-plane token is a secret. */
-static bool token_equal(const char *given, const char *want)
-{
-        size_t gl = strlen(given), wl = strlen(want), n = gl > wl ? gl : wl;
-        unsigned char diff = gl != wl;
-
-        for (size_t i = 0; i < n; i++)
-                diff |= (unsigned char)(i < gl ? given[i] : 0) ^ (unsigned char)(i < wl ? want[i] : 0);
-        return diff == 0;
-}
-
 int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
                          const char *token, const char *tenant, struct sandbox_execd *x)
 {
-        char key[160], want[129] = "";
+        char hash[65] = "";
         redisReply *rep = NULL;
         int r;
 
         memset(x, 0, sizeof(*x));
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        const char *argv[] = { "HMGET", key, "state", "ref", "token", "mode", "tenant", "poolLimits",
-                               "env", "runtime" };
-        r = redis_conn_command(rc, 10, argv, &rep);
+        /* the token is looked up by its SHA-256, as API keys are: what a
+         * lookup's timing could tell is about the hash, not the token */
+        if (token && *token) {
+                if (strlen(token) > SANDBOX_TOKEN_LEN_MAX)
+                        return -ENOENT;
+                r = auth_key_hash(token, hash);
+                if (r < 0)
+                        return r;
+        }
+        const char *argv[] = { sid, hash, tenant ? tenant : "" };
+        r = redis_conn_script_tagged(rc, LUA_TOKEN_CHECK, 3, argv, &rep);
         if (r < 0)
                 return r;
-        /* no record, or a lease's sandbox (no token): not one of the lifecycle API */
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 8 ||
-            copy_str(rep->element[0], x->state, sizeof(x->state)) < 0 ||
-            copy_str(rep->element[2], want, sizeof(want)) < 0 || !want[0]) {
+        if (reply_is_str(rep->element[0], "notfound")) {
                 r = -ENOENT;
                 goto out;
         }
-        (void)copy_str(rep->element[1], x->ref, sizeof(x->ref));
+        if (reply_is_str(rep->element[0], "revoked")) {
+                r = -EKEYREVOKED;
+                goto out;
+        }
+        r = -EPROTO;
+        if (!reply_is_str(rep->element[0], "ok") || rep->elements != 8 ||
+            copy_str(rep->element[1], x->state, sizeof(x->state)) < 0)
+                goto out;
+        (void)copy_str(rep->element[2], x->ref, sizeof(x->ref));
         (void)copy_str(rep->element[3], x->mode, sizeof(x->mode));
         (void)copy_str(rep->element[4], x->tenant, sizeof(x->tenant));
+        /* a claimed warm-pool member's container lacks the create's env */
         if (reply_is_str(rep->element[5], NULL) && rep->element[5]->len > 0)
                 (void)copy_str(rep->element[6], x->env, sizeof(x->env));
         if (copy_str(rep->element[7], x->runtime, sizeof(x->runtime)) < 0 || !x->runtime[0])
                 snprintf(x->runtime, sizeof(x->runtime), "%s", cfg->sandbox_runtime);
-        /* another tenant's, or a wrong token: exactly like an unknown id */
-        if ((tenant && strcmp(x->tenant, tenant) != 0) || (token && *token && !token_equal(token, want))) {
-                r = -ENOENT;
-                goto out;
-        }
         r = 0;
 out:
         if (r < 0)
                 memset(x, 0, sizeof(*x));
-        explicit_bzero(want, sizeof(want));
+        explicit_bzero(hash, sizeof(hash));
         reply_free(rep);
         return r;
 }

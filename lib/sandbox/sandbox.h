@@ -175,14 +175,19 @@ struct sandbox_execd {
         char tenant[130];          /* the owner's tenant */
 };
 
-/* Look up sandbox sid for a data-plane call and check the caller: token
- * (NULL or "" when none was presented) must be the record's data-plane
- * token, compared in constant time; tenant (NULL for an admin key or no
+/* Look up sandbox sid for a data-plane call and check the caller, in one
+ * Redis round trip (lib/store/lua/token_check.lua): token (NULL or "" when
+ * none was presented; looked up by its SHA-256) must be one of the
+ * sandbox's data-plane tokens (osb_store_token_issue), and the API key it
+ * was issued to must still be live; tenant (NULL for an admin key or no
  * key) must own the record. The token itself never leaves this function.
- * -ENOENT, with *ret zeroed, when there is no record, the record has no
- * token (a lease's sandbox, not one of the lifecycle API), or either check
- * fails: to such a caller the sandbox does not exist, so ids cannot be
- * probed. Other errors: those of redis_conn_command. */
+ * -ENOENT, with *ret zeroed, when there is no record, the record is not an
+ * OpenSandbox sandbox (a lease's), the token is unknown (or rotated away,
+ * or longer than SANDBOX_TOKEN_LEN_MAX) or the tenant is not the owner: to
+ * such a caller the sandbox does not exist, so ids cannot be probed.
+ * -EKEYREVOKED when the token was issued to a key that is revoked since.
+ * Other errors: those of redis_conn_script_tagged. */
+#define SANDBOX_TOKEN_LEN_MAX 128
 int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
                          const char *token, const char *tenant, struct sandbox_execd *ret);
 

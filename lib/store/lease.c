@@ -190,6 +190,17 @@ int lease_outcome_from_reply(const redisReply *r, struct lease_outcome *o)
                 o->kind = LEASE_PROVISIONING;
                 return 0;
         }
+        if (reply_is_str(tag, "lost") && r->elements == 5) {
+                /* heartbeat: {'lost', leaseId, sandboxId, reason, message} */
+                o->kind = LEASE_LOST;
+                if (copy_id(r->element[1], o->lease_id, sizeof(o->lease_id)) < 0 ||
+                    copy_id(r->element[2], o->sandbox_id, sizeof(o->sandbox_id)) < 0 ||
+                    !reply_is_str(r->element[3], NULL) || !reply_is_str(r->element[4], NULL))
+                        return -EPROTO;
+                snprintf(o->reason, sizeof(o->reason), "%s", r->element[3]->str);
+                snprintf(o->message, sizeof(o->message), "%s", r->element[4]->str);
+                return 0;
+        }
         if (reply_is_str(tag, "failed") && r->elements == 2) {
                 o->kind = LEASE_FAILED;
                 if (reply_is_str(r->element[1], NULL))

@@ -47,6 +47,11 @@ enum lease_outcome_kind {
         LEASE_RELEASED,  /* lease_id, slot_freed set */
         LEASE_PROVISIONING, /* granted, its sandbox is being made */
         LEASE_FAILED,    /* message set */
+        /* the lease ended because its sandbox was lost (its container died
+         * or was removed behind the broker's back): lease_id, sandbox_id,
+         * reason (the record's, e.g. ENTRYPOINT_EXITED, OOM_KILLED) and
+         * message set */
+        LEASE_LOST,
 };
 
 struct lease_outcome {
@@ -60,12 +65,16 @@ struct lease_outcome {
         char conflict_mode[32];
         char message[256];
         bool provisioning; /* GRANTED, its sandbox not made yet */
+        char sandbox_id[65]; /* LOST */
+        char reason[48];     /* LOST */
 };
 
 /* Release what *o owns and zero it. */
 void lease_outcome_clear(struct lease_outcome *o);
 
-/* Grant, queue (new or existing ticket) or report a mode conflict. A new
+/* Grant, queue (new or existing ticket) or report a mode conflict. A
+ * session whose lease's sandbox was lost gets a new lease (or a ticket),
+ * never the lost one (its leases end as lease_heartbeat's LOST). A new
  * ticket is in Redis but not yet in Kafka: the caller produces it and calls
  * lease_ticket_cancel() if that fails. A new lease with a provider is
  * GRANTED with provisioning set and ticket_id naming an already granted
@@ -94,8 +103,10 @@ int lease_wait(struct redis_conn *c, const struct broker_config *cfg, const char
 int lease_supervisors(struct redis_conn *c, const struct broker_config *cfg);
 
 /* Renew a lease of tenant by id (lease_id non-NULL) or by (user, session):
- * GRANTED with the renewed lease, or NOT_FOUND (also a lease of another
- * tenant or the admission of an OpenSandbox create). */
+ * GRANTED with the renewed lease, LOST (the lease's sandbox was lost: the
+ * lease has ended, with every lease of that sandbox, and its slot is freed;
+ * also for LOST_KEEP_S, an hour, after such an end), or NOT_FOUND (also a
+ * lease of another tenant or the admission of an OpenSandbox create). */
 int lease_heartbeat(struct redis_conn *c, const struct broker_config *cfg, const char *tenant,
                     const char *lease_id, const char *user_id, const char *session_id,
                     struct lease_outcome *ret);

@@ -20,6 +20,8 @@ tenant) serves most tests; the cap/TTL and poll tests start their own.
 """
 
 import json
+import os
+import signal
 import socket
 import threading
 import time
@@ -296,10 +298,17 @@ def test_nginx_restart_mid_command_result_kept(rt, lease):
 def test_provider_failure_recorded_as_failed(rt):
     u = user()
     lz = check_sandbox_lease(rt.acquire(u, "s1"))
+    sup = rt.b.pid("supervisor")
+    stopped = False
     try:
         eid = exec_id()
         p = in_thread(post, rt, lz, "sleep 20", eid)
         wait_state(rt, lz, eid, "running")
+        # the supervisor's watch ends the lease of a dead sandbox, and its
+        # exec records with it (test_lease_sandbox_lost.py): held off until
+        # the record has been read
+        os.kill(sup, signal.SIGSTOP)
+        stopped = True
         st, _ = DOCKER.call("POST", "/containers/sb-%s/kill" % lz["sandboxId"])
         assert st == 204, st
         p["thread"].join(SB_HTTP_TIMEOUT)
@@ -317,7 +326,16 @@ def test_provider_failure_recorded_as_failed(rt):
                          "message": body["message"]}, (g, body)
         # the sandbox is not Running any more: GET still reads the record
         assert get(rt, lz, eid).status == 200
+        # once the watch sees the death, the lease ends, its records with it
+        os.kill(sup, signal.SIGCONT)
+        stopped = False
+        wait_until(lambda: rt.b.heartbeat(lease_id=lz["leaseId"]).status == 404, 20, 0.1,
+                   "the lease ended with its sandbox")
+        check_error(rt.b.heartbeat(lease_id=lz["leaseId"]), 404, "SANDBOX_LOST")
+        check_error(get(rt, lz, eid), 404)
     finally:
+        if stopped:
+            os.kill(sup, signal.SIGCONT)
         rt.b.release(u, "s1", "deleted")
 
 

@@ -156,8 +156,10 @@ def create_with_auth(osb, ref, auth):
     return r.json["id"]
 
 
-def run_echo(b, sid):
-    token = b.redis.hget(b.key("sandbox:" + sid), "token")
+def run_echo(b, sid, tenant):
+    r = OSB(b, tenant).endpoint(sid, 44772)
+    assert r.status == 200, r
+    token = r.json["headers"]["X-EXECD-ACCESS-TOKEN"]
     from sandboxlib import SB
     ex = Execd(SB(b), sid, token)
     st, _, events = ex.command_stream({"command": "echo pulled-$((6*7))"})
@@ -208,7 +210,7 @@ def test_pull_from_an_open_registry(pull_broker, registries):
     sb = osb.wait_state(sid, "Running", seen=seen)
     assert sb["image"]["uri"] == ref
     assert local_image(ref), "the pulled image stays cached"
-    run_echo(pull_broker, sid)
+    run_echo(pull_broker, sid, "alpha")
     assert osb.delete(sid).status == 204
 
 
@@ -219,7 +221,7 @@ def test_pull_with_registry_credentials(pull_broker, registries):
     sid = create_with_auth(osb, ref, {"username": USER, "password": PASSWORD})
     sb = osb.wait_state(sid, "Running")
     assert "auth" not in sb["image"], sb
-    run_echo(pull_broker, sid)
+    run_echo(pull_broker, sid, "bravo")
     assert_secret_nowhere(pull_broker, PASSWORD)
     assert osb.delete(sid).status == 204
 
@@ -259,7 +261,7 @@ def test_image_outside_the_allowlist_is_400(pull_broker):
 def test_local_image_outside_the_allowlist_still_works(pull_broker):
     osb = OSB(pull_broker, "foxtrot")
     sid = osb.create(image=TINY_IMAGE, entrypoint=("sleep", "3600"))
-    run_echo(pull_broker, sid)
+    run_echo(pull_broker, sid, "foxtrot")
     assert osb.delete(sid).status == 204
 
 

@@ -54,14 +54,18 @@ def _logs_on_failure(request, osb_broker):
     request.node._it_brokers = [osb_broker]
 
 
-def token_of(b, sid):
-    """The data-plane token of sandbox sid (what the endpoint answer hands out)."""
-    return b.redis.hget(b.key("sandbox:" + sid), "token")
+def token_of(b, sid, tenant):
+    """The data-plane token of sandbox sid for tenant's key, as the endpoint
+    answer hands it out. Asked for port 18080, whose endpoint answers at
+    once: 44772's waits for the sandbox and refuses a failed one."""
+    r = OSB(b, tenant).endpoint(sid, 18080)
+    assert r.status == 200, r
+    return r.json["headers"]["X-EXECD-ACCESS-TOKEN"]
 
 
-def execd_of(b, sid):
+def execd_of(b, sid, tenant):
     from sandboxlib import SB
-    return Execd(SB(b), sid, token_of(b, sid))
+    return Execd(SB(b), sid, token_of(b, sid, tenant))
 
 
 def run(cmd, env=None, cwd=None, timeout=180):
@@ -87,7 +91,7 @@ def test_failed_sandbox_endpoint_and_ping_answer_403_with_the_reason(osb_broker)
     rec = osb.state(sid)
     assert rec["state"] == "Failed", rec
     assert rec["reason"] in r.json["message"], (rec, r.json)
-    st, _, body = execd_of(osb_broker, sid).json("GET", "/ping")
+    st, _, body = execd_of(osb_broker, sid, "alpha").json("GET", "/ping")
     assert st == 403 and body["code"] == "SANDBOX_UNUSABLE", body
     assert rec["reason"] in body["message"] and sid in body["message"], body
     # the egress endpoint is not held (only execd's is) and still answers
@@ -169,7 +173,7 @@ def test_ping_waits_for_a_pending_sandbox(osb_broker):
     whole bounded wait, on a machine slower than that)."""
     osb = OSB(osb_broker, "delta")
     sid = osb.create(image=BASE_IMAGE, wait=False)
-    ex = execd_of(osb_broker, sid)
+    ex = execd_of(osb_broker, sid, "delta")
     t0 = time.monotonic()
     st, _, body = ex.json("GET", "/ping")
     took = time.monotonic() - t0
@@ -189,7 +193,7 @@ def test_ping_of_a_record_made_pending_again_answers_when_it_runs(osb_broker):
     Running 1 s later: the ping held meanwhile answers 200 after ~1 s."""
     osb = OSB(osb_broker, "delta")
     sid = osb.create(image=BASE_IMAGE)
-    ex = execd_of(osb_broker, sid)
+    ex = execd_of(osb_broker, sid, "delta")
     key = osb_broker.key("sandbox:" + sid)
     osb_broker.redis.hset(key, "state", "Pending")
     timer = threading.Timer(1.0, lambda: osb_broker.redis.hset(key, "state", "Running"))
@@ -214,7 +218,7 @@ def running(osb_broker):
     sid = osb.create(image=BASE_IMAGE)
     r = osb.endpoint(sid, 44772)
     assert r.status == 200, r
-    return osb, sid, execd_of(osb_broker, sid)
+    return osb, sid, execd_of(osb_broker, sid, "echo")
 
 
 def _osb_cli():

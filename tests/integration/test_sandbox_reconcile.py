@@ -78,12 +78,14 @@ def test_container_removed_by_hand_marks_record_failed(docker_broker):
     # reconciler sees the container gone
     assert rec.get("reason") in ("ENTRYPOINT_EXITED", "CONTAINER_MISSING"), rec
     assert ref  # it had a container
-    # the lease's runtime calls now say the sandbox is not running (not 5xx)
+    # the lease ended with its sandbox (issue 24): the heartbeat says so, the
+    # runtime calls find no sandbox for the lease (not 5xx), the slot is back
+    r = sb.b.heartbeat(lease_id=lz["leaseId"])
+    check_error(r, 404, "SANDBOX_LOST")
     r = sb.exec(lz, "true")
-    check_error(r, 409, "SANDBOX_NOT_RUNNING")
-    # nothing is recreated behind our back, and the slot can be given back
+    check_error(r, 404, "SANDBOX_NOT_FOUND")
+    # nothing is recreated behind our back
     assert sb.containers(sid) == []
-    sb.release("quinn", "s1", "deleted")
     wait_until(lambda: sb.b.status()["activeSlots"] == 0, 10, desc="slot freed")
     again = check_sandbox_lease(sb.acquire("quinn", "s1"))
     assert again["sandboxId"] != sid

@@ -63,6 +63,7 @@ static void test_table_values(void **state)
                 { API_SANDBOX_NOT_FOUND, 404, "SANDBOX_NOT_FOUND" },
                 { API_SANDBOX_NOT_RUNNING, 409, "SANDBOX_NOT_RUNNING" },
                 { API_SANDBOX_UNUSABLE, 403, "SANDBOX_UNUSABLE" },
+                { API_SANDBOX_LOST, 404, "SANDBOX_LOST" },
                 { API_FILE_NOT_FOUND, 404, "FILE_NOT_FOUND" },
                 { API_FILE_TOO_LARGE, 413, "FILE_TOO_LARGE" },
                 { API_CONFLICT, 409, "CONFLICT" },

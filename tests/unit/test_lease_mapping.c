@@ -508,6 +508,38 @@ static void test_outcome_provisioning_failed(void **state)
         expect_outcome_eproto(r_arr(3, r_str("failed"), r_str("a"), r_str("b")));
 }
 
+/* heartbeat.lua's answer for a lease whose sandbox was lost. */
+static void test_outcome_lost(void **state)
+{
+        struct lease_outcome o;
+        char long_id[80];
+
+        (void)state;
+        map_ok(r_arr(5, r_str("lost"), r_str(LEASE_ID), r_str("0123456789abcdef0123456789abcdef"),
+                     r_str("OOM_KILLED"), r_str("the sandbox ran out of memory")), &o);
+        assert_int_equal(o.kind, LEASE_LOST);
+        assert_string_equal(o.lease_id, LEASE_ID);
+        assert_string_equal(o.sandbox_id, "0123456789abcdef0123456789abcdef");
+        assert_string_equal(o.reason, "OOM_KILLED");
+        assert_string_equal(o.message, "the sandbox ran out of memory");
+        assert_null(o.lease);
+        lease_outcome_clear(&o);
+
+        /* an empty message (a record without one) maps as "" */
+        map_ok(r_arr(5, r_str("lost"), r_str(LEASE_ID), r_str("s"), r_str("SANDBOX_GONE"), r_str("")), &o);
+        assert_string_equal(o.message, "");
+        lease_outcome_clear(&o);
+
+        /* ids that do not fit, missing parts, non-strings: refused */
+        memset(long_id, 'a', sizeof(long_id) - 1);
+        long_id[sizeof(long_id) - 1] = '\0';
+        expect_outcome_eproto(r_arr(5, r_str("lost"), r_str(long_id), r_str("s"), r_str("R"), r_str("m")));
+        expect_outcome_eproto(r_arr(5, r_str("lost"), r_str(LEASE_ID), r_str(long_id), r_str("R"), r_str("m")));
+        expect_outcome_eproto(r_arr(4, r_str("lost"), r_str(LEASE_ID), r_str("s"), r_str("R")));
+        expect_outcome_eproto(r_arr(5, r_str("lost"), r_str(LEASE_ID), r_str("s"), r_nil(), r_str("m")));
+        expect_outcome_eproto(r_arr(5, r_str("lost"), r_nil(), r_str("s"), r_str("R"), r_str("m")));
+}
+
 static void test_outcome_malformed(void **state)
 {
         (void)state;
@@ -1128,6 +1160,7 @@ int main(void)
                 cmocka_unit_test(test_outcome_released),
                 cmocka_unit_test(test_outcome_notfound_expired),
                 cmocka_unit_test(test_outcome_provisioning_failed),
+                cmocka_unit_test(test_outcome_lost),
                 cmocka_unit_test(test_outcome_malformed),
                 cmocka_unit_test(test_outcome_clear),
                 cmocka_unit_test(test_ticket_message),

@@ -7,6 +7,9 @@
 -- A new lease with a provider is 'provisioning': an intent (P..intents) is
 -- stored with it (and for a lease API acquire a granted ticket, newTicketId),
 -- and the supervisors woken.
+-- A repeated acquire of a session renews and returns its lease, unless that
+-- lease's sandbox was lost (sandbox_lost): then the lease ends as a heartbeat
+-- would end it, and the session is served anew.
 -- Returns {'granted', lease-hash...} | {'queued', ticketId, position, 'new'|'existing'}
 --       | {'conflict', mode, poolId}
 local user, session, mode, pool = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -19,7 +22,16 @@ local now = now_ms()
 
 local held = redis.call('GET', session_key(user, session))
 if held then
-  local l = redis.call('HMGET', lease_key(held), 'mode', 'poolId')
+  local l = redis.call('HMGET', lease_key(held), 'mode', 'poolId', 'state', 'sandboxId', 'slot')
+  -- A lease whose sandbox was lost is never handed back: it ends (with every
+  -- lease of that sandbox) and the session gets a new lease, or a ticket.
+  local reason, message
+  if l[1] and l[3] == 'active' then reason, message = sandbox_lost(l[4]) end
+  if reason then
+    sandbox_leases_lose(l[4], l[5], reason, message)
+    lease_lose(held, l[4], reason, message)
+    l[1] = nil
+  end
   if l[1] then
     if l[1] ~= mode or l[2] ~= pool then return { 'conflict', l[1], l[2] } end
     -- A repeated acquire is a sign of life: it renews like a heartbeat.

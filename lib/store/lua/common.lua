@@ -33,6 +33,8 @@
 --   P..parked:<slot>     STR   sandboxId of a Stopped sandbox kept for its slot's next lease
 --   P..parked            ZSET  parked sandboxId -> parkedAt
 --   P..tenant:<t>        ZSET  a tenant's OpenSandbox sandboxIds -> createdAt (its list)
+--   P..stokens:<id>      HASH  an OpenSandbox sandbox's data-plane tokens, one per API key
+--                              (token_issue.lua); expires with its finished record
 --   P..gone              ZSET  finished sandboxId -> when its record expires (list cleanup)
 --   P..snapshot:<id>     HASH  a snapshot (snapshot_*.lua): id, tenant, sandboxId, name, image,
 --                              ref, state, reason, message, createdAt, lastTransitionAt, size
@@ -53,6 +55,14 @@
 --                              after it started, EXEC_RECORD_TTL_MS after it finished.
 --   P..execs:<lease>     ZSET  a lease's execIds -> startedAt (the per-lease cap); expires with
 --                              its longest-lived record, and goes with the lease (release_lease)
+--   P..slotleases:<slot> SET   the leaseIds on a slot (grant_lease adds, release_lease removes):
+--                              the leases a lost sandbox ends (sandbox_leases_lose)
+--   P..leaselost:<id>    HASH  a lease that ended because its sandbox was lost (its record
+--                              Failed, Terminated or gone while the lease was active):
+--                              leaseId, userId, sessionId, sandboxId, reason, message; its
+--                              heartbeats answer 'lost' with them. Expires after LOST_KEEP_S
+--   P..sessionlost:<u>:<s> STR leaseId of such a lease of (user, session), for heartbeats by
+--                              session; a new lease of the session deletes it (grant_lease)
 -- Slot names: ex:<user>:<session>, us:<user>, mu:<pool>:<n>.
 -- Tenants: every user and pool name the scripts see is scoped, "<tenant>/<name>"
 -- (lib/store/lease.c builds them; ids never contain '/' or ':'), so the same userId
@@ -69,6 +79,7 @@ local K_PROV = P .. 'provisioning' -- ZSET leaseId -> createdAt while 'provision
 local K_INTENTS = P .. 'intents' -- LIST leaseIds to provision (acquired or granted)
 local TICKET_KEEP_S = 3600 -- how long a finished ticket still answers polls
 local SANDBOX_KEEP_S = 3600 -- how long a Terminated sandbox record stays readable
+local LOST_KEEP_S = 3600 -- how long a lease ended by its lost sandbox answers heartbeats
 local NEVER_MS = 253402300799000 -- 9999-12-31: "no expiry" (manual cleanup)
 
 local function now_ms()
@@ -91,6 +102,9 @@ local function tactive_key(t) return P .. 'tactive:' .. t end
 local function tqueue_key(t) return P .. 'tqueue:' .. t end
 local function exec_key(lease, eid) return P .. 'exec:' .. lease .. ':' .. eid end
 local function execs_key(lease) return P .. 'execs:' .. lease end
+local function slotleases_key(slot) return P .. 'slotleases:' .. slot end
+local function leaselost_key(id) return P .. 'leaselost:' .. id end
+local function sessionlost_key(u, s) return P .. 'sessionlost:' .. u .. ':' .. s end
 
 -- The tenant of a scoped user or pool name ("<tenant>/<name>").
 local function osb_user(tenant) return tenant .. '/*osb' end
@@ -160,6 +174,7 @@ local function sandbox_finish(sid, state, reason, message)
   redis.call('ZREM', K_SANDBOXES, sid)
   redis.call('ZREM', K_PARKED, sid)
   redis.call('EXPIRE', sandbox_key(sid), SANDBOX_KEEP_S)
+  redis.call('EXPIRE', P .. 'stokens:' .. sid, SANDBOX_KEEP_S) -- token_issue.lua
   -- A terminated sandbox leaves its tenant's list at once (it stays readable
   -- by id for SANDBOX_KEEP_S); a Failed one is listed until its record expires.
   local owner = redis.call('HGET', sandbox_key(sid), 'tenant')
@@ -259,6 +274,9 @@ local function grant_lease(p, user, session, mode, pool, lease_id, provider, ttl
   redis.call('ZADD', K_LEASES, exp, lease_id)
   if provider ~= 'none' then redis.call('ZADD', K_PROV, now, lease_id) end
   redis.call('SET', session_key(user, session), lease_id)
+  redis.call('SADD', slotleases_key(slot), lease_id)
+  -- a new lease of the session: a lost one no longer answers for it
+  redis.call('DEL', sessionlost_key(user, session))
   redis.call('HINCRBY', K_MODES, mode .. ':leases', 1)
   return lease_id
 end
@@ -307,6 +325,7 @@ local function release_lease(id, action, reason)
     redis.call('DEL', session_key(user, session))
   end
   redis.call('HINCRBY', K_MODES, mode .. ':leases', -1)
+  redis.call('SREM', slotleases_key(slot), id)
   local seat_freed = false
   if seat and seat ~= '' then
     if redis.call('HINCRBY', seatrefs_key(slot), user, -1) <= 0 then
@@ -320,7 +339,8 @@ local function release_lease(id, action, reason)
   if slot_freed then
     local sid = redis.call('HGET', slot_key(slot), 'sandboxId')
     if sid then sandbox_schedule_teardown(sid, action, reason) end
-    redis.call('DEL', slot_key(slot), seats_key(slot), seatnums_key(slot), seatrefs_key(slot))
+    redis.call('DEL', slot_key(slot), seats_key(slot), seatnums_key(slot), seatrefs_key(slot),
+      slotleases_key(slot))
     redis.call('SREM', K_ACTIVE, slot)
     redis.call('SREM', tactive_key(tenant_of(user)), slot)
     redis.call('HINCRBY', K_MODES, mode .. ':slots', -1)
@@ -331,6 +351,64 @@ local function release_lease(id, action, reason)
     redis.call('PUBLISH', K_WAKE, slot)
   end
   return slot_freed
+end
+
+-- Is sid, the sandbox of an active lease, lost: its record Failed or
+-- Terminated (its container died or was removed behind the lease's back:
+-- the supervisor's watch and reconciler mark it, docs/ARCHITECTURE.md 3.4),
+-- or gone? Returns its reason and message when it is, nil when it is not
+-- (or the lease names none yet).
+local function sandbox_lost(sid)
+  if not sid or sid == '' then return nil end
+  local s = redis.call('HMGET', sandbox_key(sid), 'state', 'reason', 'message')
+  if not s[1] then return 'SANDBOX_GONE', 'the sandbox record is gone' end
+  if s[1] ~= 'Failed' and s[1] ~= 'Terminated' then return nil end
+  local reason = (s[2] and s[2] ~= '') and s[2] or string.upper(s[1])
+  return reason, s[3] or ''
+end
+
+-- End lease id, whose sandbox sid was lost (reason, message), as a release
+-- would (its slot is freed when it was the last lease on it), and keep a
+-- tombstone (P..leaselost, P..sessionlost) so that its holder's heartbeats
+-- say why instead of 'notfound'. A ticket still reading granted reads
+-- failed. Returns true when the lease existed.
+local function lease_lose(id, sid, reason, message)
+  local l = redis.call('HMGET', lease_key(id), 'userId', 'sessionId', 'ticketId')
+  if not l[1] then return false end
+  redis.call('HSET', leaselost_key(id), 'leaseId', id, 'userId', l[1], 'sessionId', l[2] or '',
+    'sandboxId', sid, 'reason', reason, 'message', message)
+  redis.call('EXPIRE', leaselost_key(id), LOST_KEEP_S)
+  redis.call('SET', sessionlost_key(l[1], l[2] or ''), id, 'EX', LOST_KEEP_S)
+  if l[3] and l[3] ~= '' and redis.call('HGET', ticket_key(l[3]), 'state') == 'granted' then
+    redis.call('HSET', ticket_key(l[3]), 'state', 'failed', 'message',
+      'the sandbox was lost (' .. reason .. '): ' .. message)
+    ticket_done(l[3])
+  end
+  release_lease(id, 'remove', reason)
+  return true
+end
+
+-- Every lease on slot that holds sid, lost: each ends (lease_lose), so in a
+-- shared mode every holder of the sandbox learns it, and the slot is freed.
+-- Returns the number of leases ended.
+local function sandbox_leases_lose(sid, slot, reason, message)
+  local n = 0
+  if not slot or slot == '' then return 0 end
+  for _, id in ipairs(redis.call('SMEMBERS', slotleases_key(slot))) do
+    if redis.call('HGET', lease_key(id), 'sandboxId') == sid and lease_lose(id, sid, reason, message) then
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- What a heartbeat of lease id (of tenant) ended by its lost sandbox answers:
+-- {'lost', leaseId, sandboxId, reason, message}, or {'notfound'} when it
+-- did not end so (or is another tenant's).
+local function lease_lost_reply(id, tenant)
+  local t = redis.call('HMGET', leaselost_key(id), 'userId', 'sandboxId', 'reason', 'message')
+  if not t[1] or tenant_of(t[1]) ~= tenant then return { 'notfound' } end
+  return { 'lost', id, t[2] or '', t[3] or '', t[4] or '' }
 end
 
 -- A ticket's place in its tenant's line (1 = next of that tenant).

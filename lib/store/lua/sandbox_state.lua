@@ -7,8 +7,14 @@
 -- sandbox that was live (Running, Paused) and failed gives its slot back:
 -- its lease is the broker's own, no client could release it (the record
 -- stays readable, a DELETE still works; the reconciler removes the
--- container). A lease sandbox's slot forgets it, as any finished record.
--- Returns {'ok', previousState} | {'conflict', currentState} | {'notfound'}
+-- container). A lease sandbox's slot forgets it, as any finished record;
+-- one that was live (Running, Paused, Stopped) and failed ends every lease
+-- that holds it (sandbox_leases_lose: each holder's heartbeat then answers
+-- 'lost', the slot is freed, so a new acquire gets a new sandbox), and its
+-- container goes to the teardown list to be removed (teardown 'remove' on a
+-- Failed record: teardown_take hands it out as a 'purge', which keeps the
+-- record Failed with its reason).
+-- Returns {'ok', previousState, leasesEnded} | {'conflict', currentState} | {'notfound'}
 local sid, from, to, reason, message, ref = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local seen = ARGV[8] or ''
 local cur = redis.call('HMGET', sandbox_key(sid), 'state', 'slot', 'teardown', 'lastTransitionAt')
@@ -21,9 +27,21 @@ if cur[1] == 'Stopping' and to ~= 'Stopping' then
   redis.call('LREM', K_TEARDOWN .. ':busy', 0, sid)
 end
 if ref ~= '' then redis.call('HSET', sandbox_key(sid), 'ref', ref) end
+local ended = 0
 if to == 'Terminated' or to == 'Failed' then
   sandbox_finish(sid, to, reason, message)
   local tenant = redis.call('HGET', sandbox_key(sid), 'tenant')
+  local live = cur[1] == 'Running' or cur[1] == 'Paused' or cur[1] == 'Stopped'
+  if to == 'Failed' and live and (not tenant or tenant == '') then
+    local r = redis.call('HMGET', sandbox_key(sid), 'reason', 'message', 'ref')
+    -- after sandbox_finish: the slot no longer names the sandbox, so the
+    -- releases free it without scheduling a teardown over the Failed record
+    ended = sandbox_leases_lose(sid, cur[2], r[1] or 'FAILED', r[2] or '')
+    if r[3] and r[3] ~= '' then
+      redis.call('HSET', sandbox_key(sid), 'teardown', 'remove')
+      redis.call('RPUSH', K_TEARDOWN, sid)
+    end
+  end
   if to == 'Failed' and (cur[1] == 'Running' or cur[1] == 'Paused') and tenant and tenant ~= '' then
     -- after sandbox_finish: its slot no longer names it, so the release
     -- frees the slot without scheduling a teardown over the Failed record
@@ -40,4 +58,4 @@ elseif to == 'Stopped' and cur[1] == 'Stopping' then
     redis.call('ZADD', K_PARKED, now, sid)
   end
 end
-return { 'ok', cur[1] }
+return { 'ok', cur[1], ended }
