@@ -16,6 +16,9 @@ a broker with Docker sandboxes, through queues, outages and stops.
 - test_expired_lease_is_told: OpenCode suspended (SIGSTOP) past the lease TTL: the broker
   expires the lease and removes the sandbox; the next call runs in a new sandbox, and the model
   reads, at the top of that result, that its files are gone.
+- test_dead_sandbox_is_told: the session's container killed behind the broker's back: the
+  broker ends the lease (SANDBOX_LOST); the person is told at once (a toast), the model at its
+  next call, with the reason, and that call runs in a new sandbox.
 - test_sigterm_and_sigint_of_serve_release: `opencode serve` stopped with SIGTERM (and once
   more with SIGINT) releases its lease at once (reason idle), so the sandbox is kept
   (stop_keep), not left to expire and be removed.
@@ -28,7 +31,7 @@ import threading
 import time
 
 from brokerlib import wait_until
-from sandboxlib import docker_broker, require_docker  # noqa: F401
+from sandboxlib import DOCKER, docker_broker, require_docker  # noqa: F401
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "opencode"))
 from oclib import _in_thread, completed, installed, model, opencode, part_updates, tools_by_name  # noqa: E402,F401
@@ -215,3 +218,34 @@ def test_sigterm_and_sigint_of_serve_release(docker_broker, opencode, model):
         assert any("reason idle" in ln and sid in ln for ln in released_leases(sb.b)), released_leases(sb.b)
         sb.wait_container_state(sandbox, ("exited",), timeout=60)
         oc.stop()
+
+
+def test_dead_sandbox_is_told(docker_broker, opencode, model):
+    sb = docker_broker(BROKER_CAPACITY=2)
+    model.script("dead1", [[("write", {"filePath": "notes.txt", "content": "remember me\n"})], "saved"])
+    model.script("dead2", [[("bash", {"command": "cat notes.txt; echo status $?"})], "hm"])
+    oc = opencode(sb.b, IDLE_RELEASE_MS="-1", HEARTBEAT_MS="500")
+    sid = oc.session()
+    oc.watch_events()
+    oc.prompt(sid, "SCRIPT:dead1")
+    (_, w), = tools_by_name(oc, sid)
+    old = completed(w)["metadata"]["sandboxId"]
+    st, body = DOCKER.call("POST", "/containers/sb-%s/kill" % old)
+    assert st == 204, (st, body)
+    # the broker ends the lease; the plugin's next heartbeat hears SANDBOX_LOST and says so
+    wait_until(lambda: sb.b.status()["activeLeases"] == 0, 30, desc="the broker to end the lease")
+
+    def toasts():
+        return [(e.get("payload", e))["properties"]["message"] for e in list(oc.events)
+                if (e.get("payload", e)).get("type") == "tui.toast.show"]
+    wait_until(lambda: any("sandbox is gone" in t for t in toasts()), 30, desc="the toast")
+    told = [t for t in toasts() if "sandbox is gone" in t][0]
+    print(told)
+    assert "it died (ENTRYPOINT_EXITED" in told, told
+    oc.prompt(sid, "SCRIPT:dead2")
+    (_, b) = tools_by_name(oc, sid)[1]
+    out = completed(b)["output"]
+    print(out)
+    assert out.startswith("NOTE: the sandbox this session worked in (%s) is gone: it died (ENTRYPOINT_EXITED" % old[:12]), out
+    assert "status 1" in out, out
+    assert b["metadata"]["sandboxId"] != old

@@ -65,6 +65,7 @@ export const SandboxBrokerPlugin = (async (input: PluginInput, options?: PluginO
   const mgr = new LeaseManager(s, log);
   const notify = new Notifier(input?.client as unknown as ToastClient | undefined);
   mgr.onReplaced = (_id, text) => notify.say(text, "warning");
+  mgr.onLost = (_id, text) => notify.say(text, "warning");
   releaseOnSignals(mgr);
   // One line per load: operators (and the tests, and `check`) can tell the tools are ours.
   log("info", `plugin loaded: tools run in sandboxes of ${s.brokerUrl}`);

@@ -44,6 +44,17 @@ interface SessionState {
 
 const LOST_EXPIRED = "the broker no longer knows its lease: it expired (no heartbeat reached the broker for longer than the lease's TTL: OpenCode was suspended, or the broker was unreachable) or it was released by someone else";
 
+/**
+ * Why a lease the broker answered 404 for is gone: SANDBOX_LOST (the
+ * broker ended it because its sandbox died, with the sandbox's reason), or
+ * it expired or was released.
+ */
+export function lostWhy(e: BrokerError): string {
+  if (e.code !== "SANDBOX_LOST") return LOST_EXPIRED;
+  const m = /was lost \((.*?)\); its slot/.exec(e.message);
+  return `it died (${m ? m[1] : e.message}), and the broker ended its lease`;
+}
+
 export class LeaseManager {
   readonly client: BrokerClient;
   private sessions = new Map<string, SessionState>();
@@ -56,6 +67,8 @@ export class LeaseManager {
   execMaxTimeoutMs?: number;
   /** Told when a session's sandbox was replaced (the user is told where they look: notify.ts). */
   onReplaced?: (sessionID: string, text: string) => void;
+  /** Told when a heartbeat learns that the session's sandbox died (before any tool call). */
+  onLost?: (sessionID: string, text: string) => void;
 
   constructor(readonly s: Settings, readonly log: Logger = () => {}) {
     this.client = new BrokerClient(s);
@@ -258,9 +271,12 @@ export class LeaseManager {
       lease.expiresAtMs = fresh.expiresAtMs;
     } catch (e) {
       if (e instanceof BrokerError && e.status === 404) {
-        this.log("warn", `lease ${lease.leaseId} of session ${st.id} is gone (expired or released elsewhere); the next tool call acquires a new one`);
-        if (st.lease === lease) this.drop(st, lease, LOST_EXPIRED);
-        else if (st.pending === lease) st.pending = undefined;
+        const why = lostWhy(e);
+        this.log("warn", `lease ${lease.leaseId} of session ${st.id} is gone (${why}); the next tool call acquires a new one`);
+        if (st.lease === lease) {
+          this.drop(st, lease, why);
+          if (e.code === "SANDBOX_LOST") try { this.onLost?.(st.id, `This session's sandbox is gone: ${why}. Its files are lost; the next tool call gets a new sandbox.`); } catch { /* a notification only */ }
+        } else if (st.pending === lease) st.pending = undefined;
         return;
       }
       st.hbFailures++;
@@ -291,7 +307,7 @@ export class LeaseManager {
       return false;
     } catch (e) {
       if (e instanceof BrokerError && e.status === 404) {
-        this.drop(st, lease, LOST_EXPIRED);
+        this.drop(st, lease, lostWhy(e));
         return true;
       }
       throw e;

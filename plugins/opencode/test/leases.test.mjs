@@ -145,3 +145,27 @@ test("a stop signal releases the leases, then the signal does what it would have
   assert.equal(rel.body.reason, "idle");
   assert.equal(heard, 1);
 });
+
+test("a sandbox that died (heartbeat 404 SANDBOX_LOST): the person is told at once, the model at its next call, with the reason", async (t) => {
+  let sandbox = "1".repeat(32), leaseN = 0, lost = false;
+  const fb = await startFakeBroker(({ method, path }) => {
+    if (path === "/v1/leases/acquire") return { status: 200, json: { status: "granted", lease: lease({ leaseId: String(++leaseN).repeat(32), sandboxId: sandbox }) } };
+    if (path === "/v1/leases/heartbeat") return lost ? { status: 404, json: { code: "SANDBOX_LOST",
+      message: `lease 111 has ended: its sandbox 1111 was lost (OOM_KILLED: the sandbox's main process was killed for want of memory); its slot is freed and the sandbox removed, acquire again for a new sandbox` } }
+      : { status: 200, json: { lease: lease() } };
+    if (path.endsWith("/exec") && method === "POST") return execOk("x\n");
+    if (path === "/v1/leases/release") return { status: 200, json: {} };
+  });
+  t.after(() => fb.close());
+  const told = [];
+  const h = await load(t, fb.url);
+  h.__leases.onLost = (_s, text) => told.push(text);
+  await h.tool.bash.execute({ command: "true" }, ctx());
+  lost = true;
+  for (let i = 0; i < 40 && !told.length; i++) await sleep(50);
+  assert.deepEqual(told, ["This session's sandbox is gone: it died (OOM_KILLED: the sandbox's main process was killed for want of memory), and the broker ended its lease. Its files are lost; the next tool call gets a new sandbox."]);
+  lost = false;
+  sandbox = "2".repeat(32);
+  const r = await h.tool.bash.execute({ command: "true" }, ctx());
+  assert.match(r.output, /^NOTE: the sandbox this session worked in \(111111111111\) is gone: it died \(OOM_KILLED: the sandbox's main process was killed for want of memory\), and the broker ended its lease\. This call runs in a new, empty sandbox/);
+});
