@@ -363,6 +363,17 @@ static int config_agent(struct broker_config *cfg, const char *(*lookup)(const c
                 snprintf(err, errsz, "AGENT_DIR=%s: expected an absolute path", cfg->agent_dir);
                 return -EINVAL;
         }
+        /* like SANDBOX_RUNTIME, set but empty is a value of its own: no helper */
+        const char *m = lookup("MOUNTD_SOCKET");
+        if (!m)
+                m = "/run/sandbox-broker-mountd/mountd.sock";
+        if (*m && (m[0] != '/' || strlen(m) >= sizeof(cfg->mountd_socket))) {
+                snprintf(err, errsz, "MOUNTD_SOCKET=%.120s: expected the absolute path of a unix socket "
+                         "(at most %zu characters), or empty: no mount helper",
+                         m, sizeof(cfg->mountd_socket) - 1);
+                return -EINVAL;
+        }
+        strcpy(cfg->mountd_socket, m);
         if (v) {
                 if (*v && (v[0] != '/' || access(v, R_OK) < 0)) {
                         snprintf(err, errsz, "SANDBOX_AGENT=%s: expected the absolute path of a "

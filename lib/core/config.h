@@ -48,6 +48,9 @@ struct broker_config {
         char sandbox_agent[256];  /* absolute path of sandbox-agent (docs/AGENT.md); "" = none */
         char agent_dir[200];      /* per-sandbox agent socket directories */
         char egress_dir[200];     /* per-sandbox egress socket directories (docs/EGRESS.md); "" = no egress */
+        /* MOUNTD_SOCKET: the host's mount helper, sandbox-mountd (docs/OPERATIONS.md, "Host
+         * bounds"); "" (set empty) = none: run directories (and disks) unbounded, said loudly */
+        char mountd_socket[108];
         /* egress policies (NetworkPolicy JSON, egress_policy.h; docs/CONFIGURATION.md, "Egress
          * policy"): EGRESS_DEFAULT for lease sandboxes and OpenSandbox creates without
          * networkPolicy ("" = deny all); EGRESS_POLICY_<MODE> overrides it per lease mode */

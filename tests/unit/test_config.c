@@ -520,6 +520,31 @@ static void test_sandbox_runtime(void **state)
                          -EINVAL);
 }
 
+/* MOUNTD_SOCKET: unset = the shipped helper's socket, set but empty = no
+ * helper (the supervisor then says the bounds are off), else an absolute
+ * path that fits a unix socket address. */
+static void test_mountd_socket(void **state)
+{
+        struct broker_config cfg;
+        char err[256] = "", path[200];
+
+        (void)state;
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_string_equal(cfg.mountd_socket, "/run/sandbox-broker-mountd/mountd.sock");
+        assert_int_equal(load_one("MOUNTD_SOCKET", "", &cfg, err, sizeof(err)), 0);
+        assert_string_equal(cfg.mountd_socket, "");
+        assert_int_equal(load_one("MOUNTD_SOCKET", "/tmp/m.sock", &cfg, err, sizeof(err)), 0);
+        assert_string_equal(cfg.mountd_socket, "/tmp/m.sock");
+        assert_int_equal(load_one("MOUNTD_SOCKET", "m.sock", &cfg, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "MOUNTD_SOCKET=m.sock: expected the absolute path"));
+        memset(path, 'a', sizeof(path));
+        path[0] = '/';
+        path[108] = '\0'; /* 108 bytes: one more than sun_path holds with its NUL */
+        assert_int_equal(load_one("MOUNTD_SOCKET", path, &cfg, err, sizeof(err)), -EINVAL);
+        path[107] = '\0';
+        assert_int_equal(load_one("MOUNTD_SOCKET", path, &cfg, err, sizeof(err)), 0);
+}
+
 /* SANDBOX_RUNTIMES (the allowlist of create's extensions.runtime) and
  * SANDBOX_RUNTIME_<MODE>; which runtimes carry the agent. */
 static void test_runtime_allowlist(void **state)
@@ -673,6 +698,7 @@ int main(void)
                 cmocka_unit_test_setup(test_all_set, setup),
                 cmocka_unit_test_setup(test_config_load_getenv, setup),
                 cmocka_unit_test_setup(test_sandbox_runtime, setup),
+                cmocka_unit_test_setup(test_mountd_socket, setup),
                 cmocka_unit_test_setup(test_runtime_allowlist, setup),
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -15,6 +15,7 @@
 #include "docker_image.h"
 #include "image_policy.h"
 #include "docker_json.h"
+#include "docker_mountd.h"
 #include "docker_volume.h"
 #include "linebuf.h"
 #include "tarball.h"
@@ -429,6 +430,10 @@ static int docker_ping(struct provider *p, char *ret_err)
                 r = -EIO;
         }
         http_buf_release(&resp);
+        /* no sandbox can be made without the host's mount helper when one
+         * is configured (docker_agent.h): the provider is not ready */
+        if (r == 0 && d->agent.mountd[0])
+                r = docker_mountd_call(d->agent.mountd, d->timeout_ms, "ping", NULL, 0, ret_err);
         return r;
 }
 
@@ -1125,6 +1130,12 @@ static int docker_from_config(const struct broker_config *cfg, struct provider *
                                                      !strcmp(cfg->exec_transport, "agent"))) < 0) {
                 provider_free(*ret);
                 *ret = NULL;
+        }
+        /* the run directories' bound (docker_agent.h): within the call timeout */
+        if (r == 0 && impl(*ret)->agent.bin[0]) {
+                snprintf(impl(*ret)->agent.mountd, sizeof(impl(*ret)->agent.mountd), "%s",
+                         cfg->mountd_socket);
+                impl(*ret)->agent.mountd_timeout_ms = cfg->docker_timeout_ms;
         }
         /* egress needs the agent (its relay runs in it): EGRESS_DIR alone does nothing */
         if (r == 0 && cfg->egress_dir[0] && impl(*ret)->agent.bin[0] &&

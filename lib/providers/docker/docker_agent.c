@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent_client.h"
+#include "docker_mountd.h"
 #include "provider.h"
 #include "timeutil.h"
 
@@ -85,6 +86,20 @@ bool docker_agent_dials(const struct docker_agent *a, const char *ref)
                lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The helper's tmpfs on the new run directory run of ref; a failure
+ * removes the directory (docker_agent.h). */
+static int run_bound(const struct docker_agent *a, const char *ref, const char *run, char *ret_err)
+{
+        char line[96];
+        int r;
+
+        snprintf(line, sizeof(line), "run %s", ref);
+        r = docker_mountd_call(a->mountd, a->mountd_timeout_ms, line, NULL, 0, ret_err);
+        if (r < 0)
+                (void)rmdir(run);
+        return r;
+}
+
 int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, const char *ref,
                          bool dials, char *ret_err)
 {
@@ -116,8 +131,18 @@ int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, c
         }
         if (r == 0 && mkdir(run, 0700) < 0 && errno != EEXIST)
                 r = -errno;
+        if (r < 0) {
+                provider_errf(ret_err, "agent: run directory in %s: %s", a->dir, strerror(-r));
+                return r;
+        }
+        /* the bound before anything can write there: the container has
+         * not started (a process killed between the mkdir and this leaves
+         * a plain directory; the helper mounts on it when it is empty, as
+         * it is until the sandbox starts) */
+        if (!dials && a->mountd[0] && (r = run_bound(a, ref, run, ret_err)) < 0)
+                return r;
         /* the marker last: the relay serves a run directory that exists */
-        if (r == 0 && dials && (r = marker_path(a, ref, mark, sizeof(mark))) == 0) {
+        if (dials && (r = marker_path(a, ref, mark, sizeof(mark))) == 0) {
                 int fd = open(mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 
                 if (fd < 0)
@@ -222,6 +247,11 @@ void docker_agent_cleanup(const struct docker_agent *a, const char *ref)
                 return;
         if (snprintf(target, sizeof(target), "%s.dial", ref) < (int)sizeof(target))
                 (void)unlinkat(top, target, 0); /* the relay stops serving it first */
+        /* the helper's tmpfs first (lazily: a connection still open keeps
+         * it until it ends); a helper that does not answer leaves it
+         * mounted, emptied below, for the reconciler (docker_agent_orphans) */
+        if (a->mountd[0] && snprintf(target, sizeof(target), "unrun %s", ref) < (int)sizeof(target))
+                (void)docker_mountd_call(a->mountd, a->mountd_timeout_ms, target, NULL, 0, NULL);
         run = openat(top, ref, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (run >= 0) {
                 remove_tree(run, RUN_TREE_DEPTH_MAX);

@@ -5,7 +5,12 @@
  * Layout under AGENT_DIR (a directory only the broker writes):
  *   <container id>/           the sandbox's run directory (mode 0700), mounted
  *                             read-write at /.sandbox-broker/run; the agent
- *                             makes agent.sock in it
+ *                             makes agent.sock in it. With MOUNTD_SOCKET it is
+ *                             a tmpfs of its own (a few inodes, 64 KiB), mounted
+ *                             by the host's mount helper (docker_mountd.h): what
+ *                             the sandbox's root writes there fills that tmpfs,
+ *                             never AGENT_DIR's filesystem, which every
+ *                             sandbox's directory shares
  *   sb-<sandbox id> -> <container id>
  *                             the bind source named in the container's config
  *                             (Docker resolves it at every start)
@@ -40,6 +45,9 @@ struct docker_agent {
         char dir[200]; /* AGENT_DIR */
         bool exec;     /* EXEC_TRANSPORT=agent: commands go through it */
         char egress_dir[200]; /* EGRESS_DIR; "" = no egress */
+        char mountd[108];     /* MOUNTD_SOCKET; "" = run directories are plain
+                               * directories of AGENT_DIR (unbounded) */
+        int mountd_timeout_ms;
 };
 
 /* Before a create with egress on: make EGRESS_DIR (0755) and its directory
@@ -56,7 +64,11 @@ int docker_agent_source(const struct docker_agent *a, const char *sandbox_id, ch
 
 /* After a create: make the run directory of container ref and point the
  * bind source of sandbox_id at it (replacing a stale link); for an agent
- * that dials, the relay's marker <ref>.dial last. */
+ * that listens, the helper's tmpfs on it (when a->mountd is set: a helper
+ * that fails removes the directory again, so that the next start makes it
+ * once more and a sandbox never runs with an unbounded one); for an agent
+ * that dials, the relay's marker <ref>.dial last (its run directory is
+ * read-only in the sandbox: no tmpfs). */
 int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, const char *ref,
                          bool dials, char *ret_err);
 
@@ -68,8 +80,9 @@ bool docker_agent_dials(const struct docker_agent *a, const char *ref);
  * is not a container id. */
 int docker_agent_run_dir(const struct docker_agent *a, const char *ref, char *buf, size_t size);
 
-/* After a remove: delete the run directory of ref with whatever the
- * sandbox left in it (never following a link it planted) and every link of
+/* After a remove: unmount the run directory's tmpfs (the helper), delete
+ * the directory with whatever the sandbox left in it (never following a
+ * link it planted) and every link of
  * AGENT_DIR pointing at it, and the egress directory of its sandbox (found
  * through that link). Missing is fine. */
 void docker_agent_cleanup(const struct docker_agent *a, const char *ref);
