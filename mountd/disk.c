@@ -463,6 +463,15 @@ int disk_attach(const struct mountd_conf *c, const char *sid, const char *layer,
                                  strerror(-r));
                         goto out;
                 }
+                /* a new disk only for a layer that never had one (its own
+                 * diff is still there): a layer whose disk image went is
+                 * never given an empty one, its files would be lost quietly */
+                if (fstatat(ldir, "diff", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
+                        snprintf(err, errsz, "the sandbox's disk image %s/%s is gone (its layer %.12s "
+                                 "was on it)", c->disk_dir, name, layer);
+                        r = -ENOENT;
+                        goto out;
+                }
                 r = image_make(c, ddir, sid, ldir, mib, err, errsz);
                 if (r < 0)
                         goto out;

@@ -10,15 +10,17 @@
  *                          that tmpfs only (issue 24, H3)
  *   unrun <container id>   its unmount (lazy), before the broker removes it
  *   disk-make <sandbox id> <MiB> <layer id>
- *                          a sparse file DISK_DIR/<sandbox id>.img of MiB,
- *                          an ext4 filesystem in it, loop-mounted on the
- *                          container's writable overlay2 layer
- *                          (DOCKER_ROOT/overlay2/<layer id>): every write of
- *                          the sandbox to its root filesystem lands in it,
- *                          and stops at ENOSPC when it is full (H4)
+ *                          a file DISK_DIR/<sandbox id>.img of MiB, an ext4
+ *                          filesystem in it, loop-mounted on the container's
+ *                          writable overlay2 layer (DOCKER_ROOT/overlay2/
+ *                          <layer id>): every write of the sandbox to its
+ *                          root filesystem lands in it, and stops at ENOSPC
+ *                          when it is full (H4). The image that is there is
+ *                          mounted again (a start after a reboot or a
+ *                          restart of dockerd); a new one is made only for a
+ *                          layer that never had one
  *   disk-attach <sandbox id> <layer id>
- *                          the same with the image that is there (a start
- *                          after a reboot or a restart of dockerd); never
+ *                          the same with the image that is there; never
  *                          makes a new one
  *   undisk <sandbox id>    the image's removal (its mount is Docker's to
  *                          drop: the container's removal unmounts it)

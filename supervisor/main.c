@@ -135,9 +135,14 @@ static void bounds_report(const struct broker_config *cfg)
                                "directories of %s, unbounded: one sandbox can fill that filesystem "
                                "for every other (docs/OPERATIONS.md, \"Host bounds\")",
                          cfg->agent_dir);
-        else
-                log_info(NULL, "host bounds: run directories on tmpfs of their own through %s",
-                         cfg->mountd_socket);
+        if (!cfg->sandbox_disk_mb)
+                log_warn(NULL, "SANDBOX_DISK_MB=0: sandboxes have no disk of their own; what they "
+                               "write lands on dockerd's disk unbounded: one sandbox can fill it for "
+                               "every other (docs/OPERATIONS.md, \"Host bounds\")");
+        if (cfg->mountd_socket[0])
+                log_info(NULL, "host bounds: through %s, run directories on tmpfs of their own, "
+                               "disks of %d MiB (at most %d MiB)",
+                         cfg->mountd_socket, cfg->sandbox_disk_mb, cfg->sandbox_disk_max_mb);
 }
 
 int main(void)

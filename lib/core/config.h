@@ -38,6 +38,11 @@ struct broker_config {
         int sandbox_millicpus;
         int sandbox_memory_mb;
         int sandbox_pids;
+        /* disks (docs/OPERATIONS.md, "Host bounds"): SANDBOX_DISK_MB, a sandbox's disk unless
+         * asked otherwise (0 = none: unbounded, said loudly); SANDBOX_DISK_MAX_MB, the most a
+         * create may ask for (a tenant's maxDiskMb lowers it) */
+        int sandbox_disk_mb;
+        int sandbox_disk_max_mb;
         char sandbox_network[64];
         char sandbox_runtime[CONFIG_RUNTIME_MAX]; /* dockerd runtime name; "" = dockerd's default */
         char sandbox_runtimes[512]; /* SANDBOX_RUNTIMES: more a create may name, comma-separated */
@@ -112,6 +117,9 @@ struct broker_config {
                 int size;
         } pools[CONFIG_POOLS_MAX];
 };
+
+#define CONFIG_DISK_MIN_MB 64             /* the smallest disk (an ext4 with its journal) */
+#define CONFIG_DISK_MAX_MB (16 * 1024 * 1024) /* 16 TiB */
 
 /* Fill *cfg from getenv() (tests pass their own lookup through config_load_from).
  * On a malformed or out-of-range value returns -EINVAL and writes a one-line

@@ -16,6 +16,7 @@ fills what it can reach, and another tenant's sandbox must keep working.
 """
 
 import os
+import subprocess
 import time
 
 from brokerlib import wait_until
@@ -151,8 +152,9 @@ def test_no_helper_no_sandbox(docker_broker):
     agents = os.path.join(sb.b.state_dir, "agents")
     # the only run directories are the first sandbox's (bounded) one
     dirs = [d for d in os.listdir(agents) if os.path.isdir(os.path.join(agents, d))
-            and not d.startswith("sb-")]
+            and not d.startswith("sb-") and not d.startswith("etc-")]
     assert dirs == [sb.container(lease["sandboxId"])["Id"]], dirs
+    assert [d for d in os.listdir(agents) if d.startswith("etc-")] == ["etc-" + lease["sandboxId"]]
     assert list(mounts_under(agents)) == [os.path.realpath(os.path.join(agents, dirs[0]))]
     # the first sandbox keeps working (its tmpfs is there; the helper is not needed)
     assert sb.run(lease, "echo still")["stdout"] == "still\n"
@@ -162,14 +164,235 @@ def test_no_helper_no_sandbox(docker_broker):
 
 
 def test_bounds_off_is_said_at_start(docker_broker):
-    """MOUNTD_SOCKET= (set empty): no helper, plain run directories, and the
-    supervisor's log says at start that they are unbounded."""
-    sb = docker_broker(MOUNTD_SOCKET="")
+    """MOUNTD_SOCKET= (set empty) and SANDBOX_DISK_MB=0: no helper, plain run
+    directories, no disks, and the supervisor's log says at start that they
+    are unbounded."""
+    sb = docker_broker(MOUNTD_SOCKET="", SANDBOX_DISK_MB="0")
     lease = sb.acquire("u", "s")
     assert sb.run(lease, "echo ok")["stdout"] == "ok\n"
     rd = run_dir(sb, lease["sandboxId"])
     assert mounts_under(rd) == {}
     log = sb.b.logs("supervisor")
-    assert "MOUNTD_SOCKET is empty" in log and "unbounded" in log, log[-2000:]
+    assert "MOUNTD_SOCKET is empty" in log and "SANDBOX_DISK_MB=0" in log, log[-2000:]
+    assert "unbounded" in log
+    assert "io.sandbox-broker.disk-mb" not in sb.container(lease["sandboxId"])["Config"]["Labels"]
     assert not os.path.exists(os.path.join(sb.b.state_dir, "run", "mountd.sock"))
     assert DOCKER.ping()
+
+
+# ------------------------------------------------------------------ disks (H4)
+#
+# Every sandbox has a disk of its own: an ext4 image (DISK_DIR/<sandbox id>.img;
+# sparse in the stack) loop-mounted by sandbox-mountd on its container's writable
+# overlay2 layer, so everything it writes to its root filesystem stops at ENOSPC at
+# SANDBOX_DISK_MB (or its create's resourceLimits["ephemeral-storage"], within the
+# tenant's maxDiskMb). /etc/hosts, /etc/hostname and /etc/resolv.conf, which Docker
+# keeps as writable files of its own disk, are read-only; its logs are rotated.
+
+MIB = 1024 * 1024
+
+
+def disk_dir(sb):
+    return os.path.join(sb.b.state_dir, "disks")
+
+
+def layer_dir(sb, sid):
+    return os.path.dirname(sb.container(sid)["GraphDriver"]["Data"]["UpperDir"])
+
+
+def free_bytes(path):
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def fill(sb, lease, path, mib, run=None):
+    """dd of mib MiB of zeros into path in the sandbox, until it stops; the
+    bytes written and dd's complaint."""
+    run = run or sb.run
+    r = run(lease, "dd if=/dev/zero of=%s bs=1M count=%d 2>&1 | tail -4; sync;"
+                   " echo size=$(wc -c < %s)" % (path, mib, path))
+    out = r["stdout"]
+    return int(out.split("size=")[1].split()[0]), out
+
+
+def test_dd_stops_at_the_disk_and_the_host_barely_moves(docker_broker):
+    """The report: dd of 3 GiB in a sandbox took 3.1 GB of the host's Docker disk.
+    With a 256 MiB disk, dd of 2 GiB in /workspace stops with ENOSPC at about 256 MiB,
+    so does one in /tmp (the same disk), and the host's free space drops by at most the
+    disk (sparse here), never by the 2 GiB asked for."""
+    sb = docker_broker(SANDBOX_DISK_MB="256", IDLE_POLICY="delete")
+    lease = sb.acquire("u", "s")
+    sid = lease["sandboxId"]
+    c = sb.container(sid)
+    assert c["Config"]["Labels"]["io.sandbox-broker.disk-mb"] == "256"
+    img = os.path.join(disk_dir(sb), sid + ".img")
+    assert os.path.isfile(img) and os.path.getsize(img) == 256 * MIB
+    # the sandbox sees its disk as its root filesystem's size
+    df = sb.run(lease, "df -k / | tail -1")["stdout"].split()
+    assert 180 * 1024 < int(df[1]) <= 256 * 1024, df
+    docker_root = os.path.dirname(os.path.dirname(layer_dir(sb, sid)))
+    before = (free_bytes(docker_root), free_bytes(disk_dir(sb)))
+
+    size, out = fill(sb, lease, "/workspace/big", 2048)
+    assert "No space left on device" in out, out
+    assert 150 * MIB < size <= 256 * MIB, out
+    size2, out = fill(sb, lease, "/tmp/more", 2048)
+    assert "No space left on device" in out and size2 < 16 * MIB, out
+    sb.run(lease, "rm -f /workspace/big")
+    size3, out = fill(sb, lease, "/tmp/big", 2048)
+    assert "No space left on device" in out and 150 * MIB < size3 <= 256 * MIB, out
+    after = (free_bytes(docker_root), free_bytes(disk_dir(sb)))
+    # the image lives on the same filesystem as Docker here: what it took is at most the
+    # disk, with room for what other processes of this machine write meanwhile
+    assert before[0] - after[0] < 700 * MIB, (before, after)
+    assert os.path.getsize(img) == 256 * MIB  # a disk never grows
+
+    # Docker's own writable files of the sandbox: read-only now
+    r = sb.run(lease, "for f in hosts hostname resolv.conf; do"
+                      " dd if=/dev/zero of=/etc/$f bs=1M count=10 2>&1 | tail -1; done;"
+                      " cat /etc/hostname; grep -c localhost /etc/hosts")
+    assert r["stdout"].count("Read-only file system") == 3, r
+    assert c["Id"][:12] in r["stdout"], r
+    # its logs: what the sandbox writes to PID 1's stdout is rotated at 1 MiB, 2 files
+    sb.run(lease, "head -c 10485760 /dev/zero | tr '\\0' x > /proc/1/fd/1", timeoutMs=120000)
+    log = c["LogPath"]
+    logs = [p for p in os.listdir(os.path.dirname(log)) if p.startswith(os.path.basename(log))]
+    total = sum(os.path.getsize(os.path.join(os.path.dirname(log), p)) for p in logs)
+    assert total < 3 * MIB, (logs, total)
+
+    # the image goes with the sandbox
+    sb.release("u", "s")
+    sb.wait_container_state(sid, None, timeout=60)
+    wait_until(lambda: not os.path.exists(img), 30, 0.2, "the disk image removed")
+
+
+def test_one_tenant_fills_its_disk_another_writes(docker_broker):
+    """Tenant A fills its whole disk; tenant B's sandbox writes 64 MiB and runs
+    commands meanwhile and after, and A's own sandbox still answers."""
+    sb = docker_broker(OPENSANDBOX_API_KEYS=SEEDS, BROKER_CAPACITY=4, SANDBOX_DISK_MB="128")
+    la = sb.acquire("ua", "sa")
+    acquire_b, run_b = as_tenant(sb, KB)
+    lb = acquire_b("ub", "sb")
+    size, out = fill(sb, la, "/workspace/fill", 4096)
+    assert "No space left on device" in out and size <= 128 * MIB, out
+    r = run_b(lb, "dd if=/dev/zero of=/workspace/b bs=1M count=64 2>&1 | tail -1;"
+                  " echo size=$(wc -c < /workspace/b)")
+    assert "size=%d" % (64 * MIB) in r["stdout"], r
+    for i in range(3):
+        assert run_b(lb, "echo b%d > /tmp/f%d && cat /tmp/f%d" % (i, i, i))["stdout"] == "b%d\n" % i
+    assert sb.run(la, "echo a")["stdout"] == "a\n"
+
+
+def test_stop_start_keeps_the_disk_and_a_lost_mount_comes_back(docker_broker):
+    """A stopped sandbox keeps its files (the disk stays mounted); a disk
+    unmounted behind the broker's back (a reboot, a restart of dockerd) is
+    mounted again by the next start, with its files; while unmounted the
+    container cannot start at all (never on the shared disk)."""
+    sb = docker_broker(SANDBOX_DISK_MB="128")
+    lease = sb.acquire("u", "s")
+    sid = lease["sandboxId"]
+    sb.run(lease, "echo kept > /workspace/keep; echo etc > /etc/mine")
+    assert sb.stop(lease).status == 200
+    sb.wait_container_state(sid, "exited")
+    assert sb.start(lease).status == 200
+    assert sb.run(lease, "cat /workspace/keep /etc/mine")["stdout"] == "kept\netc\n"
+
+    assert sb.stop(lease).status == 200
+    sb.wait_container_state(sid, "exited")
+    layer = layer_dir(sb, sid)
+    assert subprocess.run(["umount", layer]).returncode == 0
+    # Docker alone cannot start it now: the layer has no diff without its disk
+    st, body = DOCKER.call("POST", "/containers/%s/start" % sb.container(sid)["Id"])
+    assert st >= 400, (st, body)
+    assert sb.start(lease).status == 200
+    assert sb.run(lease, "cat /workspace/keep; df -k / | tail -1")["stdout"].startswith("kept\n")
+    size, out = fill(sb, lease, "/workspace/big", 1024)
+    assert "No space left on device" in out and size <= 128 * MIB, out
+
+    # an image lost while unmounted: the start fails, naming it, and never runs the
+    # sandbox on an empty disk (its files gone quietly) or on the shared one
+    assert sb.stop(lease).status == 200
+    sb.wait_container_state(sid, "exited")
+    assert subprocess.run(["umount", layer]).returncode == 0
+    os.unlink(os.path.join(disk_dir(sb), sid + ".img"))
+    r = sb.start(lease)
+    assert r.status >= 500 and "disk image" in r.json["message"] and "is gone" in r.json["message"], r
+    assert sb.container(sid)["State"]["Status"] == "exited"
+
+
+def test_orphans_are_reaped(docker_broker):
+    """A container removed behind the broker's back leaves its disk image, run
+    directory and etc directory: the reconciler removes them."""
+    sb = docker_broker(SANDBOX_DISK_MB="128", RECONCILE_MS="1000")
+    lease = sb.acquire("u", "s")
+    sid = lease["sandboxId"]
+    cid = sb.container(sid)["Id"]
+    img = os.path.join(disk_dir(sb), sid + ".img")
+    run = os.path.join(sb.b.state_dir, "agents", cid)
+    etc = os.path.join(sb.b.state_dir, "agents", "etc-" + sid)
+    assert os.path.exists(img) and os.path.isdir(run) and os.path.isdir(etc)
+    # the reconciler keeps what a live container has
+    time.sleep(2.5)
+    assert os.path.exists(img) and os.path.isdir(run)
+    st, _ = DOCKER.call("DELETE", "/containers/%s?force=1" % cid)
+    assert st == 204
+    wait_until(lambda: not os.path.exists(img) and not os.path.exists(run), 30, 0.2,
+               "the orphan image and run directory reaped")
+    assert mounts_under(os.path.join(sb.b.state_dir, "agents")) == {}
+    # its etc directory with its run directory (through the sb- link to it)
+    assert not os.path.exists(etc)
+    assert "host leftover(s) of removed containers reaped" in sb.b.logs("supervisor")
+
+
+def test_disk_per_sandbox_and_per_tenant(docker_broker):
+    """An OpenSandbox create asks for its disk (resourceLimits
+    ephemeral-storage); a tenant's maxDiskMb (broker-admin tenant set
+    --max-disk-mb) caps what its creates may ask and lowers its default;
+    a refused ask is a 400 that changes nothing."""
+    import subprocess as sp
+    from brokerlib import BUILD_DIR, base_env, http_request
+    sb = docker_broker(OPENSANDBOX_API_KEYS=SEEDS, BROKER_CAPACITY=4, SANDBOX_DISK_MB="256")
+    b = sb.b
+
+    def osb(method, path, body=None):
+        return http_request(b.port, method, "/v1" + path, body,
+                            {"OPEN-SANDBOX-API-KEY": KB}, 60)
+
+    def create(limits):
+        body = {"image": {"uri": "sandbox-broker/tiny:latest"}, "entrypoint": ["sleep", "infinity"],
+                "timeout": 600, "resourceLimits": limits}
+        return osb("POST", "/sandboxes", body)
+
+    def running(sid):
+        wait_until(lambda: osb("GET", "/sandboxes/" + sid).json["status"]["state"] == "Running",
+                   90, 0.2, "sandbox %s running" % sid)
+        return sb.container(sid)["Config"]["Labels"].get("io.sandbox-broker.disk-mb")
+
+    r = create({"ephemeral-storage": "512Mi"})
+    assert r.status == 202, r
+    assert running(r.json["id"]) == "512"
+    r = create({"cpu": "250m"})
+    assert r.status == 202, r
+    assert running(r.json["id"]) == "256"  # SANDBOX_DISK_MB
+    r = create({"ephemeral-storage": "9Gi"})
+    assert r.status == 400 and "ephemeral-storage" in r.json["message"], r
+
+    env = base_env()
+    env.update({"REDIS_HOST": "127.0.0.1", "REDIS_PORT": str(b.services.redis_port),
+                "REDIS_KEY_PREFIX": b.prefix})
+    cp = sp.run([os.path.join(BUILD_DIR, "broker-admin"), "tenant", "set", "tb", "--max-disk-mb", "128"],
+                env=env, capture_output=True, text=True)
+    if cp.returncode == 1 and "no tenant" in cp.stderr:
+        cp = sp.run([os.path.join(BUILD_DIR, "broker-admin"), "tenant", "add", "tb",
+                     "--max-disk-mb", "128"], env=env, capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    keys = sorted(b.redis.keys(b.prefix + "*"))
+    r = create({"ephemeral-storage": "256Mi"})
+    assert r.status == 400 and "at most 128Mi for tenant tb" in r.json["message"], r
+    assert sorted(b.redis.keys(b.prefix + "*")) == keys  # nothing changed
+    r = create({})
+    assert r.status == 202, r
+    assert running(r.json["id"]) == "128"  # the tenant's cap is below the default
+    cp = sp.run([os.path.join(BUILD_DIR, "broker-admin"), "tenant", "set", "tb", "--max-disk-mb", "0"],
+                env=env, capture_output=True, text=True)
+    assert cp.returncode == 2 and "64.." in cp.stderr, cp.stderr  # never unbounded

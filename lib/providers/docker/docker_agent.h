@@ -14,6 +14,11 @@
  *   sb-<sandbox id> -> <container id>
  *                             the bind source named in the container's config
  *                             (Docker resolves it at every start)
+ *   etc-<sandbox id>/         hosts, hostname and resolv.conf of the sandbox,
+ *                             mounted read-only over its own (network none
+ *                             only): Docker's are files of the host's disk
+ *                             (/var/lib/docker/containers/<id>/) that the
+ *                             sandbox's root could grow without a bound
  *   <container id>.dial       (empty) the agent of this container dials: the
  *                             host relay (sandbox-egress-relay --agent-dir)
  *                             binds agent.sock and dial.sock in its run
@@ -47,6 +52,7 @@ struct docker_agent {
         char egress_dir[200]; /* EGRESS_DIR; "" = no egress */
         char mountd[108];     /* MOUNTD_SOCKET; "" = run directories are plain
                                * directories of AGENT_DIR (unbounded) */
+        bool etc;             /* SANDBOX_NETWORK=none: etc-<sandbox id>/ */
         int mountd_timeout_ms;
 };
 
@@ -56,6 +62,15 @@ struct docker_agent {
  * -ENAMETOOLONG, or mkdir's errno (message in ret_err). */
 int docker_agent_egress_prepare(const struct docker_agent *a, const char *sandbox_id, char *buf,
                                 size_t size, char *ret_err);
+
+/* The etc directory of sandbox_id (docker_agent.h's layout), its path into
+ * buf: made with hosts (localhost, as Docker writes it for network none),
+ * resolv.conf (the host's, as Docker copies it) and hostname (ref's first
+ * 12 characters, Docker's hostname of the container; "" before the create,
+ * ref NULL). Files are replaced whole (rename). -EINVAL for an id that is
+ * not 32 lowercase hex, or the errno (message in ret_err). */
+int docker_agent_etc(const struct docker_agent *a, const char *sandbox_id, const char *ref,
+                     char *buf, size_t size, char *ret_err);
 
 /* The bind source for sandbox_id: <dir>/sb-<sandbox_id> (into buf, size
  * bytes). -ENAMETOOLONG if it does not fit. */
@@ -82,10 +97,19 @@ int docker_agent_run_dir(const struct docker_agent *a, const char *ref, char *bu
 
 /* After a remove: unmount the run directory's tmpfs (the helper), delete
  * the directory with whatever the sandbox left in it (never following a
- * link it planted) and every link of
+ * link it planted), the etc directory and every link of
  * AGENT_DIR pointing at it, and the egress directory of its sandbox (found
  * through that link). Missing is fine. */
 void docker_agent_cleanup(const struct docker_agent *a, const char *ref);
+
+/* What AGENT_DIR holds for sandboxes, for the reconciler: fn(ud, ref,
+ * NULL) for every run directory (a container id) and fn(ud, NULL, sid) for
+ * every etc directory. */
+void docker_agent_entries(const struct docker_agent *a,
+                          void (*fn)(void *ud, const char *ref, const char *sid), void *ud);
+
+/* The etc directory of a sandbox that has no container any more. */
+void docker_agent_etc_cleanup(const struct docker_agent *a, const char *sandbox_id);
 
 /* Wait until the agent in run directory dir answers /health, bounded by
  * timeout_ms; while there is no answer, alive(ud) is asked whether the
