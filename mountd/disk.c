@@ -83,8 +83,10 @@ static int open_layer(const struct mountd_conf *c, const char *layer, char *err,
         top = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (top < 0) {
                 int e = errno;
-                snprintf(err, errsz, "%s: %s (is --docker-root dockerd's data root, and its storage "
-                         "driver overlay2?)", path, strerror(e));
+                snprintf(err, errsz,
+                         "%s: %s (is --docker-root dockerd's data root, and its storage "
+                         "driver overlay2?)",
+                         path, strerror(e));
                 return -e;
         }
         fd = openat(top, layer, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -156,8 +158,15 @@ static int mkfs(const struct mountd_conf *c, const char *path, char *err, size_t
                 /* -m 0: no blocks reserved for root (the sandbox's root would
                  * get them anyway); nodiscard and lazy init: nothing to
                  * zero or punch in a fresh image */
-                const char *argv[] = { "mkfs.ext4", "-q", "-F", "-m", "0", "-E",
-                                       "nodiscard,lazy_itable_init=1,lazy_journal_init=1", path, NULL };
+                const char *argv[] = { "mkfs.ext4",
+                                       "-q",
+                                       "-F",
+                                       "-m",
+                                       "0",
+                                       "-E",
+                                       "nodiscard,lazy_itable_init=1,lazy_journal_init=1",
+                                       path,
+                                       NULL };
                 int null = open("/dev/null", O_RDWR);
 
                 if (null < 0 || dup2(null, 0) < 0 || dup2(pipefd[1], 1) < 0 || dup2(pipefd[1], 2) < 0)
@@ -194,9 +203,9 @@ static int mkfs(const struct mountd_conf *c, const char *path, char *err, size_t
                 r = -EIO;
         if (r < 0)
                 snprintf(err, errsz, "%s %s: %s%s", c->mkfs, path,
-                         r == -ETIMEDOUT ? "timed out" : WIFEXITED(status) && WEXITSTATUS(status) == 127
-                                                                ? "cannot run it"
-                                                                : "failed: ",
+                         r == -ETIMEDOUT                                   ? "timed out"
+                         : WIFEXITED(status) && WEXITSTATUS(status) == 127 ? "cannot run it"
+                                                                           : "failed: ",
                          r == -ETIMEDOUT ? "" : out);
         return r;
 }
@@ -459,16 +468,18 @@ int disk_attach(const struct mountd_conf *c, const char *sid, const char *layer,
         if (fstatat(ddir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                 r = -errno;
                 if (r != -ENOENT || !make) {
-                        snprintf(err, errsz, "the sandbox's disk image %s/%s: %s", c->disk_dir, name,
-                                 strerror(-r));
+                        snprintf(err, errsz, "the sandbox's disk image %s/%s: %s", c->disk_dir,
+                                 name, strerror(-r));
                         goto out;
                 }
                 /* a new disk only for a layer that never had one (its own
                  * diff is still there): a layer whose disk image went is
                  * never given an empty one, its files would be lost quietly */
                 if (fstatat(ldir, "diff", &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
-                        snprintf(err, errsz, "the sandbox's disk image %s/%s is gone (its layer %.12s "
-                                 "was on it)", c->disk_dir, name, layer);
+                        snprintf(err, errsz,
+                                 "the sandbox's disk image %s/%s is gone (its layer %.12s "
+                                 "was on it)",
+                                 c->disk_dir, name, layer);
                         r = -ENOENT;
                         goto out;
                 }
@@ -545,14 +556,16 @@ int disk_list(const struct mountd_conf *c, char *out, size_t outsz, char *err, s
         while ((e = readdir(d))) {
                 size_t n = strlen(e->d_name);
 
-                if (n != 36 || strcmp(e->d_name + 32, ".img") || strspn(e->d_name, "0123456789abcdef") != 32)
+                if (n != 36 || strcmp(e->d_name + 32, ".img") ||
+                    strspn(e->d_name, "0123456789abcdef") != 32)
                         continue;
                 if (used + 34 > outsz) {
                         r = -ENOBUFS;
                         snprintf(err, errsz, "too many disks for one answer");
                         break;
                 }
-                used += (size_t)snprintf(out + used, outsz - used, "%s%.32s", used ? " " : "", e->d_name);
+                used += (size_t)snprintf(out + used, outsz - used, "%s%.32s", used ? " " : "",
+                                         e->d_name);
         }
         closedir(d);
         return r;

@@ -70,8 +70,9 @@ static long long now_ms(void)
 
 static void usage(void)
 {
-        fprintf(stderr, "usage: sandbox-mountd --socket PATH --agent-dir DIR [--disk-dir DIR] "
-                        "[--docker-root DIR] [--allocate full|sparse] [--group GROUP] [--mkfs PATH]\n");
+        fprintf(stderr,
+                "usage: sandbox-mountd --socket PATH --agent-dir DIR [--disk-dir DIR] "
+                "[--docker-root DIR] [--allocate full|sparse] [--group GROUP] [--mkfs PATH]\n");
         exit(2);
 }
 
@@ -111,8 +112,8 @@ static int listen_on(const char *path, long gid)
                 (void)unlink(path);
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-            chmod(path, gid >= 0 ? 0660 : 0600) < 0 || (gid >= 0 && chown(path, 0, (gid_t)gid) < 0) ||
-            listen(fd, 64) < 0) {
+            chmod(path, gid >= 0 ? 0660 : 0600) < 0 ||
+            (gid >= 0 && chown(path, 0, (gid_t)gid) < 0) || listen(fd, 64) < 0) {
                 mountd_log("--socket %s: %s", path, strerror(errno));
                 if (fd >= 0)
                         close(fd);
@@ -187,30 +188,24 @@ static void serve(const struct mountd_conf *conf, int c)
                 goto answer;
         }
         switch (q.verb) {
-        case MOUNTD_RUN:
-                r = rundir_mount(conf, q.id, cred.uid, cred.gid, err, sizeof(err));
-                break;
-        case MOUNTD_UNRUN:
-                r = rundir_unmount(conf, q.id, err, sizeof(err));
-                break;
+        case MOUNTD_RUN: r = rundir_mount(conf, q.id, cred.uid, cred.gid, err, sizeof(err)); break;
+        case MOUNTD_UNRUN: r = rundir_unmount(conf, q.id, err, sizeof(err)); break;
         case MOUNTD_DISK_MAKE:
         case MOUNTD_DISK_ATTACH:
-                r = disk_attach(conf, q.id, q.layer, q.mib, q.verb == MOUNTD_DISK_MAKE, err, sizeof(err));
+                r = disk_attach(conf, q.id, q.layer, q.mib, q.verb == MOUNTD_DISK_MAKE, err,
+                                sizeof(err));
                 break;
-        case MOUNTD_UNDISK:
-                r = disk_remove(conf, q.id, err, sizeof(err));
-                break;
+        case MOUNTD_UNDISK: r = disk_remove(conf, q.id, err, sizeof(err)); break;
         case MOUNTD_DISKS:
                 list = malloc(LIST_MAX);
                 r = list ? disk_list(conf, list, LIST_MAX, err, sizeof(err)) : -ENOMEM;
                 break;
-        case MOUNTD_PING:
-                r = 0;
-                break;
+        case MOUNTD_PING: r = 0; break;
         }
         /* one line per change or refusal; the sandbox's story is in the broker's log */
         if ((q.verb != MOUNTD_DISKS && q.verb != MOUNTD_PING) || r < 0)
-                mountd_log("%.*s: %s%s", (int)n, line, r < 0 ? "refused: " : "done", r < 0 ? err : "");
+                mountd_log("%.*s: %s%s", (int)n, line, r < 0 ? "refused: " : "done",
+                           r < 0 ? err : "");
 answer:
         if (r < 0) {
                 /* the reason on one line */
@@ -283,9 +278,10 @@ int main(int argc, char **argv)
         if (lfd < 0)
                 return 1;
         if (conf.disk_dir)
-                mountd_log("serving %s: run directories in %s, disks in %s (%s) on the layers of %s",
-                           sock, conf.agent_dir, conf.disk_dir,
-                           conf.sparse ? "sparse" : "allocated in full", conf.docker_root);
+                mountd_log(
+                        "serving %s: run directories in %s, disks in %s (%s) on the layers of %s",
+                        sock, conf.agent_dir, conf.disk_dir,
+                        conf.sparse ? "sparse" : "allocated in full", conf.docker_root);
         else
                 mountd_log("serving %s: run directories in %s, no disks (no --disk-dir)", sock,
                            conf.agent_dir);

@@ -39,9 +39,12 @@ int mountd_parse(const char *line, size_t len, struct mountd_req *ret, char *err
                 const char *name;
                 enum mountd_verb verb;
         } verbs[] = {
-                { "run", MOUNTD_RUN },           { "unrun", MOUNTD_UNRUN },
-                { "disk-make", MOUNTD_DISK_MAKE }, { "disk-attach", MOUNTD_DISK_ATTACH },
-                { "undisk", MOUNTD_UNDISK },     { "disks", MOUNTD_DISKS },
+                { "run", MOUNTD_RUN },
+                { "unrun", MOUNTD_UNRUN },
+                { "disk-make", MOUNTD_DISK_MAKE },
+                { "disk-attach", MOUNTD_DISK_ATTACH },
+                { "undisk", MOUNTD_UNDISK },
+                { "disks", MOUNTD_DISKS },
                 { "ping", MOUNTD_PING },
         };
         const char *p = line, *end = line + len;
@@ -84,22 +87,21 @@ int mountd_parse(const char *line, size_t len, struct mountd_req *ret, char *err
                         char *e;
 
                         if (!word(&p, end, mib, sizeof(mib)) || mib[0] < '0' || mib[0] > '9' ||
-                            (ret->mib = strtoll(mib, &e, 10), *e) || ret->mib < MOUNTD_DISK_MIN_MIB ||
-                            ret->mib > MOUNTD_DISK_MAX_MIB) {
+                            (ret->mib = strtoll(mib, &e, 10), *e) ||
+                            ret->mib < MOUNTD_DISK_MIN_MIB || ret->mib > MOUNTD_DISK_MAX_MIB) {
                                 snprintf(err, errsz, "%s: expected a size in MiB, %d to %lld", verb,
                                          MOUNTD_DISK_MIN_MIB, MOUNTD_DISK_MAX_MIB);
                                 return -EINVAL;
                         }
                 }
-                if (ret->verb != MOUNTD_UNDISK &&
-                    (!word(&p, end, ret->layer, sizeof(ret->layer)) || !mountd_hex(ret->layer, 64, 64))) {
+                if (ret->verb != MOUNTD_UNDISK && (!word(&p, end, ret->layer, sizeof(ret->layer)) ||
+                                                   !mountd_hex(ret->layer, 64, 64))) {
                         snprintf(err, errsz, "%s: expected an overlay2 layer id", verb);
                         return -EINVAL;
                 }
                 break;
         case MOUNTD_DISKS:
-        case MOUNTD_PING:
-                break;
+        case MOUNTD_PING: break;
         }
         if (p != end) {
                 snprintf(err, errsz, "%s: too many words", verb);

@@ -111,8 +111,8 @@ int rundir_mount(const struct mountd_conf *c, const char *ref, uid_t uid, gid_t 
                 goto out;
         }
         snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-        snprintf(opts, sizeof(opts), "size=%s,nr_inodes=%d,mode=0700,uid=%u,gid=%u", MOUNTD_RUN_SIZE,
-                 MOUNTD_RUN_INODES, (unsigned)uid, (unsigned)gid);
+        snprintf(opts, sizeof(opts), "size=%s,nr_inodes=%d,mode=0700,uid=%u,gid=%u",
+                 MOUNTD_RUN_SIZE, MOUNTD_RUN_INODES, (unsigned)uid, (unsigned)gid);
         if (mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, opts) < 0) {
                 r = -errno;
                 snprintf(err, errsz, "mount tmpfs on %s/%s: %s", c->agent_dir, ref, strerror(-r));

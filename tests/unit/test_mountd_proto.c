@@ -57,26 +57,26 @@ static void test_refused(void **state)
                 "run ../../etc",
                 "run " CID "/x",
                 "run /var/lib/docker",
-                "run 0123456789a",                  /* 11: too short */
-                "run " CID "0",                     /* 65: too long */
-                "run AAAAAAAAAAAAAAAA",             /* upper case */
+                "run 0123456789a",      /* 11: too short */
+                "run " CID "0",         /* 65: too long */
+                "run AAAAAAAAAAAAAAAA", /* upper case */
                 "run " CID " extra",
-                "run " CID " ",                     /* a trailing space */
-                "run  " CID,                        /* two spaces */
+                "run " CID " ", /* a trailing space */
+                "run  " CID,    /* two spaces */
                 "RUN " CID,
                 "mount " CID,
-                "disk-make " SID " 1024",           /* no layer */
-                "disk-make " SID " 63 " LAYER,      /* below the minimum */
+                "disk-make " SID " 1024",      /* no layer */
+                "disk-make " SID " 63 " LAYER, /* below the minimum */
                 "disk-make " SID " 99999999999 " LAYER,
                 "disk-make " SID " -1 " LAYER,
                 "disk-make " SID " +100 " LAYER,
                 "disk-make " SID " 1e3 " LAYER,
                 "disk-make " SID " 100x " LAYER,
-                "disk-make " CID " 100 " LAYER,     /* a container id is no sandbox id */
+                "disk-make " CID " 100 " LAYER, /* a container id is no sandbox id */
                 "disk-make " SID " 100 ../" LAYER,
-                "disk-make " SID " 100 " SID,       /* a layer id is 64 */
+                "disk-make " SID " 100 " SID, /* a layer id is 64 */
                 "disk-attach " SID,
-                "disk-attach " SID " 100 " LAYER,   /* attach takes no size */
+                "disk-attach " SID " 100 " LAYER, /* attach takes no size */
                 "undisk " SID "0",
                 "undisk",
                 "disks now",

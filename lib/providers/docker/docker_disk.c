@@ -22,7 +22,8 @@ int docker_disk_inspect(struct docker_api *api, int timeout_ms, const char *ref,
         memset(ret, 0, sizeof(*ret));
         if (e && asprintf(&path, "/containers/%s/json", e) < 0)
                 path = NULL;
-        r = docker_api_json(api, "GET", path, NULL, timeout_ms, INSPECT_MAX, &resp, "inspect", ret_err);
+        r = docker_api_json(api, "GET", path, NULL, timeout_ms, INSPECT_MAX, &resp, "inspect",
+                            ret_err);
         if (r == 0 && docker_json_parse_disk(resp.data, ret) < 0) {
                 provider_errf(ret_err, "docker: inspect: unexpected answer");
                 r = -EIO;
@@ -44,8 +45,10 @@ int docker_disk_attach(struct docker_api *api, int timeout_ms, const char *mount
         if (r < 0 || di.disk_mb <= 0)
                 return r;
         if (!mountd[0]) {
-                provider_errf(ret_err, "docker: the sandbox has a disk of %lld MiB and MOUNTD_SOCKET is "
-                              "empty: nothing can mount it", di.disk_mb);
+                provider_errf(ret_err,
+                              "docker: the sandbox has a disk of %lld MiB and MOUNTD_SOCKET is "
+                              "empty: nothing can mount it",
+                              di.disk_mb);
                 return -EIO;
         }
         if (strlen(di.sandbox_id) != 32 || strspn(di.sandbox_id, "0123456789abcdef") != 32) {
@@ -53,7 +56,8 @@ int docker_disk_attach(struct docker_api *api, int timeout_ms, const char *mount
                 return -EIO;
         }
         if (!di.layer[0]) {
-                provider_errf(ret_err, "docker: sandbox disks need dockerd's overlay2 storage driver "
+                provider_errf(ret_err,
+                              "docker: sandbox disks need dockerd's overlay2 storage driver "
                               "(this dockerd: %.20s); or SANDBOX_DISK_MB=0 (unbounded)",
                               di.driver[0] ? di.driver : "unknown");
                 return -EIO;

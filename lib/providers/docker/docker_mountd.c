@@ -120,8 +120,10 @@ int docker_mountd_call(const char *sock, int timeout_ms, const char *line, char 
         }
 out:
         if (why)
-                provider_errf(ret_err, "the host's mount helper (sandbox-mountd) at %s: %s (is it "
-                              "running? docs/OPERATIONS.md, \"Host bounds\")", sock, why);
+                provider_errf(ret_err,
+                              "the host's mount helper (sandbox-mountd) at %s: %s (is it "
+                              "running? docs/OPERATIONS.md, \"Host bounds\")",
+                              sock, why);
         if (fd >= 0)
                 close(fd);
         free(buf);

@@ -29,7 +29,7 @@ static void ids_add(struct ids *l, const char *id)
 {
         if (l->n == l->cap) {
                 size_t cap = l->cap ? 2 * l->cap : 64;
-                char (*v)[65] = realloc(l->v, cap * sizeof(*v));
+                char(*v)[65] = realloc(l->v, cap * sizeof(*v));
 
                 if (!v) {
                         l->oom = true;
@@ -50,8 +50,8 @@ static bool ids_has(const struct ids *l, const char *id)
 }
 
 struct found {
-        struct ids refs, etcs;            /* AGENT_DIR */
-        struct ids live_refs, live_sids;  /* the containers */
+        struct ids refs, etcs;           /* AGENT_DIR */
+        struct ids live_refs, live_sids; /* the containers */
 };
 
 static void on_entry(void *ud, const char *ref, const char *sid)
