@@ -238,6 +238,12 @@ def test_dd_stops_at_the_disk_and_the_host_barely_moves(docker_broker):
     assert 150 * MIB < size <= 256 * MIB, out
     size2, out = fill(sb, lease, "/tmp/more", 2048)
     assert "No space left on device" in out and size2 < 16 * MIB, out
+    # a file write through the API on the full disk (what writeback freed taken too):
+    # the agent's reason
+    sb.run(lease, "for i in 1 2 3; do cat /dev/zero > /workspace/pad$i 2>/dev/null; sync; done")
+    w = sb.write(lease, "/workspace/note.txt", b"x" * 65536)
+    assert w.status == 502 and "space" in w.json["message"].lower(), w
+    sb.run(lease, "rm -f /workspace/pad* /workspace/note.txt /tmp/more")
     sb.run(lease, "rm -f /workspace/big")
     size3, out = fill(sb, lease, "/tmp/big", 2048)
     assert "No space left on device" in out and 150 * MIB < size3 <= 256 * MIB, out
