@@ -31,7 +31,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 all: $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin $(BUILD)/sandbox-runc \
 	$(BUILD)/sandbox-agent $(BUILD)/sandbox-egress-relay $(BUILD)/sandbox-egress-acl \
-	$(BUILD)/sandbox-ingress
+	$(BUILD)/sandbox-ingress $(BUILD)/sandbox-mountd
 
 $(BUILD)/libbroker.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
@@ -59,6 +59,12 @@ $(BUILD)/sandbox-egress-relay: egress/relay.c egress/relay_agent.c egress/relay.
 $(BUILD)/sandbox-egress-acl: $(BUILD)/egress/acl_helper.o $(BUILD)/libbroker.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# Host bounds (docs/OPERATIONS.md, "Host bounds"): the mount helper, libc only,
+# the one program of the broker that runs as root.
+MOUNTD_SRC := $(wildcard mountd/*.c)
+$(BUILD)/sandbox-mountd: $(MOUNTD_SRC) mountd/mountd.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(MOUNTD_SRC)
 # Port endpoints (docs/INGRESS.md): the host end, behind nginx.
 $(BUILD)/sandbox-ingress: $(BUILD)/ingress/ingress.o $(BUILD)/libbroker.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -95,11 +101,12 @@ $(BUILD)/%.o: %.c
 -include $(wildcard $(BUILD)/lib/*/*.d $(BUILD)/lib/*/*/*.d $(BUILD)/fcgi/*.d $(BUILD)/supervisor/*.d $(BUILD)/admin/*.d $(BUILD)/egress/*.d $(BUILD)/ingress/*.d)
 
 # Unit tests: one binary per core module, library seams wrapped at link time.
-# A test or fuzz target NAME of a pure agent/ file (the agent links nothing
-# of lib/) compiles that file in: AGENT_SRC_NAME.
+# A test or fuzz target NAME of a pure agent/ (or mountd/) file (they link
+# nothing of lib/) compiles that file in: AGENT_SRC_NAME.
 AGENT_SRC_agent_envfile := agent/envfile.c
 AGENT_SRC_agent_plainsh := agent/plainsh.c
-agent_src = $(if $(AGENT_SRC_$(1)),-Iagent $(AGENT_SRC_$(1)))
+AGENT_SRC_mountd_proto := mountd/proto.c
+agent_src = $(if $(AGENT_SRC_$(1)),-I$(dir $(AGENT_SRC_$(1))) $(AGENT_SRC_$(1)))
 $(BUILD)/tests/test_agent_envfile $(BUILD)/fuzz-replay-agent_envfile $(BUILD)/fuzzer-agent_envfile: \
 	agent/envfile.c agent/envfile.h
 $(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
@@ -107,6 +114,7 @@ $(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
 FCGI_SRC_execd_share := fcgi/execd_share.c
 fcgi_src = $(if $(FCGI_SRC_$(1)),-Ifcgi $(FCGI_SRC_$(1)))
 $(BUILD)/tests/test_execd_share: fcgi/execd_share.c fcgi/execd_share.h
+$(BUILD)/tests/test_mountd_proto: mountd/proto.c mountd/mountd.h
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
 	@mkdir -p $(@D)
@@ -245,7 +253,8 @@ install: all
 		$(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(LIBEXECDIR)
 	install -m 0755 $(BUILD)/sandbox-runc $(BUILD)/sandbox-agent $(BUILD)/sandbox-egress-relay \
-		$(BUILD)/sandbox-egress-acl $(BUILD)/sandbox-ingress egress/squid-config $(DESTDIR)$(LIBEXECDIR)/
+		$(BUILD)/sandbox-egress-acl $(BUILD)/sandbox-ingress $(BUILD)/sandbox-mountd \
+		egress/squid-config $(DESTDIR)$(LIBEXECDIR)/
 	install -m 0644 egress/squid.conf.in $(DESTDIR)$(LIBEXECDIR)/
 	for u in $(UNITS); do \
 		$(INSTALL_SED) deploy/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \

@@ -34,13 +34,14 @@ enum {
         OPT_NAME = 1 << 3,
         OPT_ADMIN = 1 << 4,
         OPT_CREATE_TENANT = 1 << 5,
+        OPT_MAX_DISK = 1 << 6,
 };
 
 struct cli {
         struct broker_config cfg;
         struct redis_conn *redis;
         unsigned opts; /* OPT_* given */
-        long long max_slots, max_sandboxes;
+        long long max_slots, max_sandboxes, max_disk_mb;
         const char *name;
         int argc; /* positional arguments after the command */
         char **argv;
@@ -57,9 +58,10 @@ static const char usage_text[] =
         "Usage: " PROG " COMMAND [OPTIONS]\n"
         "\n"
         "Tenants:\n"
-        "  tenant add NAME [--max-slots N] [--max-sandboxes N]\n"
+        "  tenant add NAME [--max-slots N] [--max-sandboxes N] [--max-disk-mb MB]\n"
         "                         add a tenant (fails if it exists)\n"
         "  tenant set NAME [--max-slots N|default] [--max-sandboxes N|default]\n"
+        "                  [--max-disk-mb MB|default]\n"
         "                         change an existing tenant's caps; 'default' removes\n"
         "                         a cap so the broker's configured default applies\n"
         "  tenant list [--json]   tenants, their caps and number of live keys\n"
@@ -76,7 +78,9 @@ static const char usage_text[] =
         "\n"
         "Names (tenants, key labels) are 1..128 characters of [A-Za-z0-9._@-]; ID is\n"
         "the 16 hex characters 'key list' shows. --json prints one JSON document.\n"
-        "Caps N are 0.." "1000000" ". Redis and the key prefix come from the broker's\n"
+        "Caps N are 0.." "1000000" "; --max-disk-mb (the largest disk, in MiB, of the\n"
+        "tenant's sandboxes, and their disk when below SANDBOX_DISK_MB) is 64..16777216.\n"
+        "Redis and the key prefix come from the broker's\n"
         "environment (REDIS_HOST, REDIS_PORT, REDIS_KEY_PREFIX, ...):\n"
         "  set -a; . /etc/sandbox-broker/sandbox-broker.env; set +a; " PROG " tenant list\n"
         "\n"
@@ -165,7 +169,8 @@ static int tenant_set(struct cli *cli, enum keystore_tenant_op op)
 
         if (!json_input_id_valid(tenant))
                 return usage_error("bad tenant name '%s' (1..128 of [A-Za-z0-9._@-])", tenant);
-        r = keystore_tenant_set(cli->redis, tenant, op, cli->max_slots, cli->max_sandboxes);
+        r = keystore_tenant_set(cli->redis, tenant, op, cli->max_slots, cli->max_sandboxes,
+                                cli->max_disk_mb);
         if (r == -EEXIST) {
                 fprintf(stderr, PROG ": tenant %s exists (change it with 'tenant set')\n", tenant);
                 return EXIT_FAIL;
@@ -197,8 +202,9 @@ static int cmd_tenant_add(struct cli *cli)
 
 static int cmd_tenant_set(struct cli *cli)
 {
-        if (!(cli->opts & (OPT_MAX_SLOTS | OPT_MAX_SANDBOXES)))
-                return usage_error("%s: nothing to set (--max-slots, --max-sandboxes)", "tenant set");
+        if (!(cli->opts & (OPT_MAX_SLOTS | OPT_MAX_SANDBOXES | OPT_MAX_DISK)))
+                return usage_error("%s: nothing to set (--max-slots, --max-sandboxes, --max-disk-mb)",
+                                   "tenant set");
         return tenant_set(cli, KEYSTORE_TENANT_UPDATE);
 }
 
@@ -217,6 +223,7 @@ static int tenants_json(const struct keystore_tenant *v, size_t n)
                 if (json_add_str(o, "tenant", v[i].name) < 0 ||
                     json_add_cap(o, "maxSlots", v[i].max_slots) < 0 ||
                     json_add_cap(o, "maxSandboxes", v[i].max_sandboxes) < 0 ||
+                    json_add_cap(o, "maxDiskMb", v[i].max_disk_mb) < 0 ||
                     json_add(o, "liveKeys", json_object_new_int64(v[i].live_keys)) < 0 ||
                     json_add_time(o, "createdAt", v[i].created_at_ms) < 0) {
                         json_put(a);
@@ -239,17 +246,20 @@ static int cmd_tenant_list(struct cli *cli)
                 r = tenants_json(v, n);
                 goto out;
         }
-        printf("%-24s %-10s %-13s %-5s %s\n", "TENANT", "MAX_SLOTS", "MAX_SANDBOXES", "KEYS",
-               "CREATED");
+        printf("%-24s %-10s %-13s %-11s %-5s %s\n", "TENANT", "MAX_SLOTS", "MAX_SANDBOXES",
+               "MAX_DISK_MB", "KEYS", "CREATED");
         for (size_t i = 0; i < n; i++) {
-                char slots[24] = "default", sandboxes[24] = "default", created[32];
+                char slots[24] = "default", sandboxes[24] = "default", disk[24] = "default";
+                char created[32];
 
                 if (v[i].max_slots >= 0)
                         snprintf(slots, sizeof(slots), "%lld", v[i].max_slots);
                 if (v[i].max_sandboxes >= 0)
                         snprintf(sandboxes, sizeof(sandboxes), "%lld", v[i].max_sandboxes);
+                if (v[i].max_disk_mb >= 0)
+                        snprintf(disk, sizeof(disk), "%lld", v[i].max_disk_mb);
                 iso_time(v[i].created_at_ms, created, sizeof(created));
-                printf("%-24s %-10s %-13s %-5lld %s\n", v[i].name, slots, sandboxes,
+                printf("%-24s %-10s %-13s %-11s %-5lld %s\n", v[i].name, slots, sandboxes, disk,
                        v[i].live_keys, created);
         }
         r = EXIT_OK;
@@ -439,8 +449,10 @@ out:
 }
 
 static const struct command commands[] = {
-        { "tenant", "add", 1, 1, OPT_JSON | OPT_MAX_SLOTS | OPT_MAX_SANDBOXES, cmd_tenant_add },
-        { "tenant", "set", 1, 1, OPT_JSON | OPT_MAX_SLOTS | OPT_MAX_SANDBOXES, cmd_tenant_set },
+        { "tenant", "add", 1, 1, OPT_JSON | OPT_MAX_SLOTS | OPT_MAX_SANDBOXES | OPT_MAX_DISK,
+          cmd_tenant_add },
+        { "tenant", "set", 1, 1, OPT_JSON | OPT_MAX_SLOTS | OPT_MAX_SANDBOXES | OPT_MAX_DISK,
+          cmd_tenant_set },
         { "tenant", "list", 0, 0, OPT_JSON, cmd_tenant_list },
         { "key", "create", 1, 1, OPT_JSON | OPT_NAME | OPT_ADMIN | OPT_CREATE_TENANT,
           cmd_key_create },
@@ -470,6 +482,28 @@ static int parse_cap(const char *opt, const char *s, bool allow_default, long lo
         return 0;
 }
 
+/* --max-disk-mb: CONFIG_DISK_MIN_MB..CONFIG_DISK_MAX_MB, or 'default' (set). */
+static int parse_disk_cap(const char *s, bool allow_default, long long *ret)
+{
+        char *end;
+        long long v;
+
+        if (allow_default && strcmp(s, "default") == 0) {
+                *ret = KEYSTORE_CAP_DEFAULT;
+                return 0;
+        }
+        errno = 0;
+        v = strtoll(s, &end, 10);
+        if (s[0] < '0' || s[0] > '9' || *end || errno || v < CONFIG_DISK_MIN_MB ||
+            v > CONFIG_DISK_MAX_MB) {
+                fprintf(stderr, PROG ": --max-disk-mb: '%s' is not a number of MiB in %d..%d%s\n", s,
+                        CONFIG_DISK_MIN_MB, CONFIG_DISK_MAX_MB, allow_default ? " or 'default'" : "");
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
 /* Parse the options of cmd from argv (argv[0] is the verb). */
 static int parse_options(struct cli *cli, const struct command *cmd, int argc, char **argv)
 {
@@ -477,6 +511,7 @@ static int parse_options(struct cli *cli, const struct command *cmd, int argc, c
                 { "json", no_argument, NULL, 'j' },
                 { "max-slots", required_argument, NULL, 's' },
                 { "max-sandboxes", required_argument, NULL, 'b' },
+                { "max-disk-mb", required_argument, NULL, 'd' },
                 { "name", required_argument, NULL, 'n' },
                 { "admin", no_argument, NULL, 'a' },
                 { "create-tenant", no_argument, NULL, 't' },
@@ -494,6 +529,7 @@ static int parse_options(struct cli *cli, const struct command *cmd, int argc, c
                 case 'j': bit = OPT_JSON; break;
                 case 's': bit = OPT_MAX_SLOTS; break;
                 case 'b': bit = OPT_MAX_SANDBOXES; break;
+                case 'd': bit = OPT_MAX_DISK; break;
                 case 'n': bit = OPT_NAME; break;
                 case 'a': bit = OPT_ADMIN; break;
                 case 't': bit = OPT_CREATE_TENANT; break;
@@ -509,6 +545,8 @@ static int parse_options(struct cli *cli, const struct command *cmd, int argc, c
                         return EXIT_USAGE;
                 if (c == 'b' &&
                     parse_cap("--max-sandboxes", optarg, is_set, &cli->max_sandboxes) < 0)
+                        return EXIT_USAGE;
+                if (c == 'd' && parse_disk_cap(optarg, is_set, &cli->max_disk_mb) < 0)
                         return EXIT_USAGE;
                 if (c == 'n') {
                         if (!json_input_id_valid(optarg))
@@ -528,7 +566,8 @@ static int parse_options(struct cli *cli, const struct command *cmd, int argc, c
 
 int main(int argc, char **argv)
 {
-        struct cli cli = { .max_slots = KEYSTORE_CAP_KEEP, .max_sandboxes = KEYSTORE_CAP_KEEP };
+        struct cli cli = { .max_slots = KEYSTORE_CAP_KEEP, .max_sandboxes = KEYSTORE_CAP_KEEP,
+                           .max_disk_mb = KEYSTORE_CAP_KEEP };
         const struct command *cmd = NULL;
         char err[256];
         int r;

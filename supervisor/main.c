@@ -123,6 +123,28 @@ void sup_conns_close(struct provider *pv, struct redis_conn *rc)
         provider_free(pv);
 }
 
+/* Host bounds (docs/OPERATIONS.md, "Host bounds"): a configuration that
+ * leaves what sandboxes write on the host unbounded is said at every start,
+ * never silently. */
+static void bounds_report(const struct broker_config *cfg)
+{
+        if (strcmp(cfg->provider, "docker") || !cfg->sandbox_agent[0])
+                return;
+        if (!cfg->mountd_socket[0])
+                log_warn(NULL, "MOUNTD_SOCKET is empty: the sandboxes' run directories are plain "
+                               "directories of %s, unbounded: one sandbox can fill that filesystem "
+                               "for every other (docs/OPERATIONS.md, \"Host bounds\")",
+                         cfg->agent_dir);
+        if (!cfg->sandbox_disk_mb)
+                log_warn(NULL, "SANDBOX_DISK_MB=0: sandboxes have no disk of their own; what they "
+                               "write lands on dockerd's disk unbounded: one sandbox can fill it for "
+                               "every other (docs/OPERATIONS.md, \"Host bounds\")");
+        if (cfg->mountd_socket[0])
+                log_info(NULL, "host bounds: through %s, run directories on tmpfs of their own, "
+                               "disks of %d MiB (at most %d MiB)",
+                         cfg->mountd_socket, cfg->sandbox_disk_mb, cfg->sandbox_disk_max_mb);
+}
+
 int main(void)
 {
         struct sup *s = calloc(1, sizeof(*s));
@@ -167,6 +189,7 @@ int main(void)
         log_info(NULL, "supervising: capacity %d, topic %s, group %s, events %s, lease ttl %d ms",
                  s->cfg.capacity, s->cfg.kafka_topic, s->cfg.kafka_group, s->cfg.kafka_events_topic,
                  s->cfg.lease_ttl_ms);
+        bounds_report(&s->cfg);
         if (sup_notify_wait_ready(s, &stop_signal) == 0) {
                 /* the bootstrap keys of OPENSANDBOX_API_KEYS, so that
                  * broker-admin lists them (revoked ones stay revoked) */

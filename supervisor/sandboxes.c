@@ -115,11 +115,12 @@ static void reconcile(struct sup_sandboxes *s)
                 return;
         }
         if (st.orphans_removed || st.records_failed || st.records_followed || st.leases_recovered ||
-            st.teardowns_requeued)
+            st.teardowns_requeued || st.host_orphans)
                 log_info(NULL, "reconciler: %d orphan(s) removed, %d record(s) failed, %d record(s) paused or "
-                               "unpaused after their container, %d lease(s) recovered, %d teardown(s) requeued",
+                               "unpaused after their container, %d lease(s) recovered, %d teardown(s) requeued, "
+                               "%d host leftover(s) of removed containers reaped (run directories, disks)",
                          st.orphans_removed, st.records_failed, st.records_followed, st.leases_recovered,
-                         st.teardowns_requeued);
+                         st.teardowns_requeued, st.host_orphans);
 }
 
 static void *housekeep_main(void *arg)

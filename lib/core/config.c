@@ -50,6 +50,8 @@ static const struct int_opt int_opts[] = {
         INT_OPT("SANDBOX_MILLICPUS", sandbox_millicpus, 500, 10, 64000),
         INT_OPT("SANDBOX_MEMORY_MB", sandbox_memory_mb, 512, 16, 262144),
         INT_OPT("SANDBOX_PIDS", sandbox_pids, 256, 16, 65536),
+        INT_OPT("SANDBOX_DISK_MB", sandbox_disk_mb, 1024, 0, CONFIG_DISK_MAX_MB),
+        INT_OPT("SANDBOX_DISK_MAX_MB", sandbox_disk_max_mb, 8192, CONFIG_DISK_MIN_MB, CONFIG_DISK_MAX_MB),
         INT_OPT("IDLE_KEEP_MS", idle_keep_ms, 600000, 0, 604800000),
         INT_OPT("EXEC_TIMEOUT_MS", exec_timeout_ms, 60000, 100, 3600000),
         INT_OPT("EXEC_MAX_TIMEOUT_MS", exec_max_timeout_ms, 600000, 100, 86400000),
@@ -321,6 +323,32 @@ bool config_runtime_dials(const char *name)
         return name && (!strcmp(name, "runsc") || !strncmp(name, "runsc-", 6));
 }
 
+/* SANDBOX_DISK_MB and SANDBOX_DISK_MAX_MB (docs/OPERATIONS.md, "Host
+ * bounds"): a disk is at least CONFIG_DISK_MIN_MB; 0 is no disk at all, a
+ * choice the supervisor repeats at every start. Docker's disks are mounted
+ * by the host's helper: asking for them without one stops the broker here
+ * rather than failing every create. */
+static int config_disks(const struct broker_config *cfg, char *err, size_t errsz)
+{
+        if (cfg->sandbox_disk_mb && cfg->sandbox_disk_mb < CONFIG_DISK_MIN_MB) {
+                snprintf(err, errsz, "SANDBOX_DISK_MB=%d: expected 0 (no disks: unbounded) or %d to %d",
+                         cfg->sandbox_disk_mb, CONFIG_DISK_MIN_MB, CONFIG_DISK_MAX_MB);
+                return -EINVAL;
+        }
+        if (cfg->sandbox_disk_mb > cfg->sandbox_disk_max_mb) {
+                snprintf(err, errsz, "SANDBOX_DISK_MB must not exceed SANDBOX_DISK_MAX_MB (%d)",
+                         cfg->sandbox_disk_max_mb);
+                return -EINVAL;
+        }
+        if (cfg->sandbox_disk_mb && !strcmp(cfg->provider, "docker") && !cfg->mountd_socket[0]) {
+                snprintf(err, errsz, "SANDBOX_DISK_MB=%d needs the host's mount helper, and MOUNTD_SOCKET "
+                         "is empty: set it (docs/OPERATIONS.md, \"Host bounds\"), or SANDBOX_DISK_MB=0 "
+                         "for disks without a bound", cfg->sandbox_disk_mb);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* SNAPSHOT_MAX_BYTES: the largest image a snapshot may be (bytes, as
  * Docker's image Size); beyond an int, so read here. */
 static int config_snapshot(struct broker_config *cfg, const char *(*lookup)(const char *name),
@@ -366,6 +394,17 @@ static int config_agent(struct broker_config *cfg, const char *(*lookup)(const c
                 snprintf(err, errsz, "AGENT_DIR=%s: expected an absolute path", cfg->agent_dir);
                 return -EINVAL;
         }
+        /* like SANDBOX_RUNTIME, set but empty is a value of its own: no helper */
+        const char *m = lookup("MOUNTD_SOCKET");
+        if (!m)
+                m = "/run/sandbox-broker-mountd/mountd.sock";
+        if (*m && (m[0] != '/' || strlen(m) >= sizeof(cfg->mountd_socket))) {
+                snprintf(err, errsz, "MOUNTD_SOCKET=%.120s: expected the absolute path of a unix socket "
+                         "(at most %zu characters), or empty: no mount helper",
+                         m, sizeof(cfg->mountd_socket) - 1);
+                return -EINVAL;
+        }
+        strcpy(cfg->mountd_socket, m);
         if (v) {
                 if (*v && (v[0] != '/' || access(v, R_OK) < 0)) {
                         snprintf(err, errsz, "SANDBOX_AGENT=%s: expected the absolute path of a "
@@ -560,6 +599,8 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
                 return -EINVAL;
         }
         if (config_exec_records(cfg, lookup, err, errsz) < 0)
+                return -EINVAL;
+        if (config_disks(cfg, err, errsz) < 0)
                 return -EINVAL;
         v = lookup("LOG_LEVEL");
         cfg->log_priority = v && *v ? log_level_parse(v) : LOG_INFO;

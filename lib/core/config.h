@@ -45,6 +45,11 @@ struct broker_config {
         int sandbox_millicpus;
         int sandbox_memory_mb;
         int sandbox_pids;
+        /* disks (docs/OPERATIONS.md, "Host bounds"): SANDBOX_DISK_MB, a sandbox's disk unless
+         * asked otherwise (0 = none: unbounded, said loudly); SANDBOX_DISK_MAX_MB, the most a
+         * create may ask for (a tenant's maxDiskMb lowers it) */
+        int sandbox_disk_mb;
+        int sandbox_disk_max_mb;
         char sandbox_network[64];
         char sandbox_runtime[CONFIG_RUNTIME_MAX]; /* dockerd runtime name; "" = dockerd's default */
         char sandbox_runtimes[512]; /* SANDBOX_RUNTIMES: more a create may name, comma-separated */
@@ -55,6 +60,9 @@ struct broker_config {
         char sandbox_agent[256];  /* absolute path of sandbox-agent (docs/AGENT.md); "" = none */
         char agent_dir[200];      /* per-sandbox agent socket directories */
         char egress_dir[200];     /* per-sandbox egress socket directories (docs/EGRESS.md); "" = no egress */
+        /* MOUNTD_SOCKET: the host's mount helper, sandbox-mountd (docs/OPERATIONS.md, "Host
+         * bounds"); "" (set empty) = none: run directories (and disks) unbounded, said loudly */
+        char mountd_socket[108];
         /* egress policies (NetworkPolicy JSON, egress_policy.h; docs/CONFIGURATION.md, "Egress
          * policy"): EGRESS_DEFAULT for lease sandboxes and OpenSandbox creates without
          * networkPolicy ("" = deny all); EGRESS_POLICY_<MODE> overrides it per lease mode */
@@ -116,6 +124,9 @@ struct broker_config {
                 int size;
         } pools[CONFIG_POOLS_MAX];
 };
+
+#define CONFIG_DISK_MIN_MB 64             /* the smallest disk (an ext4 with its journal) */
+#define CONFIG_DISK_MAX_MB (16 * 1024 * 1024) /* 16 TiB */
 
 /* Fill *cfg from getenv() (tests pass their own lookup through config_load_from).
  * On a malformed or out-of-range value returns -EINVAL and writes a one-line

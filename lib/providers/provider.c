@@ -148,6 +148,12 @@ int provider_volume_remove(struct provider *p, const char *name, char *ret_err)
         return provider_has_volumes(p) ? p->ops->volume_remove(p, name, ret_err) : no_volumes(p, ret_err);
 }
 
+int provider_reap_orphans(struct provider *p, int *ret_count, char *ret_err)
+{
+        *ret_count = 0;
+        return p->ops->reap_orphans ? p->ops->reap_orphans(p, ret_count, ret_err) : 0;
+}
+
 int provider_agent_dir_name(struct provider *p, const char *ref, char *buf, size_t size,
                             char *ret_err)
 {

@@ -37,6 +37,8 @@
 #define PROVIDER_LABEL_PREFIX "io.sandbox-broker.prefix"
 #define PROVIDER_LABEL_AGENT "io.sandbox-broker.agent" /* "1": sandbox-agent is PID 1;
                                                     * "dial": it dials the host relay */
+/* MiB of the sandbox's disk (sandbox_limits.disk_mb); absent: none */
+#define PROVIDER_LABEL_DISK "io.sandbox-broker.disk-mb"
 /* Labels of a snapshot's image (docs/OPENSANDBOX.md, "Snapshots"): which
  * snapshot, of which sandbox, of which tenant; with PROVIDER_LABEL_PREFIX. */
 #define PROVIDER_LABEL_SNAPSHOT "io.sandbox-broker.snapshot-id"
@@ -50,6 +52,12 @@ struct sandbox_limits {
         int64_t nano_cpus;    /* 1e9 = one CPU */
         int64_t memory_bytes;
         int64_t pids;
+        /* MiB of the sandbox's own disk: everything it writes to its root
+         * filesystem (Docker: its writable layer on a loop-mounted image of
+         * this size, docs/OPERATIONS.md "Host bounds"); 0 = no disk of its
+         * own (unbounded: SANDBOX_DISK_MB=0). create only: update_limits
+         * cannot change it */
+        int64_t disk_mb;
 };
 
 /* Registry credentials for one pull (OpenSandbox's image.auth). Held in
@@ -345,6 +353,11 @@ struct provider_ops {
          * now, into ret_id (PROVIDER_IMAGE_ID_MAX), so that a re-tag can be
          * noticed. -ENOENT when it is not on the host. */
         int (*image_id)(struct provider *p, const char *image, char *ret_id, char *ret_err);
+        /* Optional: remove what the backend keeps on the host for sandboxes
+         * that have no container any more (Docker: run directories, etc
+         * directories, disk images: docker_reap.h); how many into
+         * *ret_count. For the reconciler. */
+        int (*reap_orphans)(struct provider *p, int *ret_count, char *ret_err);
         void (*free)(struct provider *p);
 };
 
@@ -420,6 +433,10 @@ int provider_agent_dir_name(struct provider *p, const char *ref, char *buf, size
 
 int provider_image_ensure(struct provider *p, const char *image, const struct image_auth *auth,
                           int timeout_ms, const struct image_pull_cb *cb, char *ret_err);
+
+/* ops->reap_orphans (see there), or 0 with *ret_count 0 when the backend
+ * keeps nothing on the host. */
+int provider_reap_orphans(struct provider *p, int *ret_count, char *ret_err);
 
 /* Can p make snapshots (ops->snapshot_create and ->snapshot_delete)? */
 bool provider_can_snapshot(const struct provider *p);

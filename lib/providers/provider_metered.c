@@ -188,6 +188,11 @@ static int m_agent_dir_name(struct provider *p, const char *ref, char *buf, size
         return INNER(p)->ops->agent_dir_name(INNER(p), ref, buf, size, ret_err);
 }
 
+static int m_reap_orphans(struct provider *p, int *ret_count, char *ret_err)
+{
+        return counted(INNER(p)->ops->reap_orphans(INNER(p), ret_count, ret_err), "reap_orphans");
+}
+
 static void m_free(struct provider *p)
 {
         provider_free(INNER(p));
@@ -225,7 +230,7 @@ int provider_metered(struct provider **p)
                 .volume_create = MIRROR(volume_create), .volume_inspect = MIRROR(volume_inspect),
                 .volume_list = MIRROR(volume_list), .volume_remove = MIRROR(volume_remove),
                 .agent_dir_name = MIRROR(agent_dir_name),
-                .image_id = MIRROR(image_id),
+                .image_id = MIRROR(image_id), .reap_orphans = MIRROR(reap_orphans),
                 .free = m_free,
         };
         m->inner = *p;

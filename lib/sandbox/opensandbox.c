@@ -286,6 +286,27 @@ static int parse_runtime(const struct broker_config *cfg, struct json_object *bo
         return 0;
 }
 
+/* resourceLimits OSB_LIMIT_DISK (opensandbox.h). */
+static int parse_disk(const struct broker_config *cfg, const char *s, struct osb_create *c, char *err)
+{
+        int64_t bytes;
+
+        if (cfg->sandbox_disk_mb == 0 || strcmp(cfg->provider, "docker")) {
+                snprintf(err, OSB_ERR_MAX, "resourceLimits." OSB_LIMIT_DISK ": this server gives "
+                         "sandboxes no disk of their own%s",
+                         cfg->sandbox_disk_mb == 0 ? " (SANDBOX_DISK_MB=0)" : "");
+                return -EINVAL;
+        }
+        if (!s || osb_parse_memory(s, &bytes) < 0 || bytes < (int64_t)CONFIG_DISK_MIN_MB * 1048576 ||
+            (bytes + 1048575) / 1048576 > cfg->sandbox_disk_max_mb) {
+                snprintf(err, OSB_ERR_MAX, "resourceLimits." OSB_LIMIT_DISK " must be like \"2Gi\" "
+                         "(%dMi to %dMi)", CONFIG_DISK_MIN_MB, cfg->sandbox_disk_max_mb);
+                return -EINVAL;
+        }
+        c->disk_mb = (bytes + 1048575) / 1048576;
+        return 0;
+}
+
 int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
                      struct osb_create *c, char *err)
 {
@@ -349,6 +370,7 @@ rest:
 
         c->nano_cpus = (int64_t)cfg->sandbox_millicpus * 1000000;
         c->memory_bytes = (int64_t)cfg->sandbox_memory_mb * 1048576;
+        c->disk_mb = -1;
         if (json_object_object_get_ex(body, "resourceLimits", &limits) &&
             !json_object_is_type(limits, json_type_null)) {
                 if (!json_object_is_type(limits, json_type_object)) {
@@ -367,6 +389,9 @@ rest:
                                         snprintf(err, OSB_ERR_MAX, "resourceLimits.memory must be like \"512Mi\" or \"2Gi\" (6Mi to 1Ti)");
                                         return -EINVAL;
                                 }
+                        } else if (strcmp(k, OSB_LIMIT_DISK) == 0) {
+                                if (parse_disk(cfg, s, c, err) < 0)
+                                        return -EINVAL;
                         } else if (strcmp(k, "gpu") == 0) {
                                 if (!s || strcmp(s, "0") != 0) {
                                         snprintf(err, OSB_ERR_MAX, "resourceLimits.gpu: this server has no GPUs");

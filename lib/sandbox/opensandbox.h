@@ -23,6 +23,10 @@
  * SANDBOX_RUNTIMES. OpenSandbox's own server picks its secure runtime
  * server-wide and names no key for it. */
 #define OSB_EXT_RUNTIME "runtime"
+/* The resourceLimits key of a sandbox's disk (its root filesystem's bound;
+ * docs/OPENSANDBOX.md, "Disks"): Kubernetes' name for a container's local
+ * writable storage; the spec's resourceLimits is an open map of strings. */
+#define OSB_LIMIT_DISK "ephemeral-storage"
 
 /* "500m", "1", "0.25" -> nano-CPUs. Returns 0 or -EINVAL. */
 int osb_parse_cpu(const char *s, int64_t *ret_nano);
@@ -56,6 +60,8 @@ struct osb_create {
         char env[OSB_ENV_MAX];               /* JSON object */
         char metadata[OSB_METADATA_MAX];     /* JSON object */
         int64_t nano_cpus, memory_bytes;
+        int64_t disk_mb;                     /* resourceLimits OSB_LIMIT_DISK in MiB
+                                              * (rounded up); -1: not asked */
         int64_t timeout_s;                   /* -1: manual cleanup */
         /* extensions.runtime (OSB_EXT_RUNTIME), else SANDBOX_RUNTIME_EXCLUSIVE,
          * else SANDBOX_RUNTIME; "" = dockerd's default */
@@ -82,7 +88,11 @@ void osb_create_wipe(struct osb_create *c);
 
 /* Validate a CreateSandboxRequest body. Returns 0, or -EINVAL with err.
  * extensions: only OSB_EXT_RUNTIME is read (an allowed runtime, and only
- * with the Docker provider). The other keys stay opaque. */
+ * with the Docker provider). The other keys stay opaque. resourceLimits
+ * OSB_LIMIT_DISK: a quantity of CONFIG_DISK_MIN_MB MiB to
+ * SANDBOX_DISK_MAX_MB, only with the Docker provider and disks on
+ * (SANDBOX_DISK_MB > 0); the tenant's own cap is the store's to check
+ * (osb_store_create). */
 int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
                      struct osb_create *ret, char *err);
 

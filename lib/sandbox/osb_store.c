@@ -22,29 +22,40 @@ int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const c
 
 int osb_store_create(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
                      const char *tenant, const char *timeout_ms, const char *pool_image,
-                     const char **fields, int n, char *ret_sid, bool *ret_warm, long long *ret_live)
+                     long long disk_mb, const char **fields, int n, char *ret_sid, bool *ret_warm,
+                     long long *ret_n)
 {
-        const char *argv[5 + 32];
+        const char *argv[8 + 32];
         redisReply *rep = NULL;
-        char max[16];
+        char max[16], ask[24] = "", ddef[16], dmax[16];
         int r, argc = 0;
 
         if (n > 32)
                 return -E2BIG;
         snprintf(max, sizeof(max), "%d", cfg->osb_max_per_tenant);
+        if (disk_mb >= 0)
+                snprintf(ask, sizeof(ask), "%lld", disk_mb);
+        snprintf(ddef, sizeof(ddef), "%d", cfg->sandbox_disk_mb);
+        snprintf(dmax, sizeof(dmax), "%d", cfg->sandbox_disk_max_mb);
         argv[argc++] = sid;
         argv[argc++] = tenant;
         argv[argc++] = max;
         argv[argc++] = timeout_ms;
         argv[argc++] = pool_image ? pool_image : "";
+        argv[argc++] = ask;
+        argv[argc++] = ddef;
+        argv[argc++] = dmax;
         for (int i = 0; i < n; i++)
                 argv[argc++] = fields[i];
         r = redis_conn_script_tagged(c, LUA_OSB_CREATE, argc, argv, &rep);
         if (r < 0)
                 return r;
         if (reply_is_str(rep->element[0], "limit") && rep->elements == 2) {
-                *ret_live = rep->element[1]->type == REDIS_REPLY_INTEGER ? rep->element[1]->integer : 0;
+                *ret_n = rep->element[1]->type == REDIS_REPLY_INTEGER ? rep->element[1]->integer : 0;
                 r = -EDQUOT;
+        } else if (reply_is_str(rep->element[0], "disk") && rep->elements == 2) {
+                *ret_n = rep->element[1]->type == REDIS_REPLY_INTEGER ? rep->element[1]->integer : 0;
+                r = -EFBIG;
         } else if (!reply_is_str(rep->element[0], "ok") || rep->elements != 3 ||
                    rep->element[1]->type != REDIS_REPLY_STRING || rep->element[1]->len >= 33 ||
                    rep->element[2]->type != REDIS_REPLY_STRING) {

@@ -37,11 +37,17 @@ int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const c
  * oldest ready member of that image's warm pool is taken in the same
  * script (never by two creates): the record then has the member's id and
  * container (*ret_warm true); an empty pool leaves sid (*ret_warm false).
- * *ret_sid (33 bytes) gets the record's id. -EDQUOT when the tenant
- * already has its maximum of live sandboxes (*ret_live gets their number). */
+ * Its disk (field diskMb): disk_mb (>= 0, asked by the create) or the
+ * default, SANDBOX_DISK_MB, both within the tenant's cap (its maxDiskMb,
+ * else SANDBOX_DISK_MAX_MB); only a record with the default disk takes a
+ * member. *ret_sid (33 bytes) gets the record's id. -EDQUOT when the tenant
+ * already has its maximum of live sandboxes (*ret_n gets their number);
+ * -EFBIG when disk_mb is over the tenant's cap (*ret_n gets the cap): both
+ * before anything is stored. */
 int osb_store_create(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
                      const char *tenant, const char *timeout_ms, const char *pool_image,
-                     const char **fields, int n, char *ret_sid, bool *ret_warm, long long *ret_live);
+                     long long disk_mb, const char **fields, int n, char *ret_sid, bool *ret_warm,
+                     long long *ret_n);
 
 /* Delete: release its lease or take its ticket out of the queue, and hand
  * the container to the teardown. -ENOENT, or -EALREADY when it is already

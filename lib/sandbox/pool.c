@@ -132,6 +132,9 @@ static void member_limits(struct redis_conn *rc, const struct broker_config *cfg
         l->nano_cpus = (int64_t)cfg->sandbox_millicpus * 1000000LL;
         l->memory_bytes = (int64_t)cfg->sandbox_memory_mb * 1024 * 1024;
         l->pids = cfg->sandbox_pids;
+        /* always the default disk: only a sandbox that gets it takes a
+         * member (sandbox_claim.lua, osb_create.lua); a disk cannot change */
+        l->disk_mb = cfg->sandbox_disk_mb;
         snprintf(key, sizeof(key), "%swpoolstat:%s", cfg->key_prefix, image);
         const char *argv[] = { "HGET", key, "lastLimits" };
         if (redis_conn_command(rc, 3, argv, &rep) < 0)

@@ -240,7 +240,7 @@ int sandbox_follow(struct redis_conn *rc, struct provider *pv, const struct brok
 static int claim(struct redis_conn *rc, const struct broker_config *cfg, const char *lease_id,
                  struct sandbox_claim *c)
 {
-        char sid[33], cpus[24], mem[24], pids[16], *pol[EGRESS_CONFIG_POLICIES];
+        char sid[33], cpus[24], mem[24], pids[16], disk[16], *pol[EGRESS_CONFIG_POLICIES];
         redisReply *rep = NULL;
         int r;
 
@@ -251,6 +251,7 @@ static int claim(struct redis_conn *rc, const struct broker_config *cfg, const c
         snprintf(cpus, sizeof(cpus), "%lld", (long long)cfg->sandbox_millicpus * 1000000LL);
         snprintf(mem, sizeof(mem), "%lld", (long long)cfg->sandbox_memory_mb * 1024 * 1024);
         snprintf(pids, sizeof(pids), "%d", cfg->sandbox_pids);
+        snprintf(disk, sizeof(disk), "%d", cfg->sandbox_disk_mb);
         /* a record without an egress policy gets its pool's or its mode's
          * (failing that, none: it reads as deny-all) */
         (void)egress_config_policies(cfg, pol);
@@ -262,8 +263,8 @@ static int claim(struct redis_conn *rc, const struct broker_config *cfg, const c
                                config_runtime_for_mode(cfg, "exclusive"),
                                config_runtime_for_mode(cfg, "user_shared"),
                                config_runtime_for_mode(cfg, "multi_user_shared"),
-                               cfg->sandbox_runtime };
-        r = redis_conn_script(rc, LUA_SANDBOX_CLAIM, 18, argv, &rep);
+                               cfg->sandbox_runtime, disk };
+        r = redis_conn_script(rc, LUA_SANDBOX_CLAIM, 19, argv, &rep);
         for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++)
                 free(pol[i]);
         if (r < 0)
@@ -293,6 +294,7 @@ struct record {
         char ref[PROVIDER_REF_MAX];
         char image[256];
         long long nano_cpus, memory, pids;
+        long long disk_mb;                   /* -1: the record has none (older than disks) */
         char entrypoint[OSB_ENTRYPOINT_MAX]; /* JSON array; "" = keep-alive default */
         char env[OSB_ENV_MAX];               /* JSON object; "" = none */
         char pool_limits[64];                /* a claimed warm member's "cpus,mem,pids"; "" = cold */
@@ -310,11 +312,11 @@ static int record_read(struct redis_conn *rc, const struct broker_config *cfg, c
         memset(rec, 0, sizeof(*rec));
         snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
         const char *argv[] = { "HMGET", key, "state", "ref", "image", "nanoCpus", "memoryBytes", "pids",
-                               "entrypoint", "env", "poolLimits", "volumes", "runtime" };
-        r = redis_conn_command(rc, 13, argv, &rep);
+                               "entrypoint", "env", "poolLimits", "volumes", "runtime", "diskMb" };
+        r = redis_conn_command(rc, 14, argv, &rep);
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 11) {
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 12) {
                 r = -EPROTO;
         } else if (!reply_is_str(rep->element[0], NULL)) {
                 r = -ENOENT;
@@ -339,6 +341,7 @@ static int record_read(struct redis_conn *rc, const struct broker_config *cfg, c
                 if (reply_is_str(rep->element[10], NULL) &&
                     copy_str(rep->element[10], rec->runtime, sizeof(rec->runtime)) < 0)
                         r = -EPROTO;
+                rec->disk_mb = reply_is_str(rep->element[11], NULL) ? atoll(rep->element[11]->str) : -1;
         }
         reply_free(rep);
         return r;
@@ -408,7 +411,9 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
                 .workdir = "/workspace",
                 .network = cfg->sandbox_network,
                 .runtime = config_runtime_of(cfg, rec->runtime),
-                .limits = { rec->nano_cpus, rec->memory, rec->pids },
+                /* a record made before disks gets the default one, never none */
+                .limits = { rec->nano_cpus, rec->memory, rec->pids,
+                            rec->disk_mb >= 0 ? rec->disk_mb : cfg->sandbox_disk_mb },
                 .image_auth = auth,
                 .pull_cb = &pull_cb,
         };
@@ -464,7 +469,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
 static int warm_limits(struct provider *pv, const struct record *rec, const char *ref, char *err)
 {
         char want[64];
-        struct sandbox_limits l = { rec->nano_cpus, rec->memory, rec->pids };
+        struct sandbox_limits l = { rec->nano_cpus, rec->memory, rec->pids, 0 }; /* the disk stays */
 
         snprintf(want, sizeof(want), "%lld,%lld,%lld", rec->nano_cpus, rec->memory, rec->pids);
         if (strcmp(want, rec->pool_limits) == 0 || !pv->ops->update_limits)
@@ -1144,6 +1149,10 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
                                  "reconciler: container of a %s sandbox is gone; marked Failed", bstate);
                 }
         }
+        /* what the backend keeps on the host for containers gone (the
+         * containers' orphans above are gone by now too) */
+        if (provider_reap_orphans(pv, &st->host_orphans, ignored) < 0)
+                st->host_orphans = 0;
         for (size_t i = 0; i < stale->elements; i++) {
                 char why[SANDBOX_ERR_MAX];
                 if (!reply_is_str(stale->element[i], NULL))

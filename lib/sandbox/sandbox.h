@@ -137,6 +137,7 @@ struct sandbox_reconcile_stats {
         int records_followed; /* Running <-> Paused after the container */
         int leases_recovered;
         int teardowns_requeued;
+        int host_orphans; /* run directories, disks... of containers gone (provider_reap_orphans) */
 };
 int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
                       struct sandbox_reconcile_stats *ret, char *err);

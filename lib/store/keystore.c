@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "json_input.h"
 
 /* The tag of a script's {'tag', ...} reply with exactly n elements. */
@@ -72,6 +73,12 @@ static bool cap_valid(long long v)
                (v >= 0 && v <= KEYSTORE_CAP_MAX);
 }
 
+static bool disk_cap_valid(long long v)
+{
+        return v == KEYSTORE_CAP_KEEP || v == KEYSTORE_CAP_DEFAULT ||
+               (v >= CONFIG_DISK_MIN_MB && v <= CONFIG_DISK_MAX_MB);
+}
+
 static void cap_arg(long long v, char *buf, size_t size)
 {
         if (v == KEYSTORE_CAP_KEEP)
@@ -83,20 +90,22 @@ static void cap_arg(long long v, char *buf, size_t size)
 }
 
 int keystore_tenant_set(struct redis_conn *c, const char *tenant, enum keystore_tenant_op op,
-                        long long max_slots, long long max_sandboxes)
+                        long long max_slots, long long max_sandboxes, long long max_disk_mb)
 {
-        char slots[24], sandboxes[24];
+        char slots[24], sandboxes[24], disk[24];
         redisReply *rep = NULL;
         int r;
 
         if (!json_input_id_valid(tenant) || !cap_valid(max_slots) || !cap_valid(max_sandboxes) ||
+            !disk_cap_valid(max_disk_mb) ||
             (op != KEYSTORE_TENANT_CREATE && op != KEYSTORE_TENANT_UPDATE))
                 return -EINVAL;
         cap_arg(max_slots, slots, sizeof(slots));
         cap_arg(max_sandboxes, sandboxes, sizeof(sandboxes));
+        cap_arg(max_disk_mb, disk, sizeof(disk));
         const char *argv[] = { tenant, op == KEYSTORE_TENANT_CREATE ? "create" : "update", slots,
-                               sandboxes };
-        r = redis_conn_script(c, LUA_TENANT_SET, 4, argv, &rep);
+                               sandboxes, disk };
+        r = redis_conn_script(c, LUA_TENANT_SET, 5, argv, &rep);
         if (r < 0)
                 return r;
         if (reply_tagged(rep, "created", 1) || reply_tagged(rep, "updated", 1))
@@ -111,12 +120,13 @@ int keystore_tenant_set(struct redis_conn *c, const char *tenant, enum keystore_
         return r;
 }
 
-/* One row of tenant_list: {tenant, maxSlots, maxSandboxes, createdAt, liveKeys}. */
+/* One row of tenant_list: {tenant, maxSlots, maxSandboxes, createdAt, liveKeys,
+ * maxDiskMb}. */
 static int tenant_from_row(const redisReply *row, struct keystore_tenant *t)
 {
         int r;
 
-        if (!row || row->type != REDIS_REPLY_ARRAY || row->elements != 5)
+        if (!row || row->type != REDIS_REPLY_ARRAY || row->elements != 6)
                 return -EPROTO;
         r = copy_str(row->element[0], t->name, sizeof(t->name));
         if (r < 0)
@@ -125,8 +135,9 @@ static int tenant_from_row(const redisReply *row, struct keystore_tenant *t)
         t->max_sandboxes = reply_count(row->element[2]);
         t->created_at_ms = reply_count(row->element[3]);
         t->live_keys = reply_count(row->element[4]);
+        t->max_disk_mb = reply_count(row->element[5]);
         if (t->max_slots < -1 || t->max_sandboxes < -1 || t->created_at_ms < -1 ||
-            t->live_keys < 0)
+            t->live_keys < 0 || t->max_disk_mb < -1)
                 return -EPROTO;
         return 0;
 }

@@ -38,6 +38,7 @@ struct keystore_tenant {
         char name[KEYSTORE_NAME_MAX];
         long long max_slots;     /* -1: absent, the broker's default */
         long long max_sandboxes; /* -1: absent, the broker's default */
+        long long max_disk_mb;   /* -1: absent, SANDBOX_DISK_MAX_MB */
         long long created_at_ms; /* -1: unknown */
         long long live_keys;     /* keys not revoked */
 };
@@ -62,10 +63,14 @@ enum keystore_revoke_result {
 bool keystore_id_valid(const char *s);
 
 /* Create (op KEYSTORE_TENANT_CREATE) or update a tenant's caps; each cap is
- * a value in 0..KEYSTORE_CAP_MAX, KEYSTORE_CAP_KEEP or KEYSTORE_CAP_DEFAULT.
- * Errors: -EEXIST (create, exists), -ENOENT (update, no such tenant). */
+ * a value in 0..KEYSTORE_CAP_MAX, KEYSTORE_CAP_KEEP or KEYSTORE_CAP_DEFAULT;
+ * max_disk_mb (the largest disk of its sandboxes, and their disk when it is
+ * below SANDBOX_DISK_MB; docs/OPERATIONS.md, "Host bounds") a value in
+ * CONFIG_DISK_MIN_MB..CONFIG_DISK_MAX_MB (a tenant cannot be given
+ * unbounded disks), KEEP or DEFAULT. Errors: -EEXIST (create, exists),
+ * -ENOENT (update, no such tenant). */
 int keystore_tenant_set(struct redis_conn *c, const char *tenant, enum keystore_tenant_op op,
-                        long long max_slots, long long max_sandboxes);
+                        long long max_slots, long long max_sandboxes, long long max_disk_mb);
 
 /* Every tenant, in creation order, with its caps and live key count.
  * *ret (NULL when *ret_n is 0) is an array owned by the caller (free()). */

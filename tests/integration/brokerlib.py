@@ -52,7 +52,7 @@ CONFIG_VARS = (
     "OPENSANDBOX_ENDPOINT_HOST", "DAYTONA_API_URL", "DAYTONA_API_KEY",
     "DAYTONA_ORGANIZATION_ID", "DAYTONA_SNAPSHOT", "DAYTONA_TARGET", "DAYTONA_TIMEOUT_MS",
     "DAYTONA_POLL_MAX_MS", "LOG_TARGET", "METRICS_TOKEN", "TENANT_MAX_SLOTS",
-    "SANDBOX_AGENT", "AGENT_DIR", "EXEC_TRANSPORT",
+    "SANDBOX_AGENT", "AGENT_DIR", "EXEC_TRANSPORT", "MOUNTD_SOCKET", "DISK_DIR",
     "POOL", "POOL_MAX_AGE_MS", "POOL_COUNTS_AGAINST_CAPACITY", "POOL_REFILL_HOLD_MS",
     "SNAPSHOT_MAX_PER_TENANT", "SNAPSHOT_MAX_BYTES", "SNAPSHOT_TIMEOUT_MS",
     "VOLUME_HOST_ALLOW", "VOLUME_MAX_PER_TENANT",
@@ -572,7 +572,28 @@ class Sampler:
             "active slots exceeded %d: %r" % (self.limit, self.violations[:10])
 
 
+def unmount_under(path):
+    """Lazily unmount every mount at or below path, deepest first: what
+    sandbox-mountd mounted for a test's sandboxes (their run directories'
+    tmpfs) once the containers are gone. Returns the mount points."""
+    path = os.path.realpath(path)
+    found = []
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                mp = line.split()[4].replace("\\040", " ")
+                if mp == path or mp.startswith(path + "/"):
+                    found.append(mp)
+    except OSError:
+        return []
+    for mp in sorted(found, key=len, reverse=True):
+        subprocess.run(["umount", "-l", mp], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False)
+    return found
+
+
 def rmtree_quiet(path):
+    unmount_under(path)
     shutil.rmtree(path, ignore_errors=True)
 
 

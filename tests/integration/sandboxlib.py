@@ -24,7 +24,7 @@ import urllib.parse
 
 import pytest
 
-from brokerlib import BUILD_DIR, http_request, wait_until
+from brokerlib import BUILD_DIR, http_request, unmount_under, wait_until
 
 DOCKER_SOCK = os.environ.get("IT_DOCKER_SOCK", "/var/run/docker.sock")
 LABEL_MANAGED = "io.sandbox-broker.managed"
@@ -207,6 +207,9 @@ def docker_broker(request, broker):
                 DOCKER.remove_prefix(sb.b.prefix)
             except Exception as e:
                 errors.append("container cleanup %s: %r" % (sb.b.prefix, e))
+            # the run directories' tmpfs of the removed containers (sandbox-mountd),
+            # also when the state dir is kept for a failure
+            unmount_under(sb.b.state_dir)
         if errors:
             print("\nsandbox fixture teardown problems: %s" % errors)
     request.addfinalizer(fin)

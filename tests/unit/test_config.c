@@ -67,6 +67,11 @@ static int load_one(const char *name, const char *value, struct broker_config *c
         /* likewise EXEC_RECORD_MAX_OUTPUT and EXEC_MAX_OUTPUT */
         else if (strcmp(name, "EXEC_RECORD_MAX_OUTPUT") == 0)
                 env_set("EXEC_MAX_OUTPUT", "67108864");
+        /* and SANDBOX_DISK_MB and SANDBOX_DISK_MAX_MB */
+        else if (strcmp(name, "SANDBOX_DISK_MB") == 0)
+                env_set("SANDBOX_DISK_MAX_MB", "16777216");
+        else if (strcmp(name, "SANDBOX_DISK_MAX_MB") == 0)
+                env_set("SANDBOX_DISK_MB", "64");
         err[0] = '\0';
         return config_load_from(cfg, env_get, err, errsz);
 }
@@ -99,6 +104,8 @@ static const struct int_spec int_specs[] = {
         INT_SPEC("SANDBOX_MILLICPUS", sandbox_millicpus, 500, 10, 64000),
         INT_SPEC("SANDBOX_MEMORY_MB", sandbox_memory_mb, 512, 16, 262144),
         INT_SPEC("SANDBOX_PIDS", sandbox_pids, 256, 16, 65536),
+        INT_SPEC("SANDBOX_DISK_MB", sandbox_disk_mb, 1024, 0, 16777216),
+        INT_SPEC("SANDBOX_DISK_MAX_MB", sandbox_disk_max_mb, 8192, 64, 16777216),
         INT_SPEC("IDLE_KEEP_MS", idle_keep_ms, 600000, 0, 604800000),
         INT_SPEC("EXEC_TIMEOUT_MS", exec_timeout_ms, 60000, 100, 3600000),
         INT_SPEC("EXEC_MAX_TIMEOUT_MS", exec_max_timeout_ms, 600000, 100, 86400000),
@@ -206,6 +213,9 @@ static void test_int_fields(void **state)
                         if (j != i && strncmp(int_specs[j].name, "EXEC_", 5) == 0 &&
                             strncmp(s->name, "EXEC_", 5) == 0)
                                 continue; /* the partner load_one set */
+                        if (j != i && strncmp(int_specs[j].name, "SANDBOX_DISK_", 13) == 0 &&
+                            strncmp(s->name, "SANDBOX_DISK_", 13) == 0)
+                                continue;
                         assert_int_equal(cfg_int(&cfg, &int_specs[j]),
                                          j == i ? want : int_specs[j].def);
                 }
@@ -523,6 +533,61 @@ static void test_sandbox_runtime(void **state)
                          -EINVAL);
 }
 
+/* MOUNTD_SOCKET: unset = the shipped helper's socket, set but empty = no
+ * helper (the supervisor then says the bounds are off), else an absolute
+ * path that fits a unix socket address. */
+static void test_mountd_socket(void **state)
+{
+        struct broker_config cfg;
+        char err[256] = "", path[200];
+
+        (void)state;
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_string_equal(cfg.mountd_socket, "/run/sandbox-broker-mountd/mountd.sock");
+        assert_int_equal(load_one("MOUNTD_SOCKET", "", &cfg, err, sizeof(err)), 0);
+        assert_string_equal(cfg.mountd_socket, "");
+        assert_int_equal(load_one("MOUNTD_SOCKET", "/tmp/m.sock", &cfg, err, sizeof(err)), 0);
+        assert_string_equal(cfg.mountd_socket, "/tmp/m.sock");
+        assert_int_equal(load_one("MOUNTD_SOCKET", "m.sock", &cfg, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "MOUNTD_SOCKET=m.sock: expected the absolute path"));
+        memset(path, 'a', sizeof(path));
+        path[0] = '/';
+        path[108] = '\0'; /* 108 bytes: one more than sun_path holds with its NUL */
+        assert_int_equal(load_one("MOUNTD_SOCKET", path, &cfg, err, sizeof(err)), -EINVAL);
+        path[107] = '\0';
+        assert_int_equal(load_one("MOUNTD_SOCKET", path, &cfg, err, sizeof(err)), 0);
+}
+
+/* SANDBOX_DISK_MB: 0 (no disks) or 64 and more, not above
+ * SANDBOX_DISK_MAX_MB; with the Docker provider it needs the host's mount
+ * helper (MOUNTD_SOCKET), else the broker does not start. */
+static void test_disks(void **state)
+{
+        struct broker_config cfg;
+        char err[256] = "";
+
+        (void)state;
+        assert_int_equal(load_one("SANDBOX_DISK_MB", "63", &cfg, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "SANDBOX_DISK_MB=63: expected 0 (no disks: unbounded) or 64"));
+        assert_int_equal(load_one("SANDBOX_DISK_MB", "1", &cfg, err, sizeof(err)), -EINVAL);
+        env_reset();
+        env_set("SANDBOX_DISK_MB", "4096");
+        env_set("SANDBOX_DISK_MAX_MB", "2048");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "SANDBOX_DISK_MB must not exceed SANDBOX_DISK_MAX_MB"));
+        env_reset();
+        env_set("SANDBOX_PROVIDER", "docker");
+        env_set("SANDBOX_AGENT", "");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_int_equal(cfg.sandbox_disk_mb, 1024);
+        env_set("MOUNTD_SOCKET", "");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "SANDBOX_DISK_MB=1024 needs the host's mount helper"));
+        env_set("SANDBOX_DISK_MB", "0");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_int_equal(cfg.sandbox_disk_mb, 0);
+}
+
 /* SANDBOX_RUNTIMES (the allowlist of create's extensions.runtime) and
  * SANDBOX_RUNTIME_<MODE>; which runtimes carry the agent. */
 static void test_runtime_allowlist(void **state)
@@ -676,6 +741,8 @@ int main(void)
                 cmocka_unit_test_setup(test_all_set, setup),
                 cmocka_unit_test_setup(test_config_load_getenv, setup),
                 cmocka_unit_test_setup(test_sandbox_runtime, setup),
+                cmocka_unit_test_setup(test_mountd_socket, setup),
+                cmocka_unit_test_setup(test_disks, setup),
                 cmocka_unit_test_setup(test_runtime_allowlist, setup),
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -2,7 +2,11 @@
  * and bind-source link under AGENT_DIR, in a temp directory. The property
  * that matters across crashes: whenever a container's run directory
  * exists, its sandbox's link exists too (docker_start prepares again only
- * when the run directory is missing). */
+ * when the run directory is missing). With the host's mount helper
+ * (MOUNTD_SOCKET; a fake one here, a thread on a unix socket), a run
+ * directory exists only once the helper has bounded it: a helper that
+ * refuses or is absent leaves none, so no sandbox starts with an unbounded
+ * one and the next start asks again. */
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -11,7 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -46,6 +54,72 @@ static int teardown(void **state)
                  agent.dir);
         assert_int_equal(system(cmd), 0);
         return 0;
+}
+
+/* ---- a fake sandbox-mountd: records each request line, answers one line */
+
+static struct {
+        int lfd;
+        pthread_t thread;
+        volatile int stop;
+        const char *answer; /* "ok\n", "err 39 not empty\n" */
+        char lines[8][128];
+        int n;
+} fake;
+
+static void *fake_main(void *arg)
+{
+        (void)arg;
+        while (!fake.stop) {
+                struct pollfd p = { .fd = fake.lfd, .events = POLLIN };
+                char buf[128];
+                ssize_t n;
+                int c;
+
+                if (poll(&p, 1, 50) <= 0)
+                        continue;
+                c = accept(fake.lfd, NULL, NULL);
+                if (c < 0)
+                        continue;
+                n = read(c, buf, sizeof(buf) - 1);
+                if (n > 0 && fake.n < 8) {
+                        buf[n] = '\0';
+                        buf[strcspn(buf, "\n")] = '\0';
+                        snprintf(fake.lines[fake.n++], sizeof(fake.lines[0]), "%s", buf);
+                }
+                /* a failed write is the client's to notice */
+                (void)!write(c, fake.answer, strlen(fake.answer));
+                close(c);
+        }
+        return NULL;
+}
+
+/* agent.mountd: a fake helper answering answer */
+static void fake_start(const char *answer)
+{
+        struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+        snprintf(agent.mountd, sizeof(agent.mountd), "%.*s/mountd.sock",
+                 (int)(strrchr(agent.dir, '/') - agent.dir), agent.dir);
+        strcpy(a.sun_path, agent.mountd);
+        (void)unlink(agent.mountd);
+        memset(fake.lines, 0, sizeof(fake.lines));
+        fake.n = 0;
+        fake.stop = 0;
+        fake.answer = answer;
+        fake.lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+        assert_true(fake.lfd >= 0);
+        assert_int_equal(bind(fake.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+        assert_int_equal(listen(fake.lfd, 8), 0);
+        agent.mountd_timeout_ms = 5000;
+        assert_int_equal(pthread_create(&fake.thread, NULL, fake_main, NULL), 0);
+}
+
+static void fake_stop(void)
+{
+        fake.stop = 1;
+        pthread_join(fake.thread, NULL);
+        close(fake.lfd);
 }
 
 static void path_of(const char *name, char *buf, size_t size)
@@ -162,6 +236,84 @@ static void test_refs_that_are_not_ids_are_refused(void **state)
         assert_int_equal(docker_agent_run_dir(&agent, REF "/..", dir, sizeof(dir)), -EINVAL);
 }
 
+/* The helper bounds a listening agent's run directory before anything
+ * can write there, and is asked to drop it at the cleanup. */
+static void test_helper_bounds_the_run_dir(void **state)
+{
+        char err[PROVIDER_ERR_MAX] = "", dir[256];
+
+        (void)state;
+        fake_start("ok\n");
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, false, err), 0);
+        assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), 0);
+        expect_link(SID, REF);
+        docker_agent_cleanup(&agent, REF);
+        fake_stop();
+        assert_int_equal(fake.n, 2);
+        assert_string_equal(fake.lines[0], "run " REF);
+        assert_string_equal(fake.lines[1], "unrun " REF);
+        assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), -ENOENT);
+}
+
+/* A refusal: no run directory (the next start prepares again), the
+ * helper's reason in the error. */
+static void test_helper_refusal_leaves_no_run_dir(void **state)
+{
+        char err[PROVIDER_ERR_MAX] = "", dir[256];
+
+        (void)state;
+        fake_start("err 39 /x/" REF ": not empty\n");
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, false, err), -EIO);
+        fake_stop();
+        assert_non_null(strstr(err, "sandbox-mountd: /x/" REF ": not empty"));
+        assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), -ENOENT);
+        expect_link(SID, REF);
+}
+
+/* No helper where MOUNTD_SOCKET says: the same, and the error names the
+ * helper and its socket. */
+static void test_helper_absent(void **state)
+{
+        char err[PROVIDER_ERR_MAX] = "", dir[256];
+
+        (void)state;
+        snprintf(agent.mountd, sizeof(agent.mountd), "/nonexistent/mountd.sock");
+        agent.mountd_timeout_ms = 1000;
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, false, err), -EIO);
+        assert_non_null(strstr(err, "sandbox-mountd"));
+        assert_non_null(strstr(err, "/nonexistent/mountd.sock"));
+        assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), -ENOENT);
+}
+
+/* A helper that answers something else, or nothing: refused too. */
+static void test_helper_garbage(void **state)
+{
+        char err[PROVIDER_ERR_MAX] = "", dir[256];
+
+        (void)state;
+        fake_start("yes\n");
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, false, err), -EIO);
+        fake_stop();
+        assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), -ENOENT);
+        fake_start("");
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, false, err), -EIO);
+        fake_stop();
+        assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), -ENOENT);
+}
+
+/* A dialing agent's run directory is read-only in its sandbox: no tmpfs. */
+static void test_helper_not_asked_for_a_dialing_agent(void **state)
+{
+        char err[PROVIDER_ERR_MAX] = "", dir[256];
+
+        (void)state;
+        fake_start("err 5 must not be asked\n");
+        assert_int_equal(docker_agent_prepare(&agent, SID, REF, true, err), 0);
+        fake_stop();
+        assert_int_equal(fake.n, 0);
+        assert_int_equal(docker_agent_run_dir(&agent, REF, dir, sizeof(dir)), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -171,6 +323,11 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_cleanup_removes_run_dir_and_link, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_dialing_agent_has_a_marker, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refs_that_are_not_ids_are_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_helper_bounds_the_run_dir, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_helper_refusal_leaves_no_run_dir, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_helper_absent, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_helper_garbage, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_helper_not_asked_for_a_dialing_agent, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -526,6 +526,118 @@ static void on_info(void *ud, const struct sandbox_info *info)
         s->last = *info;
 }
 
+/* A create's host bounds: logs rotated whatever the daemon's default,
+ * the disk's label only with a disk, and the read-only etc files (Docker
+ * leaves out its own writable ones when a mount names their path). */
+static void test_create_body_bounds(void **state)
+{
+        struct docker_agent_mount m = { .bin = "/usr/libexec/sb/sandbox-agent",
+                                        .source = "/run/sb/agents/sb-sbx-1",
+                                        .etc = "/run/sb/agents/etc-sbx-1" };
+        struct sandbox_spec s = base_spec;
+        struct json_object *o, *h, *mounts, *lbl;
+        char *body = NULL;
+
+        (void)state;
+        assert_int_equal(docker_json_create_body(&s, NULL, &body), 0);
+        o = json_tokener_parse(body);
+        h = get(o, "HostConfig");
+        assert_string_equal(get_s(h, "LogConfig.Type"), "json-file");
+        assert_string_equal(get_s(h, "LogConfig.Config.max-size"), DOCKER_LOG_MAX_SIZE);
+        assert_string_equal(get_s(h, "LogConfig.Config.max-file"), DOCKER_LOG_MAX_FILE);
+        assert_false(json_object_object_get_ex(get(o, "Labels"), PROVIDER_LABEL_DISK, &lbl));
+        assert_false(json_object_object_get_ex(h, "Mounts", &mounts));
+        json_object_put(o);
+        free(body);
+
+        s.limits.disk_mb = 2048;
+        assert_int_equal(docker_json_create_body(&s, &m, &body), 0);
+        o = json_tokener_parse(body);
+        assert_string_equal(label(o, PROVIDER_LABEL_DISK), "2048");
+        mounts = get(get(o, "HostConfig"), "Mounts");
+        assert_int_equal(json_object_array_length(mounts), 3);
+        static const char *const names[] = { "hosts", "hostname", "resolv.conf" };
+        for (size_t i = 0; i < 3; i++) {
+                struct json_object *mt = json_object_array_get_idx(mounts, i);
+                char src[128], dst[32];
+
+                snprintf(src, sizeof(src), "/run/sb/agents/etc-sbx-1/%s", names[i]);
+                snprintf(dst, sizeof(dst), "/etc/%s", names[i]);
+                assert_string_equal(get_s(mt, "Type"), "bind");
+                assert_string_equal(get_s(mt, "Source"), src);
+                assert_string_equal(get_s(mt, "Target"), dst);
+                assert_true(json_object_get_boolean(get(mt, "ReadOnly")));
+        }
+        json_object_put(o);
+        free(body);
+
+        /* with volumes: theirs first, the etc files after them */
+        const struct sandbox_mount vm[] = { { SANDBOX_MOUNT_VOLUME, "sbv-x", "/data", false } };
+        s.mounts = vm;
+        s.n_mounts = 1;
+        assert_int_equal(docker_json_create_body(&s, &m, &body), 0);
+        o = json_tokener_parse(body);
+        mounts = get(get(o, "HostConfig"), "Mounts");
+        assert_int_equal(json_object_array_length(mounts), 4);
+        assert_string_equal(get_s(json_object_array_get_idx(mounts, 0), "Target"), "/data");
+        json_object_put(o);
+        free(body);
+}
+
+/* GraphDriver of an overlay2 container: its writable layer's id, only
+ * when UpperDir and WorkDir are that layer's diff and work. */
+static void test_parse_disk(void **state)
+{
+#define LAYER "4d15b73d967e254c9e18741228bbef07e4a5576c30cfef6fa1c1028ce64419e4"
+#define SID "0123456789abcdef0123456789abcdef"
+        struct docker_disk_info di;
+        char body[2048];
+
+        (void)state;
+        snprintf(body, sizeof(body),
+                 "{\"Id\":\"c1\",\"Config\":{\"Labels\":{\"" PROVIDER_LABEL_SANDBOX "\":\"" SID "\","
+                 "\"" PROVIDER_LABEL_DISK "\":\"512\"}},\"GraphDriver\":{\"Name\":\"overlay2\",\"Data\":{"
+                 "\"UpperDir\":\"/var/lib/docker/overlay2/" LAYER "/diff\","
+                 "\"WorkDir\":\"/var/lib/docker/overlay2/" LAYER "/work\"}}}");
+        assert_int_equal(docker_json_parse_disk(body, &di), 0);
+        assert_string_equal(di.sandbox_id, SID);
+        assert_int_equal(di.disk_mb, 512);
+        assert_string_equal(di.driver, "overlay2");
+        assert_string_equal(di.layer, LAYER);
+
+        /* no disk label, a bad one: 0 */
+        assert_int_equal(docker_json_parse_disk("{\"Id\":\"c\",\"Config\":{\"Labels\":{\"" PROVIDER_LABEL_DISK
+                                                "\":\"-5\"}}}", &di), 0);
+        assert_int_equal(di.disk_mb, 0);
+        assert_string_equal(di.layer, "");
+        assert_int_equal(docker_json_parse_disk("{\"Id\":\"c\"}", &di), 0);
+        assert_int_equal(di.disk_mb, 0);
+
+        /* what is not an overlay2 layer gives no layer */
+        static const char *const bad[][3] = {
+                { "devicemapper", "/var/lib/docker/overlay2/" LAYER "/diff", "/var/lib/docker/overlay2/" LAYER "/work" },
+                { "overlay2", "/var/lib/docker/overlay2/" LAYER "/diff", "/var/lib/docker/overlay2/" LAYER "/x" },
+                { "overlay2", "/var/lib/docker/overlay2/../" LAYER "/diff", "/var/lib/docker/overlay2/../" LAYER "/work" },
+                { "overlay2", "/var/lib/docker/other/" LAYER "/diff", "/var/lib/docker/other/" LAYER "/work" },
+                { "overlay2", "/var/lib/docker/overlay2/" LAYER "X/diff", "/var/lib/docker/overlay2/" LAYER "X/work" },
+                { "overlay2", "overlay2/" LAYER "/diff", "overlay2/" LAYER "/work" },
+                { "overlay2", "/var/lib/docker/overlay2/4D15b73d967e254c9e18741228bbef07e4a5576c30cfef6fa1c1028ce64419e4/diff",
+                  "/var/lib/docker/overlay2/4D15b73d967e254c9e18741228bbef07e4a5576c30cfef6fa1c1028ce64419e4/work" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                snprintf(body, sizeof(body),
+                         "{\"Id\":\"c1\",\"GraphDriver\":{\"Name\":\"%s\",\"Data\":{\"UpperDir\":\"%s\","
+                         "\"WorkDir\":\"%s\"}}}", bad[i][0], bad[i][1], bad[i][2]);
+                assert_int_equal(docker_json_parse_disk(body, &di), 0);
+                if (di.layer[0])
+                        fail_msg("a layer out of %s %s", bad[i][0], bad[i][1]);
+        }
+        assert_int_equal(docker_json_parse_disk("[", &di), -EPROTO);
+        assert_int_equal(docker_json_parse_disk("{\"message\":\"no such container\"}", &di), -EPROTO);
+#undef LAYER
+#undef SID
+}
+
 static void test_parse_list(void **state)
 {
         struct seen s = { 0 };
@@ -592,7 +704,9 @@ int main(void)
                 cmocka_unit_test(test_create_body_escaping), cmocka_unit_test(test_create_body_invalid),
                 cmocka_unit_test(test_exec_body),          cmocka_unit_test(test_parse_id),
                 cmocka_unit_test(test_states),             cmocka_unit_test(test_parse_inspect),
-                cmocka_unit_test(test_parse_list),         cmocka_unit_test(test_parse_exec_inspect),
+                cmocka_unit_test(test_parse_list),
+                cmocka_unit_test(test_parse_disk),
+                cmocka_unit_test(test_create_body_bounds),         cmocka_unit_test(test_parse_exec_inspect),
                 cmocka_unit_test(test_error_message),
                 cmocka_unit_test(test_create_body_mounts), cmocka_unit_test(test_volume_bodies),
         };

@@ -203,22 +203,28 @@ static void test_tenant_set_args(void **state)
         (void)state;
         fake_answer(0, r_strs("created", NULL));
         assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 5,
-                                             KEYSTORE_CAP_KEEP), 0);
+                                             KEYSTORE_CAP_KEEP, KEYSTORE_CAP_KEEP), 0);
         assert_int_equal(fake.id, LUA_TENANT_SET);
-        assert_int_equal(fake.argc, 4);
+        assert_int_equal(fake.argc, 5);
         assert_string_equal(fake.argv[0], "acme");
         assert_string_equal(fake.argv[1], "create");
         assert_string_equal(fake.argv[2], "5");
         assert_string_equal(fake.argv[3], "");
+        assert_string_equal(fake.argv[4], "");
 
         fake_answer(0, r_strs("updated", NULL));
         assert_int_equal(keystore_tenant_set(C, "a.b@c-d_e", KEYSTORE_TENANT_UPDATE,
-                                             KEYSTORE_CAP_DEFAULT, KEYSTORE_CAP_MAX), 0);
+                                             KEYSTORE_CAP_DEFAULT, KEYSTORE_CAP_MAX, 2048), 0);
         assert_string_equal(fake.argv[0], "a.b@c-d_e");
         assert_string_equal(fake.argv[1], "update");
         assert_string_equal(fake.argv[2], "default");
         assert_string_equal(fake.argv[3], "1000000");
-        assert_int_equal(fake.calls, 2);
+        assert_string_equal(fake.argv[4], "2048");
+        fake_answer(0, r_strs("updated", NULL));
+        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_UPDATE, KEYSTORE_CAP_KEEP,
+                                             KEYSTORE_CAP_KEEP, KEYSTORE_CAP_DEFAULT), 0);
+        assert_string_equal(fake.argv[4], "default");
+        assert_int_equal(fake.calls, 3);
 }
 
 static void test_tenant_set_invalid(void **state)
@@ -228,14 +234,21 @@ static void test_tenant_set_invalid(void **state)
         (void)state;
         memset(long_name, 'a', sizeof(long_name) - 1);
         long_name[sizeof(long_name) - 1] = '\0';
-        assert_int_equal(keystore_tenant_set(C, "", KEYSTORE_TENANT_CREATE, 1, 1), -EINVAL);
-        assert_int_equal(keystore_tenant_set(C, "a b", KEYSTORE_TENANT_CREATE, 1, 1), -EINVAL);
-        assert_int_equal(keystore_tenant_set(C, "a:b", KEYSTORE_TENANT_CREATE, 1, 1), -EINVAL);
-        assert_int_equal(keystore_tenant_set(C, long_name, KEYSTORE_TENANT_CREATE, 1, 1), -EINVAL);
-        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, -3, 1), -EINVAL);
+        assert_int_equal(keystore_tenant_set(C, "", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EINVAL);
+        assert_int_equal(keystore_tenant_set(C, "a b", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EINVAL);
+        assert_int_equal(keystore_tenant_set(C, "a:b", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EINVAL);
+        assert_int_equal(keystore_tenant_set(C, long_name, KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EINVAL);
+        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, -3, 1,
+                                             KEYSTORE_CAP_KEEP), -EINVAL);
         assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1,
-                                             KEYSTORE_CAP_MAX + 1), -EINVAL);
-        assert_int_equal(keystore_tenant_set(C, "acme", (enum keystore_tenant_op)7, 1, 1), -EINVAL);
+                                             KEYSTORE_CAP_MAX + 1, KEYSTORE_CAP_KEEP), -EINVAL);
+        /* a tenant's disk has a bound: never 0 (none), never below the smallest disk */
+        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, 0), -EINVAL);
+        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, 63), -EINVAL);
+        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1,
+                                             16LL * 1024 * 1024 + 1), -EINVAL);
+        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, -3), -EINVAL);
+        assert_int_equal(keystore_tenant_set(C, "acme", (enum keystore_tenant_op)7, 1, 1, KEYSTORE_CAP_KEEP), -EINVAL);
         assert_int_equal(fake.calls, 0);
 }
 
@@ -243,15 +256,15 @@ static void test_tenant_set_replies(void **state)
 {
         (void)state;
         fake_answer(0, r_strs("exists", NULL));
-        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1), -EEXIST);
+        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EEXIST);
         fake_answer(0, r_strs("notfound", NULL));
-        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_UPDATE, 1, 1), -ENOENT);
+        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_UPDATE, 1, 1, KEYSTORE_CAP_KEEP), -ENOENT);
         fake_answer(0, r_strs("created", "extra", NULL));
-        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1), -EPROTO);
+        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EPROTO);
         fake_answer(0, r_str("created"));
-        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1), -EPROTO);
+        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EPROTO);
         fake_answer(-EIO, NULL);
-        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1), -EIO);
+        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EIO);
 }
 
 static void test_tenant_list(void **state)
@@ -260,10 +273,10 @@ static void test_tenant_list(void **state)
         size_t n = 99;
 
         (void)state;
-        fake_answer(0, r_arr(2, r_arr(5, r_str("acme"), r_str("4"), r_str(""),
-                                      r_str("1796212800123"), r_int(2)),
-                             r_arr(5, r_str("beta"), r_str(""), r_str("0"), r_str(""),
-                                   r_int(0))));
+        fake_answer(0, r_arr(2, r_arr(6, r_str("acme"), r_str("4"), r_str(""),
+                                      r_str("1796212800123"), r_int(2), r_str("")),
+                             r_arr(6, r_str("beta"), r_str(""), r_str("0"), r_str(""),
+                                   r_int(0), r_str("512"))));
         assert_int_equal(keystore_tenant_list(C, &v, &n), 0);
         assert_int_equal(fake.id, LUA_TENANT_LIST);
         assert_int_equal(fake.argc, 0);
@@ -273,7 +286,9 @@ static void test_tenant_list(void **state)
         assert_int_equal(v[0].max_sandboxes, -1);
         assert_int_equal(v[0].created_at_ms, 1796212800123LL);
         assert_int_equal(v[0].live_keys, 2);
+        assert_int_equal(v[0].max_disk_mb, -1);
         assert_string_equal(v[1].name, "beta");
+        assert_int_equal(v[1].max_disk_mb, 512);
         assert_int_equal(v[1].max_slots, -1);
         assert_int_equal(v[1].max_sandboxes, 0);
         assert_int_equal(v[1].created_at_ms, -1);
@@ -291,11 +306,14 @@ static void test_tenant_list_malformed(void **state)
         redisReply *bad[] = {
                 r_str("nope"),
                 r_arr(1, r_arr(4, r_str("acme"), r_str(""), r_str(""), r_str("1"))),
-                r_arr(1, r_arr(5, r_int(1), r_str(""), r_str(""), r_str("1"), r_int(0))),
-                r_arr(1, r_arr(5, r_str("acme"), r_str("x"), r_str(""), r_str("1"), r_int(0))),
-                r_arr(1, r_arr(5, r_str("acme"), r_str("-4"), r_str(""), r_str("1"), r_int(0))),
-                r_arr(1, r_arr(5, r_str("acme"), r_str(""), r_str(""), r_str("1"), r_int(-1))),
-                r_arr(2, r_arr(5, r_str("a"), r_str(""), r_str(""), r_str("1"), r_int(0)),
+                /* a row of the five fields before disks */
+                r_arr(1, r_arr(5, r_str("acme"), r_str(""), r_str(""), r_str("1"), r_int(0))),
+                r_arr(1, r_arr(6, r_int(1), r_str(""), r_str(""), r_str("1"), r_int(0), r_str(""))),
+                r_arr(1, r_arr(6, r_str("acme"), r_str("x"), r_str(""), r_str("1"), r_int(0), r_str(""))),
+                r_arr(1, r_arr(6, r_str("acme"), r_str("-4"), r_str(""), r_str("1"), r_int(0), r_str(""))),
+                r_arr(1, r_arr(6, r_str("acme"), r_str(""), r_str(""), r_str("1"), r_int(-1), r_str(""))),
+                r_arr(1, r_arr(6, r_str("acme"), r_str(""), r_str(""), r_str("1"), r_int(0), r_str("-2"))),
+                r_arr(2, r_arr(6, r_str("a"), r_str(""), r_str(""), r_str("1"), r_int(0), r_str("")),
                       r_str("b")),
         };
         struct keystore_tenant *v;

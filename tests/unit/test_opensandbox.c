@@ -321,6 +321,51 @@ static void expect_create_refused(const char *body, const char *want)
         free(c);
 }
 
+/* resourceLimits.ephemeral-storage: the sandbox's disk in MiB (rounded
+ * up), 64Mi to SANDBOX_DISK_MAX_MB, Docker with disks on only; not asked:
+ * -1 (the store gives the default, or the tenant's cap). */
+static void test_create_disk(void **state)
+{
+        struct osb_create *c = malloc(sizeof(*c));
+        char err[OSB_ERR_MAX];
+
+        (void)state;
+        assert_non_null(c);
+        strcpy(cfg.provider, "docker");
+        cfg.sandbox_disk_mb = 1024;
+        cfg.sandbox_disk_max_mb = 8192;
+        assert_int_equal(create("{" MIN_BODY "}", c, err), 0);
+        assert_int_equal(c->disk_mb, -1);
+        assert_int_equal(create("{" MIN_BODY ",\"resourceLimits\":{\"ephemeral-storage\":\"2Gi\"}}", c, err), 0);
+        assert_int_equal(c->disk_mb, 2048);
+        assert_int_equal(create("{" MIN_BODY ",\"resourceLimits\":{\"ephemeral-storage\":\"100M\"}}", c, err), 0);
+        assert_int_equal(c->disk_mb, 96); /* 100e6 bytes: 95.4 MiB, rounded up */
+        assert_int_equal(create("{" MIN_BODY ",\"resourceLimits\":{\"ephemeral-storage\":\"64Mi\"}}", c, err), 0);
+        assert_int_equal(c->disk_mb, 64);
+        assert_int_equal(create("{" MIN_BODY ",\"resourceLimits\":{\"ephemeral-storage\":\"8Gi\"}}", c, err), 0);
+        assert_int_equal(c->disk_mb, 8192); /* SANDBOX_DISK_MAX_MB's default */
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"ephemeral-storage\":\"8193Mi\"}}",
+                              "resourceLimits.ephemeral-storage must be like \"2Gi\" (64Mi to 8192Mi)");
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"ephemeral-storage\":\"63Mi\"}}",
+                              "(64Mi to");
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"ephemeral-storage\":2048}}",
+                              "resourceLimits.ephemeral-storage");
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"ephemeral-storage\":\"-1Gi\"}}",
+                              "resourceLimits.ephemeral-storage");
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"ephemeral-storage\":\"1Gb\"}}",
+                              "resourceLimits.ephemeral-storage");
+        /* disks off: a bound asked for cannot be given, so it is refused */
+        cfg.sandbox_disk_mb = 0;
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"ephemeral-storage\":\"1Gi\"}}",
+                              "no disk of their own (SANDBOX_DISK_MB=0)");
+        assert_int_equal(create("{" MIN_BODY "}", c, err), 0);
+        cfg.sandbox_disk_mb = 1024;
+        strcpy(cfg.provider, "daytona");
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"ephemeral-storage\":\"1Gi\"}}",
+                              "no disk of their own");
+        free(c);
+}
+
 static void test_create_minimal_and_full(void **state)
 {
         struct osb_create *c = malloc(sizeof(*c));
@@ -631,6 +676,7 @@ int main(void)
                 cmocka_unit_test(test_parse_time),
                 cmocka_unit_test_setup(test_create_minimal_and_full, setup),
                 cmocka_unit_test_setup(test_create_refusals, setup),
+                cmocka_unit_test_setup(test_create_disk, setup),
                 cmocka_unit_test_setup(test_create_platform_types, setup),
                 cmocka_unit_test_setup(test_create_caps, setup),
                 cmocka_unit_test_setup(test_create_runtime, setup),

@@ -14,7 +14,10 @@
 #include "docker_api.h"
 #include "docker_image.h"
 #include "image_policy.h"
+#include "docker_disk.h"
 #include "docker_json.h"
+#include "docker_mountd.h"
+#include "docker_reap.h"
 #include "docker_volume.h"
 #include "linebuf.h"
 #include "tarball.h"
@@ -42,6 +45,7 @@ struct docker {
         int pull_timeout_ms;       /* IMAGE_PULL_TIMEOUT_MS: a create's own pull */
         int start_timeout_ms;      /* SANDBOX_START_TIMEOUT_MS: the container create
                                     * call; the start call + the agent's answer */
+        char mountd[108];          /* MOUNTD_SOCKET: the disks' helper (docker_disk.h); "" = none */
 };
 
 static struct docker *impl(struct provider *p)
@@ -112,6 +116,20 @@ static int docker_image_id_op(struct provider *p, const char *image, char *ret_i
         return docker_image_id(d->api, image, d->timeout_ms, ret_id, PROVIDER_IMAGE_ID_MAX, ret_err);
 }
 
+/* Undo a create that failed after the container was made: the container,
+ * its host state, its disk's image. */
+static void create_undo(struct docker *d, const char *ref, const char *sid)
+{
+        char ignored[PROVIDER_ERR_MAX];
+        char *rm = path_fmt("/containers/%s?force=1&v=1", ref, NULL);
+
+        (void)call(d, "DELETE", rm, NULL, d->timeout_ms, DOCKER_RESP_MAX, NULL, "remove", ignored);
+        free(rm);
+        if (d->agent.bin[0])
+                docker_agent_cleanup(&d->agent, ref);
+        (void)docker_disk_remove(d->mountd, d->timeout_ms, sid, NULL);
+}
+
 static int docker_create(struct provider *p, const struct sandbox_spec *spec, char *ret_ref,
                          char *ret_err)
 {
@@ -120,6 +138,12 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
         char *body = NULL, *path = NULL, name[128];
         int r;
 
+        /* a disk needs the helper: refused before anything is made */
+        if (spec->limits.disk_mb > 0 && !d->mountd[0]) {
+                provider_errf(ret_err, "docker: create: a disk of %lld MiB and no mount helper "
+                              "(MOUNTD_SOCKET is empty)", (long long)spec->limits.disk_mb);
+                return -EINVAL;
+        }
         /* the agent's label on the container (docker_json.c) tells every
          * later call whether it has one */
         bool agent = d->agent.bin[0];
@@ -132,11 +156,17 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
                         goto out;
                 }
                 m.egress[0] = '\0';
+                m.etc[0] = '\0';
                 m.env_file = d->agent.exec;
                 m.dials = spec->agent_dials;
                 if (d->agent.egress_dir[0] &&
                     (r = docker_agent_egress_prepare(&d->agent, spec->sandbox_id, m.egress,
                                                      sizeof(m.egress), ret_err)) < 0)
+                        goto out;
+                /* read-only /etc/hosts, hostname, resolv.conf (docker_agent.h) */
+                if (d->agent.etc && (!spec->network || !strcmp(spec->network, "none")) &&
+                    (r = docker_agent_etc(&d->agent, spec->sandbox_id, NULL, m.etc, sizeof(m.etc),
+                                          ret_err)) < 0)
                         goto out;
         }
         r = docker_json_create_body(spec, agent ? &m : NULL, &body);
@@ -167,18 +197,15 @@ static int docker_create(struct provider *p, const struct sandbox_spec *spec, ch
                 provider_errf(ret_err, "docker: create: answer without a container id");
                 goto out;
         }
-        if (agent) {
+        if (agent)
                 r = docker_agent_prepare(&d->agent, spec->sandbox_id, ret_ref, spec->agent_dials,
                                          ret_err);
-                if (r < 0) {
-                        char ignored[PROVIDER_ERR_MAX];
-                        char *rm = path_fmt("/containers/%s?force=1&v=1", ret_ref, NULL);
-
-                        (void)call(d, "DELETE", rm, NULL, d->timeout_ms, DOCKER_RESP_MAX, NULL,
-                                   "remove", ignored);
-                        free(rm);
-                }
-        }
+        /* the disk before the first start: nothing has written to the
+         * layer yet (docker_disk.h) */
+        if (r == 0 && spec->limits.disk_mb > 0)
+                r = docker_disk_attach(d->api, d->timeout_ms, d->mountd, ret_ref, ret_err);
+        if (r < 0)
+                create_undo(d, ret_ref, spec->sandbox_id);
 out:
         http_buf_release(&resp);
         free(body);
@@ -234,6 +261,12 @@ static int docker_start(struct provider *p, const char *ref, char *ret_err)
                         rd = 0;
                 }
         }
+        /* a disk the start finds unmounted (a reboot, a restart of dockerd)
+         * is mounted again first: its layer cannot start without it; one
+         * a crash left unmade (between the create and the disk) is made */
+        if (d->mountd[0] &&
+            (r = docker_disk_attach(d->api, d->timeout_ms, d->mountd, ref, ret_err)) < 0)
+                return r;
         /* one bound for the start call and the agent's answer together */
         int64_t t0 = timeutil_mono_ms();
         r = container_post(d, ref, "start", "", d->start_timeout_ms, ret_err);
@@ -303,12 +336,20 @@ static int docker_update_limits(struct provider *p, const char *ref, const struc
 static int docker_remove(struct provider *p, const char *ref, char *ret_err)
 {
         struct docker *d = impl(p);
+        struct docker_disk_info di = { 0 };
         char *path = path_fmt("/containers/%s?force=1&v=1", ref, NULL);
-        int r = call(d, "DELETE", path, NULL, d->timeout_ms, DOCKER_RESP_MAX, NULL, "remove",
-                     ret_err);
+        int r;
 
+        /* its sandbox id, for its disk's image after it (the removal
+         * unmounts the disk); one gone already leaves its image to the
+         * reconciler (docker_reap) */
+        if (d->mountd[0])
+                (void)docker_disk_inspect(d->api, d->timeout_ms, ref, &di, NULL);
+        r = call(d, "DELETE", path, NULL, d->timeout_ms, DOCKER_RESP_MAX, NULL, "remove", ret_err);
         if (d->agent.bin[0] && (r == 0 || r == -ENOENT))
                 docker_agent_cleanup(&d->agent, ref);
+        if (r == 0 && di.disk_mb > 0)
+                (void)docker_disk_remove(d->mountd, d->timeout_ms, di.sandbox_id, NULL);
 
         free(path);
         return r;
@@ -429,6 +470,10 @@ static int docker_ping(struct provider *p, char *ret_err)
                 r = -EIO;
         }
         http_buf_release(&resp);
+        /* no sandbox can be made without the host's mount helper when one
+         * is configured (docker_agent.h, docker_disk.h): not ready */
+        if (r == 0 && d->mountd[0])
+                r = docker_mountd_call(d->mountd, d->timeout_ms, "ping", NULL, 0, ret_err);
         return r;
 }
 
@@ -964,6 +1009,15 @@ static int docker_watch_events(struct provider *p, const char *prefix,
         return r;
 }
 
+/* docker_reap.h */
+static int docker_reap_orphans(struct provider *p, int *ret_count, char *ret_err)
+{
+        struct docker *d = impl(p);
+
+        return docker_reap(d->api, d->timeout_ms, d->agent.bin[0] ? &d->agent : NULL, d->mountd,
+                           ret_count, ret_err);
+}
+
 static void docker_free(struct provider *p)
 {
         struct docker *d = impl(p);
@@ -1039,6 +1093,7 @@ static const struct provider_ops docker_ops = {
         .volume_remove = docker_volume_remove_op,
         .agent_dir_name = docker_agent_dir_name,
         .image_id = docker_image_id_op,
+        .reap_orphans = docker_reap_orphans,
         .free = docker_free,
 };
 
@@ -1125,6 +1180,18 @@ static int docker_from_config(const struct broker_config *cfg, struct provider *
                                                      !strcmp(cfg->exec_transport, "agent"))) < 0) {
                 provider_free(*ret);
                 *ret = NULL;
+        }
+        /* the host's mount helper (docker_mountd.h): the run directories'
+         * tmpfs and the disks, within the call timeout; the read-only etc
+         * files of sandboxes without a network */
+        if (r == 0) {
+                snprintf(impl(*ret)->mountd, sizeof(impl(*ret)->mountd), "%s", cfg->mountd_socket);
+                if (impl(*ret)->agent.bin[0]) {
+                        snprintf(impl(*ret)->agent.mountd, sizeof(impl(*ret)->agent.mountd), "%s",
+                                 cfg->mountd_socket);
+                        impl(*ret)->agent.mountd_timeout_ms = cfg->docker_timeout_ms;
+                        impl(*ret)->agent.etc = !strcmp(cfg->sandbox_network, "none");
+                }
         }
         /* egress needs the agent (its relay runs in it): EGRESS_DIR alone does nothing */
         if (r == 0 && cfg->egress_dir[0] && impl(*ret)->agent.bin[0] &&

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent_client.h"
+#include "docker_mountd.h"
 #include "provider.h"
 #include "timeutil.h"
 
@@ -85,6 +86,20 @@ bool docker_agent_dials(const struct docker_agent *a, const char *ref)
                lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The helper's tmpfs on the new run directory run of ref; a failure
+ * removes the directory (docker_agent.h). */
+static int run_bound(const struct docker_agent *a, const char *ref, const char *run, char *ret_err)
+{
+        char line[96];
+        int r;
+
+        snprintf(line, sizeof(line), "run %s", ref);
+        r = docker_mountd_call(a->mountd, a->mountd_timeout_ms, line, NULL, 0, ret_err);
+        if (r < 0)
+                (void)rmdir(run);
+        return r;
+}
+
 int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, const char *ref,
                          bool dials, char *ret_err)
 {
@@ -116,8 +131,24 @@ int docker_agent_prepare(const struct docker_agent *a, const char *sandbox_id, c
         }
         if (r == 0 && mkdir(run, 0700) < 0 && errno != EEXIST)
                 r = -errno;
+        if (r < 0) {
+                provider_errf(ret_err, "agent: run directory in %s: %s", a->dir, strerror(-r));
+                return r;
+        }
+        /* the etc files with the container's hostname (made before the
+         * create with none; gone with /run after a reboot) */
+        if (a->etc && (r = docker_agent_etc(a, sandbox_id, ref, mark, sizeof(mark), ret_err)) < 0) {
+                (void)rmdir(run);
+                return r;
+        }
+        /* the bound before anything can write there: the container has
+         * not started (a process killed between the mkdir and this leaves
+         * a plain directory; the helper mounts on it when it is empty, as
+         * it is until the sandbox starts) */
+        if (!dials && a->mountd[0] && (r = run_bound(a, ref, run, ret_err)) < 0)
+                return r;
         /* the marker last: the relay serves a run directory that exists */
-        if (r == 0 && dials && (r = marker_path(a, ref, mark, sizeof(mark))) == 0) {
+        if (dials && (r = marker_path(a, ref, mark, sizeof(mark))) == 0) {
                 int fd = open(mark, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 
                 if (fd < 0)
@@ -135,6 +166,119 @@ static void remove_tree(int dfd, int depth);
 static bool sid_ok(const char *sid)
 {
         return strlen(sid) == 32 && strspn(sid, "0123456789abcdef") == 32;
+}
+
+#define RESOLV_MAX 4096
+
+/* dir/name with data, replaced whole (a temp file renamed over it). */
+static int put_file(int dir, const char *name, const char *data, size_t len)
+{
+        char tmp[64];
+        int fd, r = 0;
+
+        snprintf(tmp, sizeof(tmp), ".%s.new", name);
+        (void)unlinkat(dir, tmp, 0);
+        fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        if (len && write(fd, data, len) != (ssize_t)len)
+                r = -EIO;
+        /* 0644 whatever the umask: dockerd reads it, the sandbox sees it read-only */
+        if (r == 0 && fchmod(fd, 0644) < 0)
+                r = -errno;
+        if (close(fd) < 0 && r == 0)
+                r = -errno;
+        if (r == 0 && renameat(dir, tmp, dir, name) < 0)
+                r = -errno;
+        if (r < 0)
+                (void)unlinkat(dir, tmp, 0);
+        return r;
+}
+
+int docker_agent_etc(const struct docker_agent *a, const char *sandbox_id, const char *ref,
+                     char *buf, size_t size, char *ret_err)
+{
+        /* what dockerd writes for a container of network none */
+        static const char hosts[] = "127.0.0.1\tlocalhost\n"
+                                    "::1\tlocalhost ip6-localhost ip6-loopback\n"
+                                    "fe00::0\tip6-localnet\n"
+                                    "ff00::0\tip6-mcastprefix\n"
+                                    "ff02::1\tip6-allnodes\n"
+                                    "ff02::2\tip6-allrouters\n";
+        char resolv[RESOLV_MAX], host[16];
+        ssize_t n = 0;
+        int dir = -1, fd, r = 0;
+
+        if (!sid_ok(sandbox_id) || (ref && !ref_ok(ref))) {
+                provider_errf(ret_err, "etc: not a sandbox or container id");
+                return -EINVAL;
+        }
+        if (snprintf(buf, size, "%s/etc-%s", a->dir, sandbox_id) >= (int)size)
+                r = -ENAMETOOLONG;
+        if (r == 0)
+                r = mkdir_parents(a->dir);
+        if (r == 0 && mkdir(buf, 0755) < 0 && errno != EEXIST)
+                r = -errno;
+        if (r == 0 && (dir = open(buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                r = -errno;
+        /* the host's resolver configuration, as dockerd copies it */
+        fd = open("/etc/resolv.conf", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                n = read(fd, resolv, sizeof(resolv));
+                close(fd);
+                if (n < 0)
+                        n = 0;
+        }
+        snprintf(host, sizeof(host), "%.12s\n", ref ? ref : "");
+        if (r == 0)
+                r = put_file(dir, "hosts", hosts, sizeof(hosts) - 1);
+        if (r == 0)
+                r = put_file(dir, "resolv.conf", resolv, (size_t)n);
+        if (r == 0)
+                r = put_file(dir, "hostname", host, ref ? strlen(host) : 0);
+        if (dir >= 0)
+                close(dir);
+        if (r < 0)
+                provider_errf(ret_err, "etc: %s: %s", buf, strerror(-r));
+        return r;
+}
+
+void docker_agent_etc_cleanup(const struct docker_agent *a, const char *sandbox_id)
+{
+        char name[48];
+        int top, dir;
+
+        if (!sid_ok(sandbox_id))
+                return;
+        top = open(a->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top < 0)
+                return;
+        snprintf(name, sizeof(name), "etc-%s", sandbox_id);
+        dir = openat(top, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir >= 0) {
+                remove_tree(dir, 0);
+                (void)unlinkat(top, name, AT_REMOVEDIR);
+        }
+        close(top);
+}
+
+void docker_agent_entries(const struct docker_agent *a,
+                          void (*fn)(void *ud, const char *ref, const char *sid), void *ud)
+{
+        DIR *d = opendir(a->dir);
+        struct dirent *e;
+
+        if (!d)
+                return;
+        while ((e = readdir(d))) {
+                if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
+                        continue;
+                if (ref_ok(e->d_name))
+                        fn(ud, e->d_name, NULL);
+                else if (!strncmp(e->d_name, "etc-", 4) && sid_ok(e->d_name + 4))
+                        fn(ud, NULL, e->d_name + 4);
+        }
+        closedir(d);
 }
 
 int docker_agent_egress_prepare(const struct docker_agent *a, const char *sandbox_id, char *buf,
@@ -222,6 +366,11 @@ void docker_agent_cleanup(const struct docker_agent *a, const char *ref)
                 return;
         if (snprintf(target, sizeof(target), "%s.dial", ref) < (int)sizeof(target))
                 (void)unlinkat(top, target, 0); /* the relay stops serving it first */
+        /* the helper's tmpfs first (lazily: a connection still open keeps
+         * it until it ends); a helper that does not answer leaves it
+         * mounted, emptied below, for the reconciler (docker_agent_orphans) */
+        if (a->mountd[0] && snprintf(target, sizeof(target), "unrun %s", ref) < (int)sizeof(target))
+                (void)docker_mountd_call(a->mountd, a->mountd_timeout_ms, target, NULL, 0, NULL);
         run = openat(top, ref, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (run >= 0) {
                 remove_tree(run, RUN_TREE_DEPTH_MAX);
@@ -244,6 +393,7 @@ void docker_agent_cleanup(const struct docker_agent *a, const char *ref)
                 if (!strcmp(target, ref)) {
                         (void)unlinkat(dirfd(d), e->d_name, 0);
                         egress_cleanup(a, e->d_name + 3);
+                        docker_agent_etc_cleanup(a, e->d_name + 3);
                 }
         }
         closedir(d);

@@ -81,6 +81,63 @@ static struct json_object *mounts_json(const struct sandbox_spec *spec)
         return a;
 }
 
+/* HostConfig.LogConfig: json-file, rotated (DOCKER_LOG_*), whatever the
+ * daemon's default driver: what a sandbox writes to its PID 1's output is
+ * kept on the host, so it must be bounded too. */
+static struct json_object *log_config(void)
+{
+        struct json_object *o = json_object_new_object(), *c = json_object_new_object();
+
+        if (!o || !c || json_add_str(c, "max-size", DOCKER_LOG_MAX_SIZE) < 0 ||
+            json_add_str(c, "max-file", DOCKER_LOG_MAX_FILE) < 0 ||
+            json_add_str(o, "Type", "json-file") < 0) {
+                json_put(c);
+                json_put(o);
+                return NULL;
+        }
+        if (json_add(o, "Config", c) < 0) {
+                json_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+/* Bind mounts of the host's etc directory's files (read-only) over the
+ * sandbox's own, appended to HostConfig.Mounts: Docker leaves out its
+ * writable /etc/hosts, /etc/hostname and /etc/resolv.conf when a mount
+ * names their path. */
+static int etc_mounts(struct json_object *h, const char *etc)
+{
+        static const char *const files[] = { "hosts", "hostname", "resolv.conf" };
+        struct json_object *a = NULL;
+
+        if (!json_object_object_get_ex(h, "Mounts", &a)) {
+                a = json_object_new_array();
+                if (!a || json_add(h, "Mounts", a) < 0)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+                struct json_object *o = json_object_new_object(), *opt = json_object_new_object();
+                char src[sizeof(((struct docker_agent_mount *)0)->etc) + 16], dst[32];
+
+                snprintf(src, sizeof(src), "%s/%s", etc, files[i]);
+                snprintf(dst, sizeof(dst), "/etc/%s", files[i]);
+                if (!o || !opt || json_add_str(opt, "Propagation", "rprivate") < 0) {
+                        json_put(opt);
+                        json_put(o);
+                        return -ENOMEM;
+                }
+                if (json_add(o, "BindOptions", opt) < 0 || json_add_str(o, "Type", "bind") < 0 ||
+                    json_add_str(o, "Source", src) < 0 || json_add_str(o, "Target", dst) < 0 ||
+                    json_add(o, "ReadOnly", json_object_new_boolean(1)) < 0 ||
+                    json_object_array_add(a, o) < 0) {
+                        json_put(o);
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 static int to_string(struct json_object *o, char **ret)
 {
         const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
@@ -123,6 +180,8 @@ static int host_config(const struct sandbox_spec *spec, bool agent, struct json_
              * on a PID-1 `sleep` that ignores it: sandbox-agent, or else
              * docker-init (tini). */
             (r = json_add(h, "Init", json_object_new_boolean(!agent))) < 0)
+                goto out;
+        if ((r = json_add(h, "LogConfig", log_config())) < 0)
                 goto out;
         if (spec->n_mounts && (r = json_add(h, "Mounts", mounts_json(spec))) < 0)
                 goto out;
@@ -184,6 +243,8 @@ static int agent_config(struct json_object *o, struct json_object *h, const stru
                                                                        a->egress[0] ? egress : NULL,
                                                                        NULL }))) < 0)
                 return r;
+        if (a->etc[0] && (r = etc_mounts(h, a->etc)) < 0)
+                return r;
         if (!json_object_object_get_ex(o, "Env", &env) || !json_object_is_type(env, json_type_array))
                 return -EINVAL;
         for (size_t i = 0; a->egress[0] && i < sizeof(proxy_env) / sizeof(proxy_env[0]); i++)
@@ -230,6 +291,13 @@ int docker_json_create_body(const struct sandbox_spec *spec, const struct docker
             (r = json_add_str(labels, PROVIDER_LABEL_PREFIX, spec->key_prefix ? spec->key_prefix : "")) < 0 ||
             (agent && (r = json_add_str(labels, PROVIDER_LABEL_AGENT, agent->dials ? "dial" : "1")) < 0))
                 goto out;
+        if (spec->limits.disk_mb > 0) {
+                char mb[24];
+
+                snprintf(mb, sizeof(mb), "%lld", (long long)spec->limits.disk_mb);
+                if ((r = json_add_str(labels, PROVIDER_LABEL_DISK, mb)) < 0)
+                        goto out;
+        }
         r = json_add(o, "Labels", labels);
         labels = NULL; /* owned by o, even on failure (add puts it) */
         if (r < 0)
@@ -349,6 +417,50 @@ int docker_json_parse_inspect(const char *body, struct sandbox_info *ret)
                 ret->oom_killed = json_object_object_get_ex(state, "OOMKilled", &oom) &&
                                   json_object_is_type(oom, json_type_boolean) &&
                                   json_object_get_boolean(oom);
+        }
+        r = 0;
+out:
+        json_put(o);
+        return r;
+}
+
+int docker_json_parse_disk(const char *body, struct docker_disk_info *ret)
+{
+        struct json_object *o = json_parse_or_null(body), *config = NULL, *labels = NULL, *gd = NULL,
+                           *data = NULL;
+        const char *mb, *upper, *work;
+        int r = -EPROTO;
+
+        memset(ret, 0, sizeof(*ret));
+        if (!json_get_str(o, "Id"))
+                goto out;
+        if (json_object_object_get_ex(o, "Config", &config))
+                json_object_object_get_ex(config, "Labels", &labels);
+        copy(ret->sandbox_id, sizeof(ret->sandbox_id), json_get_str(labels, PROVIDER_LABEL_SANDBOX));
+        mb = json_get_str(labels, PROVIDER_LABEL_DISK);
+        if (mb) {
+                char *end;
+                long long v = strtoll(mb, &end, 10);
+
+                ret->disk_mb = end != mb && !*end && v > 0 ? v : 0;
+        }
+        if (json_object_object_get_ex(o, "GraphDriver", &gd)) {
+                copy(ret->driver, sizeof(ret->driver), json_get_str(gd, "Name"));
+                json_object_object_get_ex(gd, "Data", &data);
+        }
+        /* overlay2: <root>/overlay2/<layer>/diff and .../<layer>/work */
+        upper = json_get_str(data, "UpperDir");
+        work = json_get_str(data, "WorkDir");
+        if (!strcmp(ret->driver, "overlay2") && upper && work) {
+                size_t n = strlen(upper);
+                const char *id = n >= 79 ? upper + n - 69 : NULL;
+
+                if (id && !strncmp(id - 10, "/overlay2/", 10) && !strcmp(id + 64, "/diff") &&
+                    strspn(id, "0123456789abcdef") == 64 && strlen(work) == n &&
+                    !strncmp(work, upper, n - 4) && !strcmp(work + n - 4, "work")) {
+                        memcpy(ret->layer, id, 64);
+                        ret->layer[64] = '\0';
+                }
         }
         r = 0;
 out:

@@ -19,10 +19,37 @@ struct docker_agent_mount {
         char egress[256]; /* host egress directory of the sandbox; "" = no egress (docs/EGRESS.md) */
         bool env_file; /* commands go through the agent: EXECD_ENVS=DOCKER_AGENT_ENV_FILE */
         bool dials;    /* the agent dials the host relay (--dial), its run directory read-only */
+        /* a directory of the host holding hosts, hostname and resolv.conf, mounted
+         * read-only over the sandbox's (Docker's own are writable files on the
+         * host's disk: docker_agent.h); "" = Docker's */
+        char etc[256];
 };
 
+/* Container logs (HostConfig.LogConfig): json-file, rotated at this size,
+ * this many files: what the sandbox writes to its PID 1's stdout and stderr
+ * (any of its root can, through /proc/1/fd/1) lands in
+ * /var/lib/docker/containers, bounded. */
+#define DOCKER_LOG_MAX_SIZE "1m"
+#define DOCKER_LOG_MAX_FILE "2"
+
+/* A container's disk as inspect shows it (docker_disk.h): its sandbox id
+ * and PROVIDER_LABEL_DISK (0: none), the storage driver and, for overlay2,
+ * the id of its writable layer (the directory of GraphDriver.Data.UpperDir,
+ * 64 lowercase hex; "" when it is not one). */
+struct docker_disk_info {
+        char sandbox_id[64];
+        long long disk_mb;
+        char driver[32];
+        char layer[65];
+};
+
+/* Parse GET /containers/{id}/json into *ret. Errors: -EPROTO. */
+int docker_json_parse_disk(const char *body, struct docker_disk_info *ret);
+
 /* Body of POST /containers/create for spec; with agent (may be NULL) the
- * agent is PID 1 and runs spec's entrypoint. *ret is malloc'ed (free()).
+ * agent is PID 1 and runs spec's entrypoint. Always bounded logs
+ * (DOCKER_LOG_*); spec->limits.disk_mb > 0: labelled PROVIDER_LABEL_DISK.
+ * *ret is malloc'ed (free()).
  * Errors: -EINVAL (no image or id), -ENOMEM. */
 int docker_json_create_body(const struct sandbox_spec *spec, const struct docker_agent_mount *agent,
                             char **ret);

@@ -4,13 +4,16 @@
 --   (normalized JSON; '' = the default), and the pool policies: a JSON object
 --   poolId or "<tenant>/<poolId>" -> normalized policy text ('' = none),
 --   then the runtimes of new sandboxes of exclusive, user_shared, multi_user_shared,
---   then the warm pool members' runtime (SANDBOX_RUNTIME)
+--   then the warm pool members' runtime (SANDBOX_RUNTIME),
+--   then SANDBOX_DISK_MB
 -- The slot's sandbox if it has one; else a parked (Stopped) sandbox of the same
 -- slot; else a new Pending record: with pooled = '1' (the image has a warm
 -- pool, wpool.lua, and the mode's runtime is the members') the oldest ready
 -- member is taken (its id and container become the sandbox's, record field
 -- poolLimits = the limits it was made with), else a cold create. A new
--- record's field runtime is its mode's. Also sets the lease's workdir and Linux user, and
+-- record's field runtime is its mode's, its field diskMb SANDBOX_DISK_MB or its tenant's
+-- maxDiskMb when lower (warm members have SANDBOX_DISK_MB: a record with another disk is a
+-- cold create). Also sets the lease's workdir and Linux user, and
 -- gives a sandbox without an egress policy (a new record, a pool member, a
 -- record older than egress policies) the one of its multi_user_shared pool
 -- (the tenant's own entry first, then the bare poolId), else of its mode; an OpenSandbox
@@ -46,14 +49,18 @@ if not sid then
     local runtime = ({ exclusive = ARGV[16], user_shared = ARGV[17],
                        multi_user_shared = ARGV[18] })[mode] or ARGV[19]
     local ref, warm = '', nil
-    if ARGV[10] == '1' and mode ~= 'multi_user_shared' and runtime == ARGV[19] then
+    local disk = tonumber(ARGV[20])
+    local tenant = string.match(user or '', '^(.-)/')
+    local tcap = tenant and tonumber(redis.call('HGET', P .. 'tenantcfg:' .. tenant, 'maxDiskMb') or '')
+    if disk > 0 and tcap and tcap < disk then disk = tcap end
+    if ARGV[10] == '1' and mode ~= 'multi_user_shared' and runtime == ARGV[19] and disk == tonumber(ARGV[20]) then
       local id, r, limits = wpool_take(image, ARGV[6] .. ',' .. ARGV[7] .. ',' .. ARGV[8])
       if id then sid, ref, warm = id, r, limits end
     end
     redis.call('HSET', sandbox_key(sid), 'sandboxId', sid, 'slot', slot, 'mode', mode,
       'userId', mode == 'multi_user_shared' and '' or user, 'poolId', pool, 'image', image,
       'nanoCpus', ARGV[6], 'memoryBytes', ARGV[7], 'pids', ARGV[8], 'provider', ARGV[9],
-      'createdAt', now, 'ref', ref, 'runtime', runtime)
+      'createdAt', now, 'ref', ref, 'runtime', runtime, 'diskMb', disk)
     if warm then
       redis.call('HSET', sandbox_key(sid), 'poolLimits', warm)
       sandbox_set_state(sid, 'Pending', 'STARTING', 'claimed from the warm pool', now)
