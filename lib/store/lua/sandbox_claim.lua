@@ -1,13 +1,15 @@
 -- sandbox_claim: give a lease its sandbox. ARGV = prefix, leaseId, newSandboxId,
---   image, multiUserImage, nanoCpus, memoryBytes, pids, provider, pooled,
+--   image, multiUserImage, nanoCpus, memoryBytes, pids, provider, poolImage,
 --   then the egress policies: default, exclusive, user_shared, multi_user_shared
 --   (normalized JSON; '' = the default), and the pool policies: a JSON object
 --   poolId or "<tenant>/<poolId>" -> normalized policy text ('' = none),
 --   then the runtimes of new sandboxes of exclusive, user_shared, multi_user_shared,
 --   then the warm pool members' runtime (SANDBOX_RUNTIME)
 -- The slot's sandbox if it has one; else a parked (Stopped) sandbox of the same
--- slot; else a new Pending record: with pooled = '1' (the image has a warm
--- pool, wpool.lua, and the mode's runtime is the members') the oldest ready
+-- slot; else a new Pending record: with poolImage (the warm pool of image,
+-- wpool.lua, named as POOL spells it, which may differ from image's own
+-- spelling: "img" and "img:latest"; '' = none) and the mode's runtime the
+-- members', the oldest ready
 -- member is taken (its id and container become the sandbox's, record field
 -- poolLimits = the limits it was made with), else a cold create. A new
 -- record's field runtime is its mode's. Also sets the lease's workdir and Linux user, and
@@ -46,8 +48,8 @@ if not sid then
     local runtime = ({ exclusive = ARGV[16], user_shared = ARGV[17],
                        multi_user_shared = ARGV[18] })[mode] or ARGV[19]
     local ref, warm = '', nil
-    if ARGV[10] == '1' and mode ~= 'multi_user_shared' and runtime == ARGV[19] then
-      local id, r, limits = wpool_take(image, ARGV[6] .. ',' .. ARGV[7] .. ',' .. ARGV[8])
+    if ARGV[10] ~= '' and mode ~= 'multi_user_shared' and runtime == ARGV[19] then
+      local id, r, limits = wpool_take(ARGV[10], ARGV[6] .. ',' .. ARGV[7] .. ',' .. ARGV[8])
       if id then sid, ref, warm = id, r, limits end
     end
     redis.call('HSET', sandbox_key(sid), 'sandboxId', sid, 'slot', slot, 'mode', mode,
