@@ -44,6 +44,7 @@ void h_health(struct request *req)
         struct json_object *o = json_object_new_object(), *checks = json_object_new_object();
         char err[256] = "", pools[1024];
         int healthy = 1;
+        bool loading = false;
 
         if (!o || !checks) {
                 json_put(o);
@@ -55,7 +56,10 @@ void h_health(struct request *req)
                 json_object_object_add(checks, "redis", json_object_new_string("ok"));
         } else {
                 healthy = 0;
-                json_object_object_add(checks, "redis", json_object_new_string("error: unreachable"));
+                loading = redis_conn_loading(req->w->redis);
+                json_object_object_add(checks, "redis",
+                                       json_object_new_string(loading ? "error: loading its dataset (it restarted)"
+                                                                      : "error: unreachable"));
         }
         if (kafka_producer_check(req->w->kafka, HEALTH_KAFKA_TIMEOUT_MS, err, sizeof(err)) == 0) {
                 json_object_object_add(checks, "kafka", json_object_new_string("ok"));
@@ -79,7 +83,10 @@ void h_health(struct request *req)
         if (healthy != 1)
                 log_warn(LOG_KV({ "REQUEST_ID", req->request_id }), "health check failed: %s",
                          json_object_to_json_string_ext(checks, JSON_C_TO_STRING_PLAIN));
-        reply_json(req, healthy ? 200 : 503, o);
+        /* a Redis that is loading is back in a moment: say when to look again */
+        char retry[32];
+        snprintf(retry, sizeof(retry), "Retry-After: %d", REQUEST_LOADING_RETRY_S);
+        reply_json_hdr(req, healthy ? 200 : 503, loading ? retry : NULL, o);
         json_put(o);
 }
 
