@@ -293,9 +293,8 @@ void h_osb_create(struct request *req)
         /* a member of the image's warm pool, taken by the same script that
          * stores the record: the sandbox then has the member's id */
         r = osb_store_create(req->w->redis, req->w->cfg, sid, o.tenant, exp,
-                             osb_create_poolable(req->w->cfg, &c, volumes != NULL) ? c.image : NULL,
-                             c.disk_mb, fields, (int)(sizeof(fields) / sizeof(fields[0])), sid, &warm,
-                             &live);
+                             osb_create_pool(req->w->cfg, &c, volumes != NULL), c.disk_mb, fields,
+                             (int)(sizeof(fields) / sizeof(fields[0])), sid, &warm, &live);
         if (r == -EDQUOT) {
                 reply_error(req, API_CONFLICT, "tenant %s already has %lld live sandboxes (the limit)",
                             o.tenant, live);

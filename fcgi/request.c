@@ -37,6 +37,7 @@ int request_init(struct request *req, FCGX_Request *fcgx, struct worker *w)
         snprintf(req->rid, sizeof(req->rid), "%s", param(req, "REQUEST_ID"));
         req->request_id = req->rid;
         req->auth_subrequest = strcmp(param(req, "BROKER_AUTH_SUBREQUEST"), "1") == 0;
+        req->redis_loading_mark = redis_conn_loading_seen(w->redis);
         /* DOCUMENT_URI is nginx's normalised path without the query. */
         uri = param(req, "DOCUMENT_URI");
         if (!*uri)
@@ -229,6 +230,15 @@ int request_query_param(const struct request *req, const char *name, char *buf, 
         return url_query_param(req->query, name, buf, size);
 }
 
+/* Did this request's Redis calls meet a server still loading its dataset
+ * (after a restart)? Its error, whichever a handler chose (a failed
+ * script is a 500 to most of them, a missing record a 404), is then that
+ * Redis is not ready yet: 503 with Retry-After, the same on every route. */
+static bool met_loading_redis(const struct request *req)
+{
+        return req->w && redis_conn_loading_seen(req->w->redis) != req->redis_loading_mark;
+}
+
 static void reply_raw(struct request *req, int status, const char *extra_header, const char *body)
 {
         if (req->status) /* already answered: a bug, but never send twice */
@@ -291,12 +301,19 @@ void reply_error_hdr(struct request *req, enum api_error e, const char *extra_he
                      const char *fmt, ...)
 {
         struct json_object *o = json_object_new_object();
-        char msg[512];
+        char msg[512], retry[32];
         va_list ap;
 
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        if (met_loading_redis(req)) {
+                snprintf(retry, sizeof(retry), "Retry-After: %d", REQUEST_LOADING_RETRY_S);
+                snprintf(msg, sizeof(msg), "Redis is loading its dataset (it restarted); retry in %d s",
+                         REQUEST_LOADING_RETRY_S);
+                e = API_UNAVAILABLE;
+                extra_header = retry;
+        }
         if (!o) {
                 reply_raw(req, 500, NULL, "{\"code\":\"INTERNAL_ERROR\",\"message\":\"out of memory\"}");
                 return;
@@ -313,7 +330,8 @@ void reply_errno(struct request *req, int err, const char *what)
         const struct log_kv *kv = LOG_KV({ "REQUEST_ID", req->request_id });
 
         if (err == -EIO || err == -ETIMEDOUT) {
-                log_warn(kv, "%s %s: %s: Redis unavailable", req->method, req->path, what);
+                log_warn(kv, "%s %s: %s: Redis unavailable%s", req->method, req->path, what,
+                         met_loading_redis(req) ? " (loading its dataset)" : "");
                 reply_error(req, API_UNAVAILABLE, "%s: Redis is unavailable, retry later", what);
                 return;
         }

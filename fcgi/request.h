@@ -55,6 +55,10 @@ struct request {
          * X-Broker-Error for nginx to answer with (docs/INGRESS.md). */
         bool auth_subrequest;
         bool authz_is_key; /* ROUTE_ENDPOINT: Authorization carried the valid API key */
+        /* redis_conn_loading_seen of the worker's connection when the
+         * request began: a request that met a Redis still loading its
+         * dataset answers any error as 503 with Retry-After (reply_error_hdr) */
+        unsigned long redis_loading_mark;
         /* Work to do after the response is complete (e.g. make a sandbox
          * whose create was answered 202): run by the accept loop. */
         void (*after)(struct request *req);
@@ -127,5 +131,10 @@ void reply_error_hdr(struct request *req, enum api_error e, const char *extra_he
  * id default to the request's own when ev leaves them NULL. */
 void request_audit(struct request *req, struct audit_event ev);
 
-/* Map a library errno to the fitting error reply (-EIO -> 503, else 500). */
+/* Map a library errno to the fitting error reply (-EIO -> 503, else 500).
+ * Whatever the error, a request whose Redis calls met a server still
+ * loading its dataset answers 503 SERVICE_UNAVAILABLE with "Retry-After:
+ * REQUEST_LOADING_RETRY_S" and a message saying so (docs/API.md,
+ * "Errors"): reply_error_hdr, the exit of every error, sees to it. */
+#define REQUEST_LOADING_RETRY_S 1
 void reply_errno(struct request *req, int err, const char *what);

@@ -36,11 +36,20 @@ static void on_signal(int sig)
 
 void sup_redis_status(struct sup *s, int r, const char *what)
 {
-        if (r < 0 && !s->redis_down) {
+        /* once per outage, and once more when an unreachable Redis comes
+         * back loading its dataset (it refuses everything until done) */
+        bool loading = r < 0 && redis_conn_loading(s->redis);
+
+        if (r < 0 && (!s->redis_down || (loading && !s->redis_loading))) {
                 s->redis_down = true;
-                log_err(NULL, "%s: Redis unavailable (%s); retrying every tick", what, strerror(-r));
+                s->redis_loading = loading;
+                if (loading)
+                        log_err(NULL, "%s: Redis is loading its dataset (it restarted); retrying every tick", what);
+                else
+                        log_err(NULL, "%s: Redis unavailable (%s); retrying every tick", what, strerror(-r));
         } else if (r >= 0 && s->redis_down) {
                 s->redis_down = false;
+                s->redis_loading = false;
                 log_info(NULL, "Redis is back");
         }
 }

@@ -60,9 +60,17 @@ int sup_pool_start(struct sup *s)
                 free(p);
                 return -EIO;
         }
-        for (int i = 0; i < s->cfg.n_pools; i++)
+        for (int i = 0; i < s->cfg.n_pools; i++) {
+                char why[400];
                 log_info(LOG_KV({ "IMAGE", s->cfg.pools[i].image }), "pool: keeping %d ready (max age %d ms)",
                          s->cfg.pools[i].size, s->cfg.pool_max_age_ms);
+                /* a pool that lease claims never take from: said once here,
+                 * and in /health while no create asks for its image */
+                if (!pool_serves_leases(&s->cfg, i, why, sizeof(why)))
+                        log_warn(LOG_KV({ "IMAGE", s->cfg.pools[i].image }),
+                                 "pool %s: %s; only OpenSandbox creates naming this image take its members",
+                                 s->cfg.pools[i].image, why);
+        }
         s->pool = p;
         return 0;
 }

@@ -38,6 +38,7 @@ struct sup {
         unsigned generation;
         int64_t last_offset;     /* highest offset taken into the fifo, -1 none */
         bool redis_down;         /* to log a Redis outage once, not per tick */
+        bool redis_loading;      /* ... and that it is loading its dataset, once */
         struct provider *provider; /* NULL: SANDBOX_PROVIDER=none */
         int64_t next_recover;    /* monotonic ms: abandoned provisioning (SUP_RECOVER_MS) */
         struct sup_watch *watch; /* watch.c; NULL: none */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "egress_policy.h"
+#include "image_ref.h"
 #include "log.h"
 #include "volume_spec.h"
 
@@ -459,33 +460,33 @@ static int config_pools(struct broker_config *cfg, char *err, size_t errsz)
                         snprintf(err, errsz, "POOL: at most %d images", CONFIG_POOLS_MAX);
                         return -EINVAL;
                 }
-                for (int i = 0; i < cfg->n_pools; i++)
-                        if ((size_t)(colon - e) == strlen(cfg->pools[i].image) &&
-                            !strncmp(cfg->pools[i].image, e, (size_t)(colon - e))) {
-                                snprintf(err, errsz, "POOL: image %.*s named twice", (int)(colon - e), e);
-                                return -EINVAL;
-                        }
                 memcpy(cfg->pools[cfg->n_pools].image, e, (size_t)(colon - e));
                 cfg->pools[cfg->n_pools].image[colon - e] = '\0';
+                /* two spellings of one image ("img" and "img:latest") are one pool */
+                if (config_pool_find(cfg, cfg->pools[cfg->n_pools].image) >= 0) {
+                        snprintf(err, errsz, "POOL: image %s named twice", cfg->pools[cfg->n_pools].image);
+                        return -EINVAL;
+                }
                 cfg->pools[cfg->n_pools++].size = (int)n;
         }
         return 0;
 }
 
+/* Images compare as Docker means them (image_ref.h): the pool of
+ * "sandbox-broker/base" serves claims for "sandbox-broker/base:latest". */
 int config_pool_find(const struct broker_config *cfg, const char *image)
 {
-        for (int i = 0; i < cfg->n_pools; i++)
-                if (!strcmp(cfg->pools[i].image, image))
+        for (int i = 0; image && i < cfg->n_pools; i++)
+                if (image_ref_same(cfg->pools[i].image, image))
                         return i;
         return -1;
 }
 
 int config_pool_size(const struct broker_config *cfg, const char *image)
 {
-        for (int i = 0; i < cfg->n_pools; i++)
-                if (!strcmp(cfg->pools[i].image, image))
-                        return cfg->pools[i].size;
-        return 0;
+        int i = config_pool_find(cfg, image);
+
+        return i < 0 ? 0 : cfg->pools[i].size;
 }
 
 /* EXEC_RECORD_MAX_OUTPUT: a record keeps no more of a stream than the

@@ -133,9 +133,13 @@ struct broker_config {
  * explanation into err (size errsz). */
 int config_load(struct broker_config *cfg, char *err, size_t errsz);
 
-/* The configured warm-pool size of image (POOL), 0 if it has none. */
+/* The configured warm-pool size of image (POOL), 0 if it has none. Images
+ * compare as Docker means them (image_ref.h: "img" is "img:latest", a
+ * docker.io/library/ prefix changes nothing). */
 int config_pool_size(const struct broker_config *cfg, const char *image);
-/* Its index in cfg->pools (a pool of size 0 counts claims), -1 if none. */
+/* Its index in cfg->pools (a pool of size 0 counts claims), -1 if none
+ * (or image NULL). The pool's Redis keys are named by its spelling in
+ * POOL, cfg->pools[i].image, whichever spelling a claim used. */
 int config_pool_find(const struct broker_config *cfg, const char *image);
 
 /* Same, with a caller-provided lookup instead of getenv (unit tests). */

@@ -564,14 +564,17 @@ const char *osb_state_canonical(const char *s)
         return NULL;
 }
 
-bool osb_create_poolable(const struct broker_config *cfg, const struct osb_create *c, bool has_volumes)
+const char *osb_create_pool(const struct broker_config *cfg, const struct osb_create *c, bool has_volumes)
 {
+        int i;
+
         /* volumes are mounts, a snapshot is another image and a runtime
          * another kind of container: each shapes the container itself.
          * Members run SANDBOX_RUNTIME. */
         if (has_volumes || c->snapshot_id[0] || !c->image[0] || strcmp(c->runtime, cfg->sandbox_runtime))
-                return false;
-        return config_pool_find(cfg, c->image) >= 0;
+                return NULL;
+        i = config_pool_find(cfg, c->image);
+        return i < 0 ? NULL : cfg->pools[i].image;
 }
 
 void osb_create_wipe(struct osb_create *c)

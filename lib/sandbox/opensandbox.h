@@ -73,15 +73,17 @@ struct osb_create {
         char auth_pass[OSB_AUTH_PASS_MAX];
 };
 
-/* Can c be served by a warm-pool member (lib/sandbox/pool.h)? Yes when
+/* Which warm pool can serve c (lib/sandbox/pool.h)? Yes when
  * its image has a pool (POOL) and it asks nothing a running container
  * cannot take afterwards: limits go through a container update, env
  * through every command, the entrypoint through the agent (docs/AGENT.md,
  * POST /entrypoint). A request that must shape the container itself
  * (has_volumes: the body has volumes; a snapshotId; another runtime than
  * the members' SANDBOX_RUNTIME, or one without the agent) is a cold
- * create; such fields add their test here. */
-bool osb_create_poolable(const struct broker_config *cfg, const struct osb_create *c, bool has_volumes);
+ * create; such fields add their test here. Returns the pool's image as
+ * POOL spells it (its Redis keys' name: "img" serves a create of
+ * "img:latest"; cfg's storage), or NULL when c is a cold create. */
+const char *osb_create_pool(const struct broker_config *cfg, const struct osb_create *c, bool has_volumes);
 
 /* Wipe the credentials of c (explicit_bzero). */
 void osb_create_wipe(struct osb_create *c);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "image_ref.h"
 #include "log.h"
 #include "sandbox.h"
 #include "timeutil.h"
@@ -34,9 +35,11 @@ void pool_limits_string(const struct broker_config *cfg, char *buf, size_t size)
                  (long long)cfg->sandbox_memory_mb * 1024 * 1024, (long long)cfg->sandbox_pids);
 }
 
-static void cold_key(const struct broker_config *cfg, const char *image, char *key, size_t size)
+/* The key of pool i's in-flight cold creates: named by the pool's
+ * spelling in POOL (config_pool_find), whatever spelling the create used. */
+static void cold_key(const struct broker_config *cfg, int i, char *key, size_t size)
 {
-        snprintf(key, size, "%swpoolcold:%s", cfg->key_prefix, image);
+        snprintf(key, size, "%swpoolcold:%s", cfg->key_prefix, cfg->pools[i].image);
 }
 
 int pool_cold_begin(struct redis_conn *rc, const struct broker_config *cfg, const char *image,
@@ -44,11 +47,11 @@ int pool_cold_begin(struct redis_conn *rc, const struct broker_config *cfg, cons
 {
         char key[320], until[24];
         redisReply *rep = NULL;
-        int r;
+        int i = config_pool_find(cfg, image), r;
 
-        if (config_pool_size(cfg, image) == 0 || cfg->pool_refill_hold_ms == 0)
+        if (i < 0 || cfg->pools[i].size == 0 || cfg->pool_refill_hold_ms == 0)
                 return 0;
-        cold_key(cfg, image, key, sizeof(key));
+        cold_key(cfg, i, key, sizeof(key));
         snprintf(until, sizeof(until), "%lld",
                  (long long)(timeutil_now_ms() + sandbox_provision_max_ms(cfg)));
         const char *argv[] = { "ZADD", key, until, sid };
@@ -62,8 +65,11 @@ void pool_cold_end(struct redis_conn *rc, const struct broker_config *cfg, const
 {
         char key[320];
         redisReply *rep = NULL;
+        int i = config_pool_find(cfg, image);
 
-        cold_key(cfg, image, key, sizeof(key));
+        if (i < 0)
+                return;
+        cold_key(cfg, i, key, sizeof(key));
         const char *argv[] = { "ZREM", key, sid };
         if (redis_conn_command(rc, 3, argv, &rep) == 0)
                 reply_drop(rep);
@@ -71,13 +77,13 @@ void pool_cold_end(struct redis_conn *rc, const struct broker_config *cfg, const
 
 /* Are cold creates of image in flight (pool_cold_begin)? Entries past
  * their bound (a crashed process's) are dropped on the way. */
-static bool cold_in_flight(struct redis_conn *rc, const struct broker_config *cfg, const char *image)
+static bool cold_in_flight(struct redis_conn *rc, const struct broker_config *cfg, int i)
 {
         char key[320], now[24];
         redisReply *rep = NULL;
         bool busy = false;
 
-        cold_key(cfg, image, key, sizeof(key));
+        cold_key(cfg, i, key, sizeof(key));
         snprintf(now, sizeof(now), "%lld", (long long)timeutil_now_ms());
         const char *trim[] = { "ZREMRANGEBYSCORE", key, "-inf", now };
         const char *card[] = { "ZCARD", key };
@@ -99,7 +105,7 @@ static bool refill_held(struct redis_conn *rc, const struct broker_config *cfg, 
 {
         int64_t now = timeutil_mono_ms();
 
-        if (cfg->pool_refill_hold_ms == 0 || !cold_in_flight(rc, cfg, cfg->pools[i].image)) {
+        if (cfg->pool_refill_hold_ms == 0 || !cold_in_flight(rc, cfg, i)) {
                 if (ps->hold_since[i])
                         log_info(LOG_KV({ "IMAGE", cfg->pools[i].image }), "pool: refill resumes after %lld ms",
                                  (long long)(now - ps->hold_since[i]));
@@ -245,8 +251,14 @@ static int scan(struct redis_conn *rc, struct provider *pv, const struct broker_
                         const char *why = NULL;
                         if (!sid || !image || !state || !alive || !made_of)
                                 continue;
-                        if (!image[0] || config_pool_size(cfg, image) == 0)
+                        int pool = config_pool_find(cfg, image);
+                        if (!image[0] || pool < 0 || cfg->pools[pool].size == 0)
                                 why = "its image has no pool any more";
+                        else if (strcmp(cfg->pools[pool].image, image) != 0)
+                                /* POOL now spells the image otherwise: the
+                                 * pool's keys have the new spelling, so no
+                                 * claim would ever find this member */
+                                why = "POOL now spells its image otherwise";
                         else if (!strcmp(state, "creating") && !strcmp(alive, "0") && age > 1000)
                                 why = "left creating by a crashed supervisor";
                         else if (!strcmp(state, "ready") && age > cfg->pool_max_age_ms)
@@ -430,6 +442,26 @@ int pool_step(struct redis_conn *rc, struct provider *pv, const struct broker_co
         return did > 0;
 }
 
+bool pool_serves_leases(const struct broker_config *cfg, int i, char *why, size_t size)
+{
+        const char *ex = config_runtime_for_mode(cfg, "exclusive");
+        const char *us = config_runtime_for_mode(cfg, "user_shared");
+
+        if (!image_ref_same(cfg->pools[i].image, cfg->sandbox_image)) {
+                snprintf(why, size, "no lease mode uses its image (SANDBOX_IMAGE is %s)", cfg->sandbox_image);
+                return false;
+        }
+        if (strcmp(ex, cfg->sandbox_runtime) != 0 && strcmp(us, cfg->sandbox_runtime) != 0) {
+                snprintf(why, size,
+                         "the lease modes of its image run %s and %s, its members %s (SANDBOX_RUNTIME)", ex, us,
+                         cfg->sandbox_runtime);
+                return false;
+        }
+        if (size)
+                why[0] = '\0';
+        return true;
+}
+
 static long long hget_ll(const redisReply *h, const char *field)
 {
         for (size_t i = 0; h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2)
@@ -474,6 +506,18 @@ int pool_status(struct redis_conn *rc, const struct broker_config *cfg, const ch
         json_object_object_add(obj, "backoffUntil", json_object_new_int64(backoff));
         json_object_object_add(obj, "error", json_object_new_string(hget_str(h, "error")));
         json_object_object_add(obj, "healthy", json_object_new_boolean(hget_ll(h, "failures") == 0));
+        {
+                char why[400], warning[480] = "";
+                int i = config_pool_find(cfg, image);
+                bool leases = i >= 0 && pool_serves_leases(cfg, i, why, sizeof(why));
+                /* an OpenSandbox create naming the image counts a claim
+                 * (warm or cold, wpool_take): then something asks for it */
+                if (i >= 0 && !leases && hget_ll(h, "warm") + hget_ll(h, "cold") == 0)
+                        snprintf(warning, sizeof(warning), "%s, and no create has asked for it: its members are never used",
+                                 why);
+                json_object_object_add(obj, "servesLeases", json_object_new_boolean(leases));
+                json_object_object_add(obj, "warning", json_object_new_string(warning));
+        }
         freeReplyObject(h);
         return 0;
 }

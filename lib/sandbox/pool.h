@@ -52,8 +52,18 @@ int pool_cold_begin(struct redis_conn *rc, const struct broker_config *cfg, cons
 void pool_cold_end(struct redis_conn *rc, const struct broker_config *cfg, const char *image,
                    const char *sid);
 
+/* Can lease claims take members of pool i (cfg->pools)? Only exclusive and
+ * user_shared claims do, for SANDBOX_IMAGE (compared as Docker means it),
+ * when their mode's runtime is the members' (SANDBOX_RUNTIME). When not,
+ * returns false with why (size bytes) saying what: then only OpenSandbox
+ * creates naming the pool's image take its members. */
+bool pool_serves_leases(const struct broker_config *cfg, int i, char *why, size_t size);
+
 /* Pool state of image as JSON fields into *obj (size, members, ready, warm,
- * cold, lastRefillAt, refillMs, error, failures, backoffUntil). */
+ * cold, lastRefillAt, refillMs, error, failures, backoffUntil, healthy,
+ * servesLeases, and warning: "" or why nothing has ever taken a member, for
+ * a pool no lease claim can take from while no create has asked for its
+ * image yet). */
 struct json_object;
 int pool_status(struct redis_conn *rc, const struct broker_config *cfg, const char *image,
                 struct json_object *obj);

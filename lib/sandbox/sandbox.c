@@ -242,7 +242,7 @@ static int claim(struct redis_conn *rc, const struct broker_config *cfg, const c
 {
         char sid[33], cpus[24], mem[24], pids[16], disk[16], *pol[EGRESS_CONFIG_POLICIES];
         redisReply *rep = NULL;
-        int r;
+        int pool = config_pool_find(cfg, cfg->sandbox_image), r;
 
         memset(c, 0, sizeof(*c));
         r = timeutil_random_id(sid, sizeof(sid));
@@ -257,7 +257,8 @@ static int claim(struct redis_conn *rc, const struct broker_config *cfg, const c
         (void)egress_config_policies(cfg, pol);
         const char *argv[] = { lease_id, sid, cfg->sandbox_image, cfg->sandbox_multiuser_image,
                                cpus, mem, pids, cfg->provider,
-                               config_pool_find(cfg, cfg->sandbox_image) >= 0 ? "1" : "0",
+                               /* the pool's own spelling names its keys */
+                               pool >= 0 ? cfg->pools[pool].image : "",
                                pol[0] ? pol[0] : "", pol[1] ? pol[1] : "", pol[2] ? pol[2] : "",
                                pol[3] ? pol[3] : "", pol[4] ? pol[4] : "",
                                config_runtime_for_mode(cfg, "exclusive"),

@@ -15,7 +15,30 @@ struct redis_conn {
         struct broker_config cfg;
         redisContext *ctx;
         char sha[LUA_SCRIPT_COUNT][41];
+        unsigned long loading_seen; /* LOADING answers so far */
+        bool loading;               /* the server's last answer was LOADING */
 };
+
+/* Note what the server answered: LOADING (it is reading its AOF or RDB
+ * after a start, and refuses every command until it is done) or not.
+ * Returns whether it was LOADING. */
+static bool note_loading(struct redis_conn *c, const redisReply *rep)
+{
+        c->loading = rep && rep->type == REDIS_REPLY_ERROR && strncmp(rep->str, "LOADING", 7) == 0;
+        if (c->loading)
+                c->loading_seen++;
+        return c->loading;
+}
+
+unsigned long redis_conn_loading_seen(const struct redis_conn *c)
+{
+        return c ? c->loading_seen : 0;
+}
+
+bool redis_conn_loading(const struct redis_conn *c)
+{
+        return c && c->loading;
+}
 
 void reply_free(redisReply *r)
 {
@@ -76,11 +99,14 @@ static int scripts_load(struct redis_conn *c)
         for (int i = 0; i < LUA_SCRIPT_COUNT; i++) {
                 redisReply *r = redisCommand(c->ctx, "SCRIPT LOAD %s", lua_scripts[i].source);
                 if (!r || r->type != REDIS_REPLY_STRING || r->len != 40) {
+                        /* LOADING: unavailable for now, like a server not up yet */
+                        bool loading = note_loading(c, r);
                         log_debug(NULL, "redis: SCRIPT LOAD %s failed: %s", lua_scripts[i].name,
                                   r && r->type == REDIS_REPLY_ERROR ? r->str : c->ctx->errstr);
                         reply_free(r);
-                        return r ? -EPROTO : -EIO;
+                        return r && !loading ? -EPROTO : -EIO;
                 }
+                c->loading = false;
                 memcpy(c->sha[i], r->str, 41);
                 reply_free(r);
         }
@@ -175,10 +201,12 @@ static int script_run(struct redis_conn *c, enum lua_script_id id, int argc, con
         if (!rep)
                 return -EIO;
         if (rep->type == REDIS_REPLY_ERROR) {
+                bool loading = note_loading(c, rep);
                 log_debug(NULL, "redis: script %s: %s", lua_scripts[id].name, rep->str);
                 reply_free(rep);
-                return -EPROTO;
+                return loading ? -EIO : -EPROTO;
         }
+        c->loading = false;
         *ret = rep;
         return 0;
 }
@@ -217,10 +245,12 @@ int redis_conn_command(struct redis_conn *c, int argc, const char **argv, redisR
                 return -EIO;
         }
         if (rep->type == REDIS_REPLY_ERROR) {
+                bool loading = note_loading(c, rep);
                 log_debug(NULL, "redis: %s: %s", argv[0], rep->str);
                 reply_free(rep);
-                return -EPROTO;
+                return loading ? -EIO : -EPROTO;
         }
+        c->loading = false;
         *ret = rep;
         return 0;
 }
@@ -244,6 +274,7 @@ int redis_conn_ping(struct redis_conn *c)
                 conn_drop(c);
                 return -EIO;
         }
+        (void)note_loading(c, rep);
         r = rep->type == REDIS_REPLY_STATUS ? 0 : -EIO;
         reply_free(rep);
         return r;

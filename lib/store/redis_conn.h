@@ -11,6 +11,12 @@
 
 struct redis_conn;
 
+/* A server still loading its dataset (AOF or RDB, after a start) answers
+ * every command "LOADING Redis is loading the dataset in memory": the
+ * calls below then fail with -EIO, as while it is down (retry later), and
+ * the connection notes it for callers that say so (503 with Retry-After,
+ * one log line). */
+
 /* Create a connection object for cfg (copied). Connecting happens lazily on
  * the first call, so a handler starts even while Redis is down.
  * Returns 0 or -ENOMEM. */
@@ -21,7 +27,8 @@ void redis_conn_free(struct redis_conn *c);
 
 /* Run script `id` with argv[0..argc) as ARGV (no KEYS). The first ARGV is
  * always the key prefix and is added here. On success *ret owns the reply
- * (release with reply_free). Errors: -EIO (connection), -EPROTO (script error,
+ * (release with reply_free). Errors: -EIO (connection, or the server is
+ * loading its dataset), -EPROTO (script error,
  * message in the log at debug), -ENOMEM. */
 int redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
                       redisReply **ret);
@@ -45,6 +52,14 @@ int redis_conn_command(struct redis_conn *c, int argc, const char **argv, redisR
 
 /* PING the server. Returns 0 or -EIO. */
 int redis_conn_ping(struct redis_conn *c);
+
+/* How many LOADING answers c has met so far (0 for NULL): a caller that
+ * compares two readings knows whether its calls in between met a server
+ * still loading its dataset. */
+unsigned long redis_conn_loading_seen(const struct redis_conn *c);
+
+/* Was the server's last answer on c LOADING? (false for NULL) */
+bool redis_conn_loading(const struct redis_conn *c);
 
 /* The underlying context for callers that need raw commands (subscriber).
  * Connects if needed; NULL on failure. Owned by c. */

@@ -374,3 +374,62 @@ def test_refill_hold_off(docker_broker):
     assert lz["sandboxId"] == sid
     assert sb.b.redis.zcard(sb.b.key("wpoolcold:" + TINY_IMAGE)) == 0
     wait_full(sb, 1)
+
+
+# Issue 24 (M6): POOL=sandbox-broker/base:5 made a pool whose members the
+# acquires for sandbox-broker/base:latest never claimed (0 of 50), reported
+# healthy, nothing logged. Images compare as Docker means them now.
+TINY_BARE = TINY_IMAGE.rsplit(":", 1)[0]  # sandbox-broker/tiny
+
+
+@pytest.mark.parametrize("pool_image,sandbox_image", [
+    (TINY_BARE, TINY_IMAGE),                    # the issue's spelling
+    (TINY_IMAGE, TINY_BARE),                    # the other way round
+    ("docker.io/" + TINY_BARE, TINY_IMAGE),     # Docker Hub's full name
+], ids=["pool-untagged", "image-untagged", "pool-docker.io"])
+def test_pool_spellings_serve_claims_warm(docker_broker, pool_image, sandbox_image):
+    n = 3
+    sb = docker_broker(**pool_env(SANDBOX_IMAGE=sandbox_image, POOL="%s:%d" % (pool_image, n)))
+    members = set(wait_until(lambda: len(ready_ids(sb, pool_image)) >= n and ready_ids(sb, pool_image),
+                             60, 0.1, "pool filled"))
+    got = []
+    for i in range(n):
+        lz = check_sandbox_lease(sb.acquire("sp%d" % i, "s1"))
+        assert sb.run(lz, "true")["exitCode"] == 0
+        got.append(lz["sandboxId"])
+    assert set(got) == members, "claims went cold: %r, members %r" % (got, members)
+    st = [p for p in status(sb)["pools"] if p["image"] == pool_image][0]
+    assert st["claimsWarm"] == n and st["claimsCold"] == 0, st
+    assert st["servesLeases"] is True and st["warning"] == "", st
+    h = sb.b.get("/health")
+    assert h.status == 200 and h.json["status"] == "healthy", h
+    assert "only OpenSandbox creates" not in sb.b.logs("supervisor")
+    # the members were made of the image the name means, and refill goes on
+    wait_until(lambda: len(ready_ids(sb, pool_image)) == n, 60, 0.2, "pool refilled")
+
+
+def test_pool_of_an_image_nothing_asks_for_is_reported(docker_broker):
+    """A pool of an image no lease mode uses (SANDBOX_IMAGE is another) is
+    said once in the supervisor's log at start and is a warning in /health
+    (degraded, naming the pool) while no create has asked for its image;
+    the pool of SANDBOX_IMAGE next to it is not reported."""
+    sb = docker_broker(**pool_env(SANDBOX_IMAGE=TINY_IMAGE,
+                                  POOL="%s:1,%s:1" % (BASE_IMAGE, TINY_BARE)))
+    wait_until(lambda: ready_ids(sb, BASE_IMAGE) and ready_ids(sb, TINY_BARE), 90, 0.2, "pools filled")
+    h = sb.b.get("/health")
+    assert h.status == 200 and h.json["status"] == "degraded", h
+    check = h.json["checks"]["pool"]
+    assert check.startswith("warning: pool %s: " % BASE_IMAGE), check
+    assert "no lease mode uses its image (SANDBOX_IMAGE is %s)" % TINY_IMAGE in check, check
+    assert check.count("pool ") == 1 and "pool %s:" % TINY_BARE not in check, check
+    pools = {p["image"]: p for p in status(sb)["pools"]}
+    assert pools[BASE_IMAGE]["servesLeases"] is False and pools[BASE_IMAGE]["warning"], pools
+    assert pools[TINY_BARE]["servesLeases"] is True and pools[TINY_BARE]["warning"] == "", pools
+    # leases keep taking the tiny pool's members; the base pool still serves nobody
+    lz = check_sandbox_lease(sb.acquire("nu", "s1"))
+    assert sb.b.redis.hget(sb.b.key("wpoolstat:" + TINY_BARE), "warm") == "1"
+    assert lz["sandboxId"] not in ready_ids(sb, BASE_IMAGE)
+    assert sb.b.get("/health").json["status"] == "degraded"
+    log = sb.b.logs("supervisor")
+    lines = [ln for ln in log.splitlines() if "only OpenSandbox creates naming this image" in ln]
+    assert len(lines) == 1 and BASE_IMAGE in lines[0], lines

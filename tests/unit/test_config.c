@@ -681,8 +681,24 @@ static void test_pool(void **state)
         assert_int_equal(config_pool_size(&cfg, "img"), 0);
         assert_int_equal(config_pool_find(&cfg, "reg:5000/x:v1"), 2);
         assert_int_equal(config_pool_find(&cfg, "nope"), -1);
+        assert_int_equal(config_pool_find(&cfg, NULL), -1);
+        /* the image a claim asks for is compared as Docker means it
+         * (issue 24: POOL=sandbox-broker/base:5 served no claim for
+         * sandbox-broker/base:latest) */
+        assert_int_equal(config_pool_find(&cfg, "sandbox-broker/base:latest"), 0);
+        assert_int_equal(config_pool_find(&cfg, "docker.io/sandbox-broker/base"), 0);
+        assert_int_equal(config_pool_size(&cfg, "docker.io/sandbox-broker/base:latest"), 4);
+        assert_int_equal(config_pool_find(&cfg, "docker.io/library/img:tag"), 1);
+        assert_int_equal(config_pool_find(&cfg, "sandbox-broker/base:2"), -1);
+        assert_int_equal(config_pool_find(&cfg, "reg:5000/x"), -1);
+        env_reset();
+        env_set("POOL", "sandbox-broker/tiny:latest:2");
+        assert_int_equal(config_load_from(&cfg, env_get, err, sizeof(err)), 0);
+        assert_int_equal(config_pool_find(&cfg, "sandbox-broker/tiny"), 0);
         static const char *const bad[] = { "img", "img:", ":3", "img:x", "img:-1", "img:1001",
-                                           "img:3,img:4", "a b:1", "img:3x" };
+                                           "img:3,img:4", "a b:1", "img:3x",
+                                           /* one image in two spellings */
+                                           "img:1,img:latest:2", "docker.io/library/img:1,img:2" };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 env_reset();
                 env_set("POOL", bad[i]);

@@ -268,14 +268,22 @@ static void test_create_runtime(void **state)
 
         assert_int_equal(create("{" MIN_BODY "}", c, err), 0);
         assert_string_equal(c->runtime, "sandbox-runc");
-        assert_true(osb_create_poolable(&cfg, c, false));
+        assert_string_equal(osb_create_pool(&cfg, c, false), "busybox:1");
+        /* another spelling of the pool's image is served by it, under the
+         * pool's own name (its Redis keys) */
+        assert_int_equal(create("{\"image\":{\"uri\":\"docker.io/library/busybox:1\"},"
+                                "\"entrypoint\":[\"sleep\",\"infinity\"]}", c, err), 0);
+        assert_string_equal(osb_create_pool(&cfg, c, false), "busybox:1");
+        assert_int_equal(create("{\"image\":{\"uri\":\"busybox\"},"
+                                "\"entrypoint\":[\"sleep\",\"infinity\"]}", c, err), 0);
+        assert_null(osb_create_pool(&cfg, c, false)); /* busybox:latest is another image */
         assert_int_equal(create("{" MIN_BODY ",\"extensions\":{\"other.key\":\"x\"}}", c, err), 0);
         assert_string_equal(c->runtime, "sandbox-runc");
         assert_int_equal(create("{" MIN_BODY ",\"extensions\":{\"runtime\":\"sandbox-runc\"}}", c, err), 0);
-        assert_true(osb_create_poolable(&cfg, c, false));
+        assert_string_equal(osb_create_pool(&cfg, c, false), "busybox:1");
         assert_int_equal(create("{" MIN_BODY ",\"extensions\":{\"runtime\":\"runsc\"}}", c, err), 0);
         assert_string_equal(c->runtime, "runsc");
-        assert_false(osb_create_poolable(&cfg, c, false)); /* members run sandbox-runc */
+        assert_null(osb_create_pool(&cfg, c, false)); /* members run sandbox-runc */
         assert_int_equal(create("{" MIN_BODY ",\"extensions\":{\"runtime\":\"runsc\"},"
                                 "\"networkPolicy\":null}", c, err), 0);
 
@@ -294,13 +302,13 @@ static void test_create_runtime(void **state)
         strcpy(cfg.sandbox_runtime_mode[0], "runsc");
         assert_int_equal(create("{" MIN_BODY "}", c, err), 0);
         assert_string_equal(c->runtime, "runsc");
-        assert_false(osb_create_poolable(&cfg, c, false));
+        assert_null(osb_create_pool(&cfg, c, false));
         cfg.sandbox_runtime_mode[0][0] = '\0';
 
         /* a pool of runsc members serves runsc creates: their agent dials */
         strcpy(cfg.sandbox_runtime, "runsc");
         assert_int_equal(create("{" MIN_BODY "}", c, err), 0);
-        assert_true(osb_create_poolable(&cfg, c, false));
+        assert_string_equal(osb_create_pool(&cfg, c, false), "busybox:1");
 
         strcpy(cfg.provider, "daytona");
         expect_create_refused("{" MIN_BODY ",\"extensions\":{\"runtime\":\"runsc\"}}",

@@ -1,5 +1,5 @@
 -- sandbox_claim: give a lease its sandbox. ARGV = prefix, leaseId, newSandboxId,
---   image, multiUserImage, nanoCpus, memoryBytes, pids, provider, pooled,
+--   image, multiUserImage, nanoCpus, memoryBytes, pids, provider, poolImage,
 --   then the egress policies: default, exclusive, user_shared, multi_user_shared
 --   (normalized JSON; '' = the default), and the pool policies: a JSON object
 --   poolId or "<tenant>/<poolId>" -> normalized policy text ('' = none),
@@ -7,8 +7,10 @@
 --   then the warm pool members' runtime (SANDBOX_RUNTIME),
 --   then SANDBOX_DISK_MB
 -- The slot's sandbox if it has one; else a parked (Stopped) sandbox of the same
--- slot; else a new Pending record: with pooled = '1' (the image has a warm
--- pool, wpool.lua, and the mode's runtime is the members') the oldest ready
+-- slot; else a new Pending record: with poolImage (the warm pool of image,
+-- wpool.lua, named as POOL spells it, which may differ from image's own
+-- spelling: "img" and "img:latest"; '' = none) and the mode's runtime the
+-- members', the oldest ready
 -- member is taken (its id and container become the sandbox's, record field
 -- poolLimits = the limits it was made with), else a cold create. A new
 -- record's field runtime is its mode's, its field diskMb SANDBOX_DISK_MB or its tenant's
@@ -53,8 +55,8 @@ if not sid then
     local tenant = string.match(user or '', '^(.-)/')
     local tcap = tenant and tonumber(redis.call('HGET', P .. 'tenantcfg:' .. tenant, 'maxDiskMb') or '')
     if disk > 0 and tcap and tcap < disk then disk = tcap end
-    if ARGV[10] == '1' and mode ~= 'multi_user_shared' and runtime == ARGV[19] and disk == tonumber(ARGV[20]) then
-      local id, r, limits = wpool_take(image, ARGV[6] .. ',' .. ARGV[7] .. ',' .. ARGV[8])
+    if ARGV[10] ~= '' and mode ~= 'multi_user_shared' and runtime == ARGV[19] and disk == tonumber(ARGV[20]) then
+      local id, r, limits = wpool_take(ARGV[10], ARGV[6] .. ',' .. ARGV[7] .. ',' .. ARGV[8])
       if id then sid, ref, warm = id, r, limits end
     end
     redis.call('HSET', sandbox_key(sid), 'sandboxId', sid, 'slot', slot, 'mode', mode,
