@@ -88,8 +88,3 @@ export function countChanges(before: string, after: string): { additions: number
   while (j < a.length - i && j < b.length - i && a[a.length - 1 - j] === b[b.length - 1 - j]) j++;
   return { additions: b.length - i - j, deletions: a.length - i - j };
 }
-
-/** Shell quoting for one argument of a sh -c command. */
-export function shq(s: string): string {
-  return "'" + s.replace(/'/g, "'\\''") + "'";
-}

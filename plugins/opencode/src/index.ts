@@ -12,7 +12,8 @@ import { applyHostToolPolicy, refuseHostTool } from "./hosttools.js";
 import { LeaseManager, type Logger } from "./leases.js";
 import { Notifier, type ToastClient } from "./notify.js";
 import { forgetOnSignals, releaseOnSignals } from "./signals.js";
-import { makeTools, type PartClient } from "./tools.js";
+import type { PartClient } from "./live.js";
+import { makeTools } from "./tools.js";
 
 export { loadSettings, type Settings } from "./config.js";
 export { LeaseManager } from "./leases.js";

@@ -224,7 +224,7 @@ export class LeaseManager {
       if (Date.now() > deadline) throw this.queueTimeout(ev.state === "queued" ? ev.position : undefined);
       await pause(this.s.pollMs, st.abort.signal, "the session was deleted while waiting for a sandbox");
       const ans = await retrying(() => this.client.poll(ticketId, st.abort.signal),
-        Math.max(this.s.outageRetryMs, 0), st.abort.signal, this.retryListener(st, "poll"));
+        this.s.outageRetryMs, st.abort.signal, this.retryListener(st, "poll"));
       switch (ans.status) {
         case "granted": return ans.lease;
         case "expired": return undefined;

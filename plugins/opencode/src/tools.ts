@@ -13,9 +13,6 @@ import type { ToolEnv } from "./sandbox.js";
 import { makeSearchTools } from "./search.js";
 import { makeWebfetch } from "./webfetch.js";
 
-export { resolvePath, outsideWorkdir } from "./sandbox.js";
-export { liveMetadata, type PartClient } from "./live.js";
-
 export function makeTools(env: ToolEnv, client?: PartClient) {
   const tools = {
     bash: makeBash(env),
