@@ -526,7 +526,8 @@ def test_expiry_kills_the_container(mb):
     assert 30 < left <= 60, left
     # still Running shortly before expiry
     time.sleep(max(0.0, left - 5))
-    assert o.get(sid).json["status"]["state"] == "Running"
+    st = o.get(sid).json
+    assert st["status"]["state"] == "Running", (st, int(time.time() * 1000), expires)
     end = o.wait_state(sid, "Terminated", timeout=40)
     assert parse_iso_ms(end["status"]["lastTransitionAt"]) >= expires - 1000, end
     wait_container_gone(mb, sid, timeout=30)
