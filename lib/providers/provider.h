@@ -153,7 +153,9 @@ struct exec_spec {
          * main process (a warm-pool member that gets its create's
          * entrypoint late): the sandbox-agent adopts it (docs/AGENT.md,
          * POST /entrypoint), so that its exit ends the sandbox; a backend
-         * without the agent starts it as a detached command. */
+         * without the agent starts it as a detached command. -EALREADY
+         * when the sandbox has its entrypoint already (an earlier start
+         * whose answer was lost: its caller died). */
         bool entrypoint;
         /* May be NULL. The same command in the form a backend that runs
          * commands itself (sandbox-agent) takes instead of argv, cwd and

@@ -18,7 +18,7 @@ struct metered {
 
 static int counted(int r, const char *op)
 {
-        if (r < 0 && r != -ENOENT && r != -EBUSY && r != -EINVAL && r != -EFBIG)
+        if (r < 0 && r != -ENOENT && r != -EBUSY && r != -EINVAL && r != -EFBIG && r != -EALREADY)
                 metrics_provider_error(op);
         return r;
 }
