@@ -327,6 +327,8 @@ static const struct family counters[] = {
           "Leases released by the reaper after missed heartbeats (LEASE_TTL_MS).", false, NULL },
         { "broker_sandboxes_unanswered_total", "counter",
           "OpenSandbox sandboxes removed because no client got their create's answer within OPENSANDBOX_UNANSWERED_S (the handler died before it) and no request named them.", false, NULL },
+        { "broker_snapshot_images_reaped_total", "counter",
+          "Snapshot images the reconciler removed because their snapshot is Failed or gone (a commit cut short, or one that landed after its snapshot failed).", false, NULL },
         { "broker_provider_errors_total", "counter",
           "Sandbox provider calls that failed for a backend reason (timeout, unreachable, backend error), by operation.", true, NULL },
         { "broker_audit_dropped_total", "counter",

@@ -39,6 +39,7 @@ enum lua_script_id {
         LUA_SNAPSHOT_BEGIN,
         LUA_SNAPSHOT_GET,
         LUA_SNAPSHOT_LIST,
+        LUA_SNAPSHOT_REAP,
         LUA_SNAPSHOT_STATE,
         LUA_STATUS,
         LUA_TEARDOWN_PURGED,

@@ -494,3 +494,15 @@ local function osb_end(sid, tenant, reason, message)
   end
 end
 
+-- A snapshot (key P..snapshot:<id>, state h_state since h_since) Creating for
+-- longer than stale ms lost the process committing it (the handler died, or
+-- the commit outlived SNAPSHOT_TIMEOUT_MS): it turns Failed, and its record
+-- expires after a day like any Failed one. Returns true when it did.
+local function snapshot_settle_lost(key, h_state, h_since, stale, now)
+  if h_state ~= 'Creating' or tonumber(h_since or '0') + stale >= now then return false end
+  redis.call('HSET', key, 'state', 'Failed', 'reason', 'snapshot_capture_lost',
+    'message', 'the snapshot was not finished in time (its commit was interrupted)',
+    'lastTransitionAt', now)
+  redis.call('EXPIRE', key, 86400)
+  return true
+end
