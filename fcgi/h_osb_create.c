@@ -292,6 +292,7 @@ void h_osb_create(struct request *req)
         char key[OSB_IDEMPOTENCY_KEY_MAX + 1], fp[OSB_FINGERPRINT_MAX] = "", hdr[192];
         char *egress = NULL; /* normalized networkPolicy (egress_store.h) */
         char *volumes = NULL; /* the record's volumes (volume.h); NULL = none */
+        const char *hval;
         bool committed = false; /* the sandbox exists: the volumes made are its own */
         struct osb o;
         int r;
@@ -300,8 +301,14 @@ void h_osb_create(struct request *req)
         pending_wipe();
         if (h_osb_auth(req, &o) < 0)
                 goto out;
-        /* a bad key is refused before anything is read or made */
-        if (osb_idempotency_key_parse(FCGX_GetParam("HTTP_IDEMPOTENCY_KEY", req->fcgx->envp), key, err) < 0) {
+        /* a bad key is refused before anything is read or made; two keys
+         * are one too many (nginx 1.23+ joins them with ", ", which the
+         * parse refuses; older ones pass both) */
+        if (request_param_once(req, "HTTP_IDEMPOTENCY_KEY", &hval) < 0) {
+                reply_error(req, API_INVALID_REQUEST, "Idempotency-Key: one header at most");
+                goto out;
+        }
+        if (osb_idempotency_key_parse(hval, key, err) < 0) {
                 reply_error(req, API_INVALID_REQUEST, "%s", err);
                 goto out;
         }

@@ -107,6 +107,15 @@ class InFlight(threading.Thread):
             self.error = e
 
 
+def alive(pid):
+    """Is pid a live process (a zombie is not)?"""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def kill_handler_mid_create(b, creates, stored):
     """Wait until `stored()` (the record is in Redis), check that every create
     is still waiting for its answer, SIGKILL fcgi-sandboxes, and start it again."""
@@ -116,7 +125,7 @@ def kill_handler_mid_create(b, creates, stored):
         assert c.is_alive(), "the create answered before the kill: %r" % (c.resp,)
     pid = b.pid("fcgi-sandboxes")
     b.stop("fcgi-sandboxes", kill=True)
-    assert pid and not os.path.exists("/proc/%d" % pid), pid
+    assert pid and not alive(pid), pid
     for c in creates:
         c.join(60)
         assert not c.is_alive()
@@ -313,12 +322,18 @@ def test_unanswered_create_is_removed_unless_named(request, services, it_root):
     r = osb.create_raw(body(tag="answered", timeout=None))
     assert r.status == 202, r
     answered = r.json["id"]
-    for s in (found, lost, answered):
+    for s in (found, answered):
         osb.wait_state(s, "Running")
+    # the lost one is read from Redis: a GET would name it, and keep it
+    record = b.key("sandbox:" + lost)
+    wait_until(lambda: b.redis.hget(record, "state") == "Running", PROVISION_TIMEOUT, 0.2,
+               "the recovery made the lost one Running")
+    assert b.redis.hget(record, "answerBy")
     # past the bound: the unanswered one is removed, with its container
-    st = wait_until(lambda: osb.state(lost)["state"] == "Terminated" and osb.state(lost),
-                    bound + 60, 0.5, "unanswered sandbox removed")
-    assert st["reason"] == "CREATE_UNANSWERED", st
+    wait_until(lambda: b.redis.hget(record, "state") == "Terminated", bound + 60, 0.5,
+               "unanswered sandbox removed")
+    st = osb.state(lost)
+    assert st["state"] == "Terminated" and st["reason"] == "CREATE_UNANSWERED", st
     assert time.monotonic() - t0 >= bound - 1
     wait_until(lambda: not containers_of(b, lost), 60, 0.2, "its container removed")
     # the others live on, for good
