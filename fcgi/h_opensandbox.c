@@ -1,41 +1,27 @@
 /* h_opensandbox: the OpenSandbox lifecycle API
- * (sandbox-lifecycle.yml of the OpenSandbox project) on the broker's slots.
+ * (sandbox-lifecycle.yml of the OpenSandbox project) on the broker's slots,
+ * but the create (h_osb_create.c).
  *
- * A create is a lease of its tenant (user LEASE_OSB_USER, which the lease API
- * cannot name; session = sandbox id) that carries the sandbox record made at
- * create time: it takes a slot like any acquire, or waits in the same Kafka
- * queue (Pending, reason QUEUED), and it expires at the sandbox's expiresAt
- * instead of by heartbeats. The tenant is the API key's (checked by the
- * route table); another tenant's sandbox does not exist (404), except to an
- * admin key, which lists and acts across tenants. */
+ * The tenant is the API key's (checked by the route table); another
+ * tenant's sandbox does not exist (404), except to an admin key, which
+ * lists and acts across tenants. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "h_opensandbox.h"
 #include "json_input.h"
-#include "lease.h"
 #include "log.h"
 #include "opensandbox.h"
-#include "egress_store.h"
 #include "osb_store.h"
 #include "readiness.h"
 #include "routes.h"
 #include "sandbox.h"
-#include "snapshot_store.h"
 #include "timeutil.h"
 #include "volume.h"
 
 #define PAGE_SIZE_MAX 200
-
-struct osb {
-        char tenant[130];
-        redisReply *rec; /* HGETALL of the sandbox, owned */
-};
-
-#define TEMPLATES_NOT_SERVED                                                                        \
-        "templates are not served by this server (they are in none of the OpenSandbox specifications " \
-        "it implements); make sandboxes from an image or a snapshotId"
 
 static void osb_done(struct osb *o)
 {
@@ -52,9 +38,7 @@ static const char *rec_get(const redisReply *h, const char *name)
         return NULL;
 }
 
-/* The caller's tenant (the route table authenticated the key); replies
- * and returns -1 when the broker has no sandboxes. */
-static int osb_auth(struct request *req, struct osb *o)
+int h_osb_auth(struct request *req, struct osb *o)
 {
         memset(o, 0, sizeof(*o));
         if (!req->w->provider) {
@@ -73,10 +57,10 @@ static int read_record(struct request *req, const char *sid, redisReply **ret)
 /* Authenticate and load the path's sandbox of this tenant; replies on error. */
 static int osb_open(struct request *req, struct osb *o)
 {
-        const char *tenant;
+        const char *tenant, *answer_by;
         int r;
 
-        if (osb_auth(req, o) < 0)
+        if (h_osb_auth(req, o) < 0)
                 return -1;
         r = read_record(req, req->path_arg, &o->rec);
         if (r < 0) {
@@ -89,13 +73,22 @@ static int osb_open(struct request *req, struct osb *o)
                 osb_done(o);
                 return -1;
         }
+        /* A sandbox whose create's answer reached nobody (answerBy) is
+         * removed after OPENSANDBOX_UNANSWERED_S: a request of its own
+         * tenant naming it shows that a client has it (one that found it in
+         * its list after a 502, say). An admin's look does not. */
+        if (strcmp(tenant, o->tenant) == 0 && (answer_by = rec_get(o->rec, "answerBy")) && *answer_by &&
+            (r = osb_store_answered(req->w->redis, req->path_arg)) < 0)
+                log_warn(LOG_KV({ "SANDBOX_ID", req->path_arg }, { "REQUEST_ID", req->request_id }),
+                         "a request named a sandbox waiting for its create's answer, but it was not "
+                         "marked answered (%s)", strerror(-r));
         /* an admin acts on the sandbox as its own tenant would */
         snprintf(o->tenant, sizeof(o->tenant), "%s", tenant);
         return 0;
 }
 
-static void reply_sandbox(struct request *req, int status, const char *hdr, const redisReply *rec,
-                          bool full)
+void h_osb_reply_sandbox(struct request *req, int status, const char *hdr, const redisReply *rec,
+                         bool full)
 {
         struct json_object *o = NULL;
 
@@ -107,289 +100,13 @@ static void reply_sandbox(struct request *req, int status, const char *hdr, cons
         json_put(o);
 }
 
-/* The image.auth of the create answered on this thread, kept in memory
- * for its after hook (the pull) and wiped by it: never stored. */
-static __thread struct {
-        bool set;
-        char sid[64];
-        char image[256];
-        char user[OSB_AUTH_USER_MAX], pass[OSB_AUTH_PASS_MAX];
-} pending_auth;
-
-static void pending_auth_keep(const struct osb_create *c, const char *sid)
-{
-        pending_auth.set = c->has_auth;
-        if (!c->has_auth)
-                return;
-        snprintf(pending_auth.sid, sizeof(pending_auth.sid), "%s", sid);
-        snprintf(pending_auth.image, sizeof(pending_auth.image), "%s", c->image);
-        memcpy(pending_auth.user, c->auth_user, sizeof(pending_auth.user));
-        memcpy(pending_auth.pass, c->auth_pass, sizeof(pending_auth.pass));
-}
-
-static void pending_auth_wipe(void)
-{
-        explicit_bzero(&pending_auth, sizeof(pending_auth));
-}
-
-/* After the 202 of a create with image.auth that got a slot: pull its
- * image with the create's credentials (they are never stored, so no
- * supervisor could), then the supervisors' workers make the sandbox from
- * the image now on the host, as any other create. */
-static void create_after(struct request *req)
-{
-        char err[SANDBOX_ERR_MAX];
-        struct image_auth auth = { pending_auth.user, pending_auth.pass };
-        int r = sandbox_lease_pull_then_queue(req->w->redis, req->w->provider, req->w->cfg,
-                                              req->after_arg, pending_auth.sid, pending_auth.image,
-                                              &auth, err);
-
-        pending_auth_wipe();
-        if (r < 0 && r != -ECANCELED)
-                log_err(LOG_KV({ "LEASE_ID", req->after_arg }, { "REQUEST_ID", req->request_id }),
-                        "OpenSandbox create: sandbox failed: %s", err);
-}
-
-/* A create granted a warm-pool member: make it the sandbox before the
- * answer (a container update, the entrypoint started by the agent), so
- * that the answer already reads Running. A failure leaves the record
- * Failed, as the after hook would. */
-static void warm_ready(struct request *req)
-{
-        char err[SANDBOX_ERR_MAX];
-        int r = sandbox_lease_ready(req->w->redis, req->w->provider, req->w->cfg, req->after_arg,
-                                    NULL, err);
-
-        if (r < 0 && r != -ENOENT)
-                log_err(LOG_KV({ "LEASE_ID", req->after_arg }, { "REQUEST_ID", req->request_id }),
-                        "OpenSandbox create: pooled sandbox failed: %s", err);
-}
-
-/* After the 202 of a queued create with image.auth: pull the image now,
- * while the credentials are in memory, so that the sandbox made when a
- * slot frees finds it on the host. */
-static void prefetch_after(struct request *req)
-{
-        char err[PROVIDER_ERR_MAX] = "";
-        struct image_auth auth = { pending_auth.user, pending_auth.pass };
-        int r = sandbox_image_prefetch(req->w->provider, req->w->cfg, pending_auth.image, &auth, err);
-
-        pending_auth_wipe();
-        if (r < 0)
-                log_warn(LOG_KV({ "SANDBOX_ID", req->after_arg }, { "REQUEST_ID", req->request_id }),
-                         "OpenSandbox create: image pull ahead of the slot failed: %s", err);
-}
-
-static int delete_record(struct request *req, const char *sid, const char *tenant)
-{
-        return osb_store_delete(req->w->redis, sid, tenant);
-}
-
-/* The create's volumes (volume.h), made usable now so that a bad one is
- * the create's 4xx; replies and returns -1 on error. */
-static int create_volumes(struct request *req, const char *tenant, const char *sid,
-                          struct json_object *body, char **ret)
-{
-        char err[VOLUME_ERR_MAX], msg[VOLUME_ERR_MAX + 64];
-        int r = volume_for_create(req->w->provider, req->w->cfg, tenant, sid, body, ret, err);
-
-        switch (r) {
-        case 0:
-                return 0;
-        case -EINVAL:
-        case -EPERM:
-        case -EOPNOTSUPP:
-        case -ENOENT:
-                reply_error(req, API_INVALID_REQUEST, "%s", err);
-                return -1;
-        case -EDQUOT:
-        case -EEXIST:
-                reply_error(req, API_CONFLICT, "%s", err);
-                return -1;
-        case -ENOMEM:
-                reply_errno(req, r, "create: volumes");
-                return -1;
-        default:
-                reply_error(req, provider_api_error(r, "create: volumes", err, msg, sizeof(msg)), "%s", msg);
-                return -1;
-        }
-}
-
-void h_osb_create(struct request *req)
-{
-        struct json_object *body = NULL;
-        struct osb_create c;
-        struct lease_request lr = { 0 };
-        struct lease_outcome out = { 0 };
-        redisReply *rep = NULL;
-        char err[OSB_ERR_MAX], sid[33], cpus[24], mem[24], pids[16], exp[24] = ""; /* timeout ms */
-        char location[96];
-        char *egress = NULL; /* normalized networkPolicy (egress_store.h) */
-        char *volumes = NULL; /* the record's volumes (volume.h); NULL = none */
-        bool committed = false; /* the sandbox exists: the volumes made are its own */
-        long long live = 0;
-        bool warm = false;
-        struct osb o;
-        int r;
-
-        if (osb_auth(req, &o) < 0 || request_json_body(req, &body) < 0)
-                goto out;
-        if (json_object_object_get_ex(body, "templateId", NULL)) {
-                reply_error(req, API_NOT_IMPLEMENTED, "create: " TEMPLATES_NOT_SERVED);
-                goto out;
-        }
-        if (osb_create_parse(req->w->cfg, body, &c, err) < 0) {
-                reply_error(req, API_INVALID_REQUEST, "%s", err);
-                goto out;
-        }
-        r = egress_policy_for_create(req->w->cfg, body, &egress, err, sizeof(err));
-        if (r == -EINVAL) {
-                reply_error(req, API_INVALID_REQUEST, "%s", err);
-                goto out;
-        }
-        if (r < 0) {
-                reply_errno(req, r, "create");
-                goto out;
-        }
-        /* snapshotId: the snapshot's image (this tenant's, Ready), made by the
-         * broker; else IMAGE_ALLOW: an image neither on the host nor allowed
-         * is refused now */
-        if (c.snapshot_id[0]) {
-                char st[SNAPSHOT_STATE_MAX] = "";
-                r = snapshot_store_image(req->w->redis, req->w->cfg, c.snapshot_id, o.tenant, c.image, st);
-                if (r == -ENOENT) {
-                        reply_error(req, API_NOT_FOUND, "no snapshot %s", c.snapshot_id);
-                        goto out;
-                }
-                if (r == -EBUSY) {
-                        reply_error(req, API_CONFLICT, "snapshot %s is %s; sandboxes are made from Ready "
-                                    "snapshots", c.snapshot_id, st);
-                        goto out;
-                }
-                if (r < 0) {
-                        reply_errno(req, r, "create");
-                        goto out;
-                }
-        } else if (sandbox_image_admissible(req->w->provider, req->w->cfg, c.image, err) == -EPERM) {
-                reply_error(req, API_INVALID_REQUEST, "%s", err);
-                goto out;
-        }
-        if (timeutil_random_id(sid, sizeof(sid)) < 0) {
-                reply_errno(req, -EIO, "create");
-                goto out;
-        }
-        if (create_volumes(req, o.tenant, sid, body, &volumes) < 0)
-                goto out;
-        snprintf(cpus, sizeof(cpus), "%lld", (long long)c.nano_cpus);
-        snprintf(mem, sizeof(mem), "%lld", (long long)c.memory_bytes);
-        snprintf(pids, sizeof(pids), "%d", req->w->cfg->sandbox_pids);
-        if (c.timeout_s > 0)
-                snprintf(exp, sizeof(exp), "%lld", (long long)c.timeout_s * 1000);
-        const char *fields[] = { "image", c.image, "entrypoint", c.entrypoint, "env", c.env,
-                                 "metadata", c.metadata, "nanoCpus", cpus, "memoryBytes", mem,
-                                 "pids", pids, "provider", req->w->cfg->provider,
-                                 "egress_policy", egress, "snapshotId", c.snapshot_id,
-                                 "volumes", volumes ? volumes : "", "runtime", c.runtime };
-        /* a member of the image's warm pool, taken by the same script that
-         * stores the record: the sandbox then has the member's id */
-        r = osb_store_create(req->w->redis, req->w->cfg, sid, o.tenant, exp,
-                             osb_create_pool(req->w->cfg, &c, volumes != NULL), c.disk_mb, fields,
-                             (int)(sizeof(fields) / sizeof(fields[0])), sid, &warm, &live);
-        if (r == -EDQUOT) {
-                reply_error(req, API_CONFLICT, "tenant %s already has %lld live sandboxes (the limit)",
-                            o.tenant, live);
-                goto out;
-        }
-        if (r == -EFBIG) {
-                reply_error(req, API_INVALID_REQUEST, "resourceLimits." OSB_LIMIT_DISK ": at most %lldMi "
-                            "for tenant %s", live, o.tenant);
-                goto out;
-        }
-        if (r < 0) {
-                reply_errno(req, r, "create");
-                goto out;
-        }
-        /* Admission: the same slots and queue as lease acquires. */
-        lr = (struct lease_request){ .tenant = o.tenant, .user_id = LEASE_OSB_USER,
-                                     .session_id = sid, .mode = "exclusive", .pool_id = "",
-                                     .sandbox_id = sid, .caller_makes = warm || c.has_auth };
-        r = lease_acquire(req->w->redis, req->w->cfg, &lr, &out);
-        if (r < 0) {
-                delete_record(req, sid, o.tenant);
-                reply_errno(req, r, "create");
-                goto out;
-        }
-        if (out.kind == LEASE_QUEUED) {
-                char msg[96];
-                if (out.new_ticket && leases_queue_ticket(req, &lr, &out) < 0) {
-                        delete_record(req, sid, o.tenant); /* the 503 is answered */
-                        goto out;
-                }
-                snprintf(msg, sizeof(msg), "waiting for a free slot (queue position %lld)", out.position);
-                sandbox_transition(req->w->redis, sid, "Pending", "Pending", "QUEUED", msg, "");
-                if (c.has_auth) {
-                        pending_auth_keep(&c, sid);
-                        snprintf(req->after_arg, sizeof(req->after_arg), "%s", sid);
-                        req->after = prefetch_after;
-                }
-                request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_CREATED,
-                                                         .tenant = o.tenant, .sandbox_id = sid,
-                                                         .ticket_id = out.ticket_id,
-                                                         .reason = msg });
-        } else if (out.kind == LEASE_GRANTED) {
-                struct json_object *lid;
-                json_object_object_get_ex(out.lease, "leaseId", &lid);
-                snprintf(req->after_arg, sizeof(req->after_arg), "%s", json_object_get_string(lid));
-                if (warm) {
-                        /* a running member: apply the request (limits, entrypoint)
-                         * now and answer Running; its image is on the host */
-                        warm_ready(req);
-                } else if (c.has_auth) {
-                        /* the pull credentials live only in this thread's
-                         * memory: the image is pulled here, after the 202,
-                         * then the workers make the sandbox */
-                        pending_auth_keep(&c, sid);
-                        req->after = create_after;
-                }
-                /* else the supervisors' provisioning workers make it (the
-                 * intent stored by lease_acquire) */
-                request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_CREATED,
-                                                         .tenant = o.tenant, .sandbox_id = sid,
-                                                         .lease_id = req->after_arg,
-                                                         .reason = "admitted: a slot was free" });
-        } else {
-                delete_record(req, sid, o.tenant);
-                reply_errno(req, -EPROTO, "create");
-                goto out;
-        }
-        committed = true; /* admitted or queued: the sandbox exists */
-        r = read_record(req, sid, &rep);
-        if (r < 0) {
-                reply_errno(req, r, "create");
-                goto out;
-        }
-        snprintf(location, sizeof(location), "Location: /v1/sandboxes/%s", sid);
-        reply_sandbox(req, 202, location, rep, false);
-out:
-        if (volumes && !committed)
-                volume_undo(req->w->provider, volumes);
-        free(volumes);
-        if (req->after != create_after && req->after != prefetch_after)
-                pending_auth_wipe();
-        osb_create_wipe(&c);
-        free(egress);
-        lease_outcome_clear(&out);
-        reply_free(rep);
-        json_put(body);
-}
-
 void h_osb_get(struct request *req)
 {
         struct osb o;
 
         if (osb_open(req, &o) < 0)
                 return;
-        reply_sandbox(req, 200, NULL, o.rec, true);
+        h_osb_reply_sandbox(req, 200, NULL, o.rec, true);
         osb_done(&o);
 }
 
@@ -421,7 +138,7 @@ void h_osb_list(struct request *req)
         struct osb a;
         int r;
 
-        if (osb_auth(req, &a) < 0)
+        if (h_osb_auth(req, &a) < 0)
                 return;
         memset(&f, 0, sizeof(f));
         while ((r = url_query_next(&cursor, name, sizeof(name), value, sizeof(value))) == 1) {
@@ -484,7 +201,7 @@ void h_osb_delete(struct request *req)
 
         if (osb_open(req, &o) < 0)
                 return;
-        r = osb_store_delete(req->w->redis, req->path_arg, o.tenant);
+        r = osb_store_delete(req->w->redis, req->path_arg, o.tenant, NULL);
         if (r == -EALREADY || r == -ENOENT) {
                 reply_error(req, API_SANDBOX_NOT_FOUND, "sandbox %s is already terminated", req->path_arg);
         } else if (r < 0) {
@@ -630,7 +347,7 @@ void h_osb_metadata(struct request *req)
         } else if (r < 0) {
                 reply_errno(req, r, "metadata");
         } else {
-                reply_sandbox(req, 200, NULL, rec, true);
+                h_osb_reply_sandbox(req, 200, NULL, rec, true);
         }
 out:
         reply_free(rec);
@@ -761,7 +478,7 @@ void h_osb_metrics_event(struct request *req)
 void h_osb_not_implemented(struct request *req)
 {
         if (strncmp(req->route, "/v1/templates", 13) == 0)
-                reply_error(req, API_NOT_IMPLEMENTED, "%s %s: " TEMPLATES_NOT_SERVED, req->method, req->route);
+                reply_error(req, API_NOT_IMPLEMENTED, "%s %s: " H_OSB_TEMPLATES_NOT_SERVED, req->method, req->route);
         else
                 reply_error(req, API_NOT_IMPLEMENTED,
                             "%s %s: diagnostics are not served by this server (logs and events are part "

@@ -230,6 +230,21 @@ int request_query_param(const struct request *req, const char *name, char *buf, 
         return url_query_param(req->query, name, buf, size);
 }
 
+int request_param_once(const struct request *req, const char *name, const char **ret)
+{
+        size_t n = strlen(name);
+        int seen = 0;
+
+        *ret = NULL;
+        for (char **e = req->fcgx->envp; e && *e; e++)
+                if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') {
+                        if (seen++)
+                                return -EEXIST;
+                        *ret = *e + n + 1;
+                }
+        return 0;
+}
+
 /* Did this request's Redis calls meet a server still loading its dataset
  * (after a restart)? Its error, whichever a handler chose (a failed
  * script is a 500 to most of them, a missing record a 404), is then that

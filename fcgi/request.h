@@ -108,6 +108,12 @@ int request_json_body(struct request *req, struct json_object **ret);
  * decoding: url_query_next (url.h). */
 int request_query_param(const struct request *req, const char *name, char *buf, size_t size);
 
+/* The FastCGI parameter name (a header: "HTTP_IDEMPOTENCY_KEY") into *ret
+ * (NULL when absent), or -EEXIST when the request has it more than once:
+ * nginx before 1.23 passes each of a repeated header as its own parameter,
+ * and FCGX_GetParam would quietly take the first. */
+int request_param_once(const struct request *req, const char *name, const char **ret);
+
 /* Send status with body obj (borrowed). */
 void reply_json(struct request *req, int status, struct json_object *obj);
 

@@ -1,10 +1,13 @@
-/* reaper: frees the slots of leases whose heartbeats stopped and skips
- * tickets nobody polls any more. Runs every SUPERVISOR_TICK_MS in every
- * supervisor; the script is atomic, so concurrent reapers never double-free. */
+/* reaper: frees the slots of leases whose heartbeats stopped, skips
+ * tickets nobody polls any more, and ends OpenSandbox sandboxes whose
+ * create's answer reached nobody (osb_store_reap_unanswered). Runs every
+ * SUPERVISOR_TICK_MS in every supervisor; the scripts are atomic, so
+ * concurrent reapers never double-free. */
 #include "audit.h"
 #include "lease.h"
 #include "log.h"
 #include "metrics.h"
+#include "osb_store.h"
 #include "sandbox.h"
 #include "supervisor.h"
 
@@ -30,6 +33,19 @@ static void on_expired(void *ud, const char *ticket)
         sup_ticket_expired(ud, ticket);
 }
 
+static void on_unanswered(void *ud, const char *sid, const char *tenant)
+{
+        struct sup *s = ud;
+
+        metrics_add("broker_sandboxes_unanswered_total", 1);
+        log_warn(LOG_KV({ "SANDBOX_ID", sid }, { "TENANT", tenant }),
+                 "sandbox removed: no client got its create's answer within %d s "
+                 "(OPENSANDBOX_UNANSWERED_S) and no request named it since",
+                 s->cfg.osb_unanswered_s);
+        audit_emit(s->events, &(struct audit_event){ .type = AUDIT_SANDBOX_EXPIRED, .tenant = tenant,
+                                                     .sandbox_id = sid, .reason = "CREATE_UNANSWERED" });
+}
+
 int sup_reap_expired(struct sup *s)
 {
         const struct lease_grant_hooks hooks = { NULL, on_expired, on_reaped, s };
@@ -42,5 +58,8 @@ int sup_reap_expired(struct sup *s)
                         return r;
                 total += freed;
         } while (freed == REAP_BATCH);
+        /* their slots free through their leases' release, counted next round */
+        if (s->provider && (r = osb_store_reap_unanswered(s->redis, &s->cfg, REAP_BATCH, on_unanswered, s)) < 0)
+                return r;
         return total;
 }

@@ -1,7 +1,8 @@
 /* sandboxes: the supervisor's side of sandbox life: teardown of released
  * sandboxes, the recovery of leases left 'provisioning' (handed to the
  * provisioning workers, provision.c), and the reconciler that heals crashes
- * (docs/ARCHITECTURE.md §5: no container outlives its record).
+ * (docs/ARCHITECTURE.md §5: no container outlives its record, and no
+ * snapshot image its snapshot).
  *
  * Teardowns and the reconciler wait for the provider (a docker stop takes
  * seconds; a reconcile lists every container), so they run on a thread of
@@ -18,6 +19,8 @@
 #include "audit.h"
 #include "lease.h"
 #include "log.h"
+#include "metrics.h"
+#include "snapshot_store.h"
 #include "provider_factory.h"
 #include "sandbox.h"
 #include "supervisor.h"
@@ -103,12 +106,29 @@ void sup_sandboxes_recover(struct sup *s)
         reply_free(rep);
 }
 
+/* Snapshot images nobody's (snapshot_store_reap): a commit cut short by
+ * its process's death, or one that landed after its snapshot failed. */
+static void reconcile_snapshots(struct sup_sandboxes *s)
+{
+        char err[SNAPSHOT_ERR_MAX];
+        int removed = 0, r;
+
+        r = snapshot_store_reap(s->redis, s->provider, &s->cfg, &removed, err);
+        if (r < 0)
+                log_warn(NULL, "reconciler: snapshot images: %s%s%s", strerror(-r), err[0] ? ": " : "", err);
+        if (removed > 0) {
+                metrics_add("broker_snapshot_images_reaped_total", removed);
+                log_info(NULL, "reconciler: %d image(s) of failed or deleted snapshots removed", removed);
+        }
+}
+
 static void reconcile(struct sup_sandboxes *s)
 {
         struct sandbox_reconcile_stats st;
         char err[SANDBOX_ERR_MAX];
         int r;
 
+        reconcile_snapshots(s);
         r = sandbox_reconcile(s->redis, s->provider, &s->cfg, &st, err);
         if (r < 0) {
                 log_warn(NULL, "reconciler: %s%s%s", strerror(-r), err[0] ? ": " : "", err);

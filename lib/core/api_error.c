@@ -37,6 +37,10 @@ static const struct {
         [API_EXEC_NOT_FOUND] = { 404, "EXEC_NOT_FOUND" },
         [API_TOO_MANY_EXECS] = { 429, "TOO_MANY_EXECS" },
         [API_REQUEST_TIMEOUT] = { 408, "REQUEST_TIMEOUT" },
+        /* 422 as the IETF draft on Idempotency-Key says for a key reused
+         * with another payload */
+        [API_IDEMPOTENCY_KEY_REUSED] = { 422, "IDEMPOTENCY_KEY_REUSED" },
+        [API_IDEMPOTENCY_KEY_SPENT] = { 409, "IDEMPOTENCY_KEY_SPENT" },
         [API_INTERNAL] = { 500, "INTERNAL_ERROR" },
 };
 
@@ -72,6 +76,7 @@ const char *api_status_reason(int status)
         case 413: return "Payload Too Large";
         case 415: return "Unsupported Media Type";
         case 416: return "Range Not Satisfiable";
+        case 422: return "Unprocessable Content";
         case 429: return "Too Many Requests";
         case 500: return "Internal Server Error";
         case 501: return "Not Implemented";

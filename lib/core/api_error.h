@@ -35,6 +35,10 @@ enum api_error {
         API_EXEC_NOT_FOUND,
         API_TOO_MANY_EXECS, /* a lease's exec records are all running */
         API_REQUEST_TIMEOUT, /* a request body that arrived too slowly */
+        /* an Idempotency-Key that made a sandbox from another create body */
+        API_IDEMPOTENCY_KEY_REUSED,
+        /* an Idempotency-Key whose sandbox (and its record) is gone */
+        API_IDEMPOTENCY_KEY_SPENT,
         API_INTERNAL,
         API_ERROR_COUNT,
 };

@@ -102,6 +102,14 @@ struct broker_config {
         char osb_api_keys[4096];  /* "key:tenant,key:tenant" */
         int osb_max_timeout_s;
         int osb_max_per_tenant;
+        /* Idempotency-Key of creates (docs/API.md, "Idempotent creates"):
+         * how long a key answers, and how many one tenant keeps (the oldest
+         * goes first) */
+        int osb_idempotency_ttl_s;
+        int osb_idempotency_max;
+        /* a create whose answer reached nobody (its handler died) is removed
+         * this long after it, unless a request names it first */
+        int osb_unanswered_s;
         char osb_endpoint_host[256]; /* host[:port] in endpoint answers; "" = the request's Host */
         /* snapshots (docs/OPENSANDBOX.md, "Snapshots") */
         int snapshot_max_per_tenant;  /* Creating + Ready snapshots of one tenant; 0 = none */

@@ -107,6 +107,26 @@ int provider_snapshot_delete(struct provider *p, const char *image, char *ret_er
         return p->ops->snapshot_delete(p, image, ret_err);
 }
 
+int provider_snapshot_list(struct provider *p, const char *prefix,
+                           void (*fn)(void *ud, const struct snapshot_image *im), void *ud,
+                           char *ret_err)
+{
+        if (!p->ops->snapshot_list) {
+                provider_errf(ret_err, "the %s provider cannot list snapshot images", p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return p->ops->snapshot_list(p, prefix, fn, ud, ret_err);
+}
+
+int provider_snapshot_prune(struct provider *p, const char *id, char *ret_err)
+{
+        if (!p->ops->snapshot_prune) {
+                provider_errf(ret_err, "the %s provider cannot remove snapshot images", p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return p->ops->snapshot_prune(p, id, ret_err);
+}
+
 const char *provider_name(const struct provider *p)
 {
         return p->ops->name;

@@ -136,6 +136,17 @@ struct snapshot_spec {
                                   * in *ret_size) without saving it */
 };
 
+/* A snapshot's image as the backend lists it (ops->snapshot_list): its
+ * own id and the labels that tie it to a snapshot record. */
+#define PROVIDER_IMAGE_ID_MAX 80
+struct snapshot_image {
+        char id[PROVIDER_IMAGE_ID_MAX]; /* the backend's ("sha256:...") */
+        char snapshot_id[64];           /* PROVIDER_LABEL_SNAPSHOT */
+        char prefix[64];                /* PROVIDER_LABEL_PREFIX */
+        char name[160];                 /* its one name ("repo:tag"); "" untagged, or with */
+        int names;                      /* several names (their number) */
+};
+
 struct exec_spec {
         const char *const *argv;  /* NULL-terminated */
         const char *const *env;   /* "K=V", may be NULL */
@@ -153,7 +164,9 @@ struct exec_spec {
          * main process (a warm-pool member that gets its create's
          * entrypoint late): the sandbox-agent adopts it (docs/AGENT.md,
          * POST /entrypoint), so that its exit ends the sandbox; a backend
-         * without the agent starts it as a detached command. */
+         * without the agent starts it as a detached command. -EALREADY
+         * when the sandbox has its entrypoint already (an earlier start
+         * whose answer was lost: its caller died). */
         bool entrypoint;
         /* May be NULL. The same command in the form a backend that runs
          * commands itself (sandbox-agent) takes instead of argv, cwd and
@@ -332,6 +345,15 @@ struct provider_ops {
          * when it is gone. An image a sandbox still runs from loses its
          * name only; its layers go with the last such sandbox. */
         int (*snapshot_delete)(struct provider *p, const char *image, char *ret_err);
+        /* Optional, with snapshot_create: call fn for every image of key
+         * prefix `prefix` labelled as a snapshot's (an untagged one too), and
+         * remove one by its id unless a sandbox (or another image) still
+         * uses it (-EBUSY: it stays; -ENOENT: gone). For the reconciler,
+         * which removes the images of snapshots that failed or are gone. */
+        int (*snapshot_list)(struct provider *p, const char *prefix,
+                             void (*fn)(void *ud, const struct snapshot_image *im), void *ud,
+                             char *ret_err);
+        int (*snapshot_prune)(struct provider *p, const char *id, char *ret_err);
         /* Optional (all four NULL if the backend has no named volumes):
          * make the volume v->name with v's labels (-EBUSY if the name is
          * taken); read one back (-ENOENT none); call fn for every managed
@@ -360,8 +382,6 @@ struct provider_ops {
         int (*reap_orphans)(struct provider *p, int *ret_count, char *ret_err);
         void (*free)(struct provider *p);
 };
-
-#define PROVIDER_IMAGE_ID_MAX 80
 
 struct provider {
         const struct provider_ops *ops;
@@ -446,6 +466,13 @@ bool provider_can_snapshot(const struct provider *p);
 int provider_snapshot_create(struct provider *p, const char *ref, const struct snapshot_spec *spec,
                              int64_t *ret_size, char *ret_err);
 int provider_snapshot_delete(struct provider *p, const char *image, char *ret_err);
+
+/* ops->snapshot_list / ->snapshot_prune (see there), or -EOPNOTSUPP when
+ * the backend has none. */
+int provider_snapshot_list(struct provider *p, const char *prefix,
+                           void (*fn)(void *ud, const struct snapshot_image *im), void *ud,
+                           char *ret_err);
+int provider_snapshot_prune(struct provider *p, const char *id, char *ret_err);
 
 /* The backend's name ("docker", "daytona"), for messages. */
 const char *provider_name(const struct provider *p);

@@ -18,7 +18,7 @@ struct metered {
 
 static int counted(int r, const char *op)
 {
-        if (r < 0 && r != -ENOENT && r != -EBUSY && r != -EINVAL && r != -EFBIG)
+        if (r < 0 && r != -ENOENT && r != -EBUSY && r != -EINVAL && r != -EFBIG && r != -EALREADY)
                 metrics_provider_error(op);
         return r;
 }
@@ -159,6 +159,18 @@ static int m_snapshot_delete(struct provider *p, const char *image, char *ret_er
         return counted(INNER(p)->ops->snapshot_delete(INNER(p), image, ret_err), "snapshot_delete");
 }
 
+static int m_snapshot_list(struct provider *p, const char *prefix,
+                           void (*fn)(void *ud, const struct snapshot_image *im), void *ud,
+                           char *ret_err)
+{
+        return counted(INNER(p)->ops->snapshot_list(INNER(p), prefix, fn, ud, ret_err), "snapshot_list");
+}
+
+static int m_snapshot_prune(struct provider *p, const char *id, char *ret_err)
+{
+        return counted(INNER(p)->ops->snapshot_prune(INNER(p), id, ret_err), "snapshot_prune");
+}
+
 static int m_volume_create(struct provider *p, const struct volume_info *v, char *ret_err)
 {
         return counted(INNER(p)->ops->volume_create(INNER(p), v, ret_err), "volume_create");
@@ -227,6 +239,7 @@ int provider_metered(struct provider **p)
                 .write_file = MIRROR(write_file), .image_ensure = MIRROR(image_ensure),
                 .update_limits = MIRROR(update_limits),
                 .snapshot_create = MIRROR(snapshot_create), .snapshot_delete = MIRROR(snapshot_delete),
+                .snapshot_list = MIRROR(snapshot_list), .snapshot_prune = MIRROR(snapshot_prune),
                 .volume_create = MIRROR(volume_create), .volume_inspect = MIRROR(volume_inspect),
                 .volume_list = MIRROR(volume_list), .volume_remove = MIRROR(volume_remove),
                 .agent_dir_name = MIRROR(agent_dir_name),

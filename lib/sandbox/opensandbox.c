@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "digest.h"
 #include "json_input.h"
 #include "snapshot.h"
 #include "timeutil.h"
@@ -596,4 +597,52 @@ struct json_object *osb_page_json(struct json_object *items, long page, long siz
         json_object_object_add(pg, "hasNextPage", json_object_new_boolean((long long)page * size < total));
         json_object_object_add(o, "pagination", pg);
         return o;
+}
+
+int osb_idempotency_key_parse(const char *hdr, char *ret, char *err)
+{
+        size_t n;
+
+        ret[0] = '\0';
+        if (!hdr)
+                return 0;
+        n = strlen(hdr);
+        /* the draft's sf-string: "key" */
+        if (n >= 2 && hdr[0] == '"' && hdr[n - 1] == '"') {
+                hdr++;
+                n -= 2;
+        }
+        if (n == 0 || n > OSB_IDEMPOTENCY_KEY_MAX ||
+            strspn(hdr, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:+/=") < n) {
+                snprintf(err, OSB_ERR_MAX,
+                         "Idempotency-Key must be 1 to %d characters of A-Z a-z 0-9 - _ . : + / = "
+                         "(one header)", OSB_IDEMPOTENCY_KEY_MAX);
+                return -EINVAL;
+        }
+        memcpy(ret, hdr, n);
+        ret[n] = '\0';
+        return 0;
+}
+
+int osb_create_fingerprint(struct json_object *body, char ret[OSB_FINGERPRINT_MAX])
+{
+        struct json_object *image = NULL, *auth = NULL;
+        bool had_auth = false;
+        const char *text;
+        int r;
+
+        /* image.auth is taken out for the hash and put back (last among
+         * image's keys, which nothing after the parse minds) */
+        if (json_object_object_get_ex(body, "image", &image) &&
+            json_object_is_type(image, json_type_object) &&
+            json_object_object_get_ex(image, "auth", &auth)) {
+                had_auth = true;
+                json_object_get(auth);
+                json_object_object_del(image, "auth");
+        }
+        text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN);
+        r = text ? digest_sha256_hex(text, strlen(text), ret) : -ENOMEM;
+        if (had_auth)
+                json_object_object_add(image, "auth", auth);
+        return r;
 }

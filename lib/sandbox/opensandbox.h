@@ -73,6 +73,27 @@ struct osb_create {
         char auth_pass[OSB_AUTH_PASS_MAX];
 };
 
+/* Idempotency-Key of a create (docs/API.md, "Idempotent creates"): 1 to
+ * OSB_IDEMPOTENCY_KEY_MAX characters of A-Z a-z 0-9 - _ . : + / = (UUIDs,
+ * ULIDs, base64 and base64url fit), optionally as the quoted string of the
+ * IETF draft's structured field ("..."). */
+#define OSB_IDEMPOTENCY_KEY_MAX 128
+#define OSB_FINGERPRINT_MAX 65 /* SHA-256 hex and the NUL */
+
+/* The key of header value hdr (NULL: no header) into ret
+ * (OSB_IDEMPOTENCY_KEY_MAX + 1 bytes; "" without a header). Returns 0, or
+ * -EINVAL with err (OSB_ERR_MAX) for an empty, oversize or badly spelled
+ * value (duplicate headers, which nginx joins with ", ", included). */
+int osb_idempotency_key_parse(const char *hdr, char *ret, char *err);
+
+/* The fingerprint of a create body (what "the same create" means to an
+ * Idempotency-Key): SHA-256 of the body as JSON, whitespace aside and
+ * image.auth left out (credentials are never kept, not even hashed; a
+ * retry with a refreshed token is the same create): the same keys in the
+ * same order are the same body. body keeps its content (image.auth moves
+ * to the end of image's keys). Returns 0, or -ENOMEM. */
+int osb_create_fingerprint(struct json_object *body, char ret[OSB_FINGERPRINT_MAX]);
+
 /* Which warm pool can serve c (lib/sandbox/pool.h)? Yes when
  * its image has a pool (POOL) and it asks nothing a running container
  * cannot take afterwards: limits go through a container update, env

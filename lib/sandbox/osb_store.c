@@ -20,59 +20,123 @@ int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const c
         return redis_conn_command(c, 2, argv, ret);
 }
 
-int osb_store_create(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
-                     const char *tenant, const char *timeout_ms, const char *pool_image,
-                     long long disk_mb, const char **fields, int n, char *ret_sid, bool *ret_warm,
-                     long long *ret_n)
+int osb_store_create(struct redis_conn *c, const struct broker_config *cfg,
+                     const struct osb_store_new *req, struct osb_store_outcome *out)
 {
-        const char *argv[8 + 32];
+        const char *argv[13 + 32];
         redisReply *rep = NULL;
-        char max[16], ask[24] = "", ddef[16], dmax[16];
+        char max[16], ask[24] = "", ddef[16], dmax[16], kttl[24], kmax[16], unanswered[24];
+        const redisReply *tag, *e1, *e2;
         int r, argc = 0;
 
-        if (n > 32)
+        memset(out, 0, sizeof(*out));
+        if (req->n > 32)
                 return -E2BIG;
         snprintf(max, sizeof(max), "%d", cfg->osb_max_per_tenant);
-        if (disk_mb >= 0)
-                snprintf(ask, sizeof(ask), "%lld", disk_mb);
+        if (req->disk_mb >= 0)
+                snprintf(ask, sizeof(ask), "%lld", req->disk_mb);
         snprintf(ddef, sizeof(ddef), "%d", cfg->sandbox_disk_mb);
         snprintf(dmax, sizeof(dmax), "%d", cfg->sandbox_disk_max_mb);
-        argv[argc++] = sid;
-        argv[argc++] = tenant;
+        snprintf(kttl, sizeof(kttl), "%lld", (long long)cfg->osb_idempotency_ttl_s * 1000);
+        snprintf(kmax, sizeof(kmax), "%d", cfg->osb_idempotency_max);
+        snprintf(unanswered, sizeof(unanswered), "%lld", (long long)cfg->osb_unanswered_s * 1000);
+        argv[argc++] = req->sid;
+        argv[argc++] = req->tenant;
         argv[argc++] = max;
-        argv[argc++] = timeout_ms;
-        argv[argc++] = pool_image ? pool_image : "";
+        argv[argc++] = req->timeout_ms;
+        argv[argc++] = req->pool_image ? req->pool_image : "";
         argv[argc++] = ask;
         argv[argc++] = ddef;
         argv[argc++] = dmax;
-        for (int i = 0; i < n; i++)
-                argv[argc++] = fields[i];
+        argv[argc++] = req->idem_key ? req->idem_key : "";
+        argv[argc++] = req->idem_key && req->fingerprint ? req->fingerprint : "";
+        argv[argc++] = kttl;
+        argv[argc++] = kmax;
+        argv[argc++] = unanswered;
+        for (int i = 0; i < req->n; i++)
+                argv[argc++] = req->fields[i];
         r = redis_conn_script_tagged(c, LUA_OSB_CREATE, argc, argv, &rep);
         if (r < 0)
                 return r;
-        if (reply_is_str(rep->element[0], "limit") && rep->elements == 2) {
-                *ret_n = rep->element[1]->type == REDIS_REPLY_INTEGER ? rep->element[1]->integer : 0;
-                r = -EDQUOT;
-        } else if (reply_is_str(rep->element[0], "disk") && rep->elements == 2) {
-                *ret_n = rep->element[1]->type == REDIS_REPLY_INTEGER ? rep->element[1]->integer : 0;
-                r = -EFBIG;
-        } else if (!reply_is_str(rep->element[0], "ok") || rep->elements != 3 ||
-                   rep->element[1]->type != REDIS_REPLY_STRING || rep->element[1]->len >= 33 ||
-                   rep->element[2]->type != REDIS_REPLY_STRING) {
+        tag = rep->element[0];
+        e1 = rep->elements >= 2 ? rep->element[1] : NULL;
+        e2 = rep->elements >= 3 ? rep->element[2] : NULL;
+        r = -EPROTO;
+        if ((reply_is_str(tag, "limit") || reply_is_str(tag, "disk")) && rep->elements == 2) {
+                out->kind = reply_is_str(tag, "limit") ? OSB_STORE_LIMIT : OSB_STORE_DISK;
+                out->n = e1->type == REDIS_REPLY_INTEGER ? e1->integer : 0;
+                r = 0;
+        } else if (!e1 || !reply_is_str(e1, NULL) || e1->len == 0 || e1->len >= sizeof(out->sid)) {
                 r = -EPROTO;
-        } else {
-                memcpy(ret_sid, rep->element[1]->str, rep->element[1]->len + 1);
-                *ret_warm = rep->element[2]->len > 0;
+        } else if (reply_is_str(tag, "ok") && rep->elements == 3 && reply_is_str(e2, NULL)) {
+                out->kind = OSB_STORE_CREATED;
+                out->warm = e2->len > 0;
+                r = 0;
+        } else if (reply_is_str(tag, "replay") && rep->elements == 4 && reply_is_str(e2, NULL) &&
+                   reply_is_str(rep->element[3], NULL)) {
+                out->kind = OSB_STORE_REPLAY;
+                out->warm = e2->len > 0;
+                out->admit = rep->element[3]->len > 0;
+                r = 0;
+        } else if (reply_is_str(tag, "mismatch") && rep->elements == 2) {
+                out->kind = OSB_STORE_KEY_MISMATCH;
+                r = 0;
+        } else if (reply_is_str(tag, "spent") && rep->elements == 2) {
+                out->kind = OSB_STORE_KEY_SPENT;
+                r = 0;
         }
+        if (r == 0 && out->kind != OSB_STORE_LIMIT && out->kind != OSB_STORE_DISK)
+                memcpy(out->sid, e1->str, e1->len + 1);
         reply_free(rep);
         return r;
 }
 
-int osb_store_delete(struct redis_conn *c, const char *sid, const char *tenant)
+int osb_store_answered(struct redis_conn *c, const char *sid)
 {
-        const char *argv[] = { sid, tenant };
+        const char *argv[] = { sid };
         redisReply *rep = NULL;
-        int r = redis_conn_script_tagged(c, LUA_OSB_DELETE, 2, argv, &rep);
+        int r = redis_conn_script(c, LUA_OSB_ANSWERED, 1, argv, &rep);
+
+        reply_free(rep);
+        return r < 0 ? r : 0;
+}
+
+int osb_store_reap_unanswered(struct redis_conn *c, const struct broker_config *cfg, int limit,
+                              void (*fn)(void *ud, const char *sid, const char *tenant), void *ud)
+{
+        char lim[16], msg[192];
+        redisReply *rep = NULL;
+        int r, n = 0;
+
+        snprintf(lim, sizeof(lim), "%d", limit);
+        snprintf(msg, sizeof(msg),
+                 "no client got the answer of its create within %d s (OPENSANDBOX_UNANSWERED_S) "
+                 "and no request named it since: removed",
+                 cfg->osb_unanswered_s);
+        const char *argv[] = { lim, msg };
+        r = redis_conn_script(c, LUA_OSB_UNANSWERED, 2, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY) {
+                reply_free(rep);
+                return -EPROTO;
+        }
+        for (size_t i = 0; i + 1 < rep->elements; i += 2) {
+                if (!reply_is_str(rep->element[i], NULL) || !reply_is_str(rep->element[i + 1], NULL))
+                        continue;
+                n++;
+                if (fn)
+                        fn(ud, rep->element[i]->str, rep->element[i + 1]->str);
+        }
+        reply_free(rep);
+        return n;
+}
+
+int osb_store_delete(struct redis_conn *c, const char *sid, const char *tenant, const char *idem_key)
+{
+        const char *argv[] = { sid, tenant, idem_key ? idem_key : "" };
+        redisReply *rep = NULL;
+        int r = redis_conn_script_tagged(c, LUA_OSB_DELETE, 3, argv, &rep);
 
         if (r < 0)
                 return r;

@@ -32,27 +32,72 @@ struct osb_list_filter {
 int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
                   redisReply **ret);
 
-/* Store a new Pending record of tenant: timeout_ms "" means manual cleanup;
- * fields are n name/value pairs. With pool_image (NULL or "": none), the
- * oldest ready member of that image's warm pool is taken in the same
- * script (never by two creates): the record then has the member's id and
- * container (*ret_warm true); an empty pool leaves sid (*ret_warm false).
- * Its disk (field diskMb): disk_mb (>= 0, asked by the create) or the
- * default, SANDBOX_DISK_MB, both within the tenant's cap (its maxDiskMb,
- * else SANDBOX_DISK_MAX_MB); only a record with the default disk takes a
- * member. *ret_sid (33 bytes) gets the record's id. -EDQUOT when the tenant
- * already has its maximum of live sandboxes (*ret_n gets their number);
- * -EFBIG when disk_mb is over the tenant's cap (*ret_n gets the cap): both
- * before anything is stored. */
-int osb_store_create(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
-                     const char *tenant, const char *timeout_ms, const char *pool_image,
-                     long long disk_mb, const char **fields, int n, char *ret_sid, bool *ret_warm,
-                     long long *ret_n);
+/* A new create, as osb_store_create stores it. */
+struct osb_store_new {
+        const char *sid;        /* a fresh id (a warm member's replaces it) */
+        const char *tenant;
+        const char *timeout_ms; /* "" = manual cleanup */
+        const char *pool_image; /* NULL or "": take no warm-pool member */
+        long long disk_mb;      /* asked by the create; -1: the default */
+        const char *idem_key;   /* Idempotency-Key; NULL or "": none */
+        const char *fingerprint; /* of the body (osb_create_fingerprint), with idem_key */
+        const char **fields;    /* n name/value pairs of the record */
+        int n;
+};
+
+/* What osb_store_create did. */
+enum osb_store_created {
+        OSB_STORE_CREATED,      /* a new record, Pending */
+        OSB_STORE_REPLAY,       /* idem_key made sid before: nothing stored */
+        OSB_STORE_LIMIT,        /* the tenant has its maximum of live sandboxes (n of them) */
+        OSB_STORE_DISK,         /* disk_mb is over the tenant's cap (n MiB) */
+        OSB_STORE_KEY_MISMATCH, /* idem_key made sid from another body */
+        OSB_STORE_KEY_SPENT,    /* idem_key made sid, whose record is gone */
+};
+
+struct osb_store_outcome {
+        enum osb_store_created kind;
+        char sid[33];    /* the record's: sid, a warm member's, or the key's */
+        bool warm;       /* CREATED/REPLAY: a warm member (its container exists) */
+        bool admit;      /* REPLAY: it never asked for a slot: the caller admits it */
+        long long n;     /* LIMIT, DISK */
+};
+
+/* Store a new Pending record of req->tenant, unless req->idem_key names one
+ * it made before (within OPENSANDBOX_IDEMPOTENCY_TTL_S): that one is the
+ * answer, and nothing is stored (or refused: a replay is never over a
+ * limit). The key is stored with the record in one script, so a crash
+ * cannot part them; a tenant keeps at most OPENSANDBOX_IDEMPOTENCY_MAX keys
+ * (the oldest are forgotten first). With pool_image, the oldest ready
+ * member of that image's warm pool is taken in the same script (never by
+ * two creates): the record then has the member's id and container (warm);
+ * an empty pool leaves sid. Its disk (field diskMb): disk_mb (>= 0, asked
+ * by the create) or the default, SANDBOX_DISK_MB, both within the tenant's
+ * cap (its maxDiskMb, else SANDBOX_DISK_MAX_MB); only a record with the
+ * default disk takes a member. A new record waits for its answer:
+ * osb_store_answered, else osb_store_reap_unanswered ends it after
+ * OPENSANDBOX_UNANSWERED_S. Returns 0 with *out filled (LIMIT, DISK and the
+ * KEY_ kinds store nothing). */
+int osb_store_create(struct redis_conn *c, const struct broker_config *cfg,
+                     const struct osb_store_new *req, struct osb_store_outcome *out);
+
+/* A client has sandbox sid (the create's or a replay's answer was written,
+ * or a request of its tenant named it): it is no longer ended unanswered. */
+int osb_store_answered(struct redis_conn *c, const char *sid);
+
+/* End up to limit sandboxes whose create's answer reached nobody within
+ * OPENSANDBOX_UNANSWERED_S (as a DELETE would, reason CREATE_UNANSWERED),
+ * calling fn(ud, sid, tenant) for each. Returns the number ended. */
+int osb_store_reap_unanswered(struct redis_conn *c, const struct broker_config *cfg, int limit,
+                              void (*fn)(void *ud, const char *sid, const char *tenant), void *ud);
 
 /* Delete: release its lease or take its ticket out of the queue, and hand
- * the container to the teardown. -ENOENT, or -EALREADY when it is already
+ * the container to the teardown. idem_key (NULL or "": none): a create
+ * undoing itself before it answers; the key no longer names sid, so the
+ * client's retry is a new create. -ENOENT, or -EALREADY when it is already
  * Terminated. */
-int osb_store_delete(struct redis_conn *c, const char *sid, const char *tenant);
+int osb_store_delete(struct redis_conn *c, const char *sid, const char *tenant,
+                     const char *idem_key);
 
 /* Move the expiry to new_ms (not beyond latest_ms). -ENOENT; -EINVAL with
  * the reason in why (256 bytes); -EBUSY when the state forbids it (the

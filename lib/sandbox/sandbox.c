@@ -498,6 +498,13 @@ static int warm_entrypoint(struct provider *pv, const struct broker_config *cfg,
                                   .timeout_ms = provider_deadline_ms(cfg), .max_output = 1024,
                                   .detach = true, .entrypoint = true };
         r = argv[0] ? pv_err(provider_exec(pv, ref, &spec, &res, err)) : 0;
+        /* A member is claimed by one record only: an entrypoint it has is
+         * this one's, started by a provisioning whose process died before
+         * the agent's answer (a handler killed mid-create) */
+        if (r == -EALREADY) {
+                err[0] = '\0';
+                r = 0;
+        }
         if (r == 0 && res.exit_code >= 0) {
                 snprintf(err, SANDBOX_ERR_MAX, "the entrypoint cannot be started (exit code %d): %.200s",
                          res.exit_code, res.err ? res.err : "");

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lua_scripts.h"
@@ -21,6 +22,13 @@ static const char *field(const redisReply *h, const char *name)
                 if (reply_is_str(h->element[i], name) && h->element[i + 1]->type == REDIS_REPLY_STRING)
                         return h->element[i + 1]->str;
         return NULL;
+}
+
+/* How long a snapshot may stay Creating: a commit is bounded by the
+ * timeout; a little more for its bookkeeping. */
+static int stale_ms(const struct broker_config *cfg)
+{
+        return cfg->snapshot_timeout_ms + 30000;
 }
 
 int snapshot_store_begin(struct redis_conn *rc, const struct broker_config *cfg, const char *id,
@@ -146,8 +154,7 @@ int snapshot_store_get(struct redis_conn *rc, const struct broker_config *cfg, c
         int r;
 
         *ret = NULL;
-        /* a commit is bounded by the timeout; a little more for its bookkeeping */
-        snprintf(stale, sizeof(stale), "%d", cfg->snapshot_timeout_ms + 30000);
+        snprintf(stale, sizeof(stale), "%d", stale_ms(cfg));
         const char *argv[] = { id, tenant, stale };
         r = redis_conn_script_tagged(rc, LUA_SNAPSHOT_GET, 3, argv, &rep);
         if (r < 0)
@@ -267,5 +274,92 @@ out:
         if (r == -EBUSY && st && strcmp(st, "Ready") == 0)
                 snprintf(ret_state, SNAPSHOT_STATE_MAX, "Deleting"); /* another delete won */
         reply_free(rec);
+        return r;
+}
+
+/* The images listed, by the snapshot ids on them. */
+struct reap_list {
+        struct snapshot_image *items;
+        size_t len, cap;
+        bool oom;
+};
+
+static void reap_collect(void *ud, const struct snapshot_image *im)
+{
+        struct reap_list *l = ud;
+        char name[SNAPSHOT_IMAGE_MAX];
+
+        /* only what the broker makes: its id on it, and no name but the
+         * one the broker gave it (an image pulled with our labels on it is
+         * not a snapshot's) */
+        if (!snapshot_id_valid(im->snapshot_id) || snapshot_image_name(im->snapshot_id, name, sizeof(name)) < 0 ||
+            (im->names && (im->names != 1 || strcmp(im->name, name) != 0)))
+                return;
+        if (l->len == l->cap) {
+                /* as many as the provider's answer holds (its size is capped) */
+                size_t cap = l->cap ? 2 * l->cap : 32;
+                struct snapshot_image *n = realloc(l->items, cap * sizeof(*n));
+                if (!n) {
+                        l->oom = true;
+                        return;
+                }
+                l->items = n;
+                l->cap = cap;
+        }
+        l->items[l->len++] = *im;
+}
+
+int snapshot_store_reap(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                        int *ret_removed, char *err)
+{
+        struct reap_list l = { 0 };
+        char stale[16], perr[PROVIDER_ERR_MAX];
+        int r;
+
+        *ret_removed = 0;
+        err[0] = '\0';
+        if (!provider_can_snapshot(pv))
+                return 0;
+        r = provider_snapshot_list(pv, cfg->key_prefix, reap_collect, &l, perr);
+        if (r == -EOPNOTSUPP) {
+                r = 0;
+                goto out;
+        }
+        if (r < 0 || l.oom) {
+                snprintf(err, SNAPSHOT_ERR_MAX, "%s", r < 0 ? perr : "out of memory");
+                r = r < 0 ? r : -ENOMEM;
+                goto out;
+        }
+        snprintf(stale, sizeof(stale), "%d", stale_ms(cfg));
+        for (size_t first = 0; first < l.len; first += SNAPSHOT_REAP_BATCH) {
+                const char *argv[1 + SNAPSHOT_REAP_BATCH];
+                size_t n = l.len - first < SNAPSHOT_REAP_BATCH ? l.len - first : SNAPSHOT_REAP_BATCH;
+                redisReply *rep = NULL;
+
+                argv[0] = stale;
+                for (size_t i = 0; i < n; i++)
+                        argv[1 + i] = l.items[first + i].snapshot_id;
+                r = redis_conn_script(rc, LUA_SNAPSHOT_REAP, (int)(1 + n), argv, &rep);
+                if (r < 0)
+                        goto out;
+                if (rep->type != REDIS_REPLY_ARRAY || rep->elements != n) {
+                        reply_free(rep);
+                        r = -EPROTO;
+                        goto out;
+                }
+                for (size_t i = 0; i < n; i++) {
+                        if (!reply_is_str(rep->element[i], "remove"))
+                                continue;
+                        /* not forced: an image a sandbox still runs from stays
+                         * (-EBUSY) until that sandbox is gone */
+                        r = provider_snapshot_prune(pv, l.items[first + i].id, perr);
+                        if (r == 0 || r == -ENOENT)
+                                (*ret_removed)++;
+                }
+                reply_free(rep);
+        }
+        r = 0;
+out:
+        free(l.items);
         return r;
 }

@@ -66,3 +66,16 @@ int snapshot_store_list(struct redis_conn *rc, const char *tenant, long page, lo
  * a backend conflict as -EREMOTEIO) leaves it Ready. */
 int snapshot_store_delete(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
                           const char *id, const char *tenant, char *ret_state, char *err);
+
+/* The reconciler's part (every RECONCILE_MS): remove the images the
+ * provider holds for this broker's snapshots (PROVIDER_LABEL_SNAPSHOT and
+ * PROVIDER_LABEL_PREFIX, and no other name than the broker's) whose
+ * snapshot is Failed or gone: a commit whose process died (the record
+ * Creating past SNAPSHOT_TIMEOUT_MS + 30 s turns Failed here), or one that
+ * landed after its snapshot failed. Images of Creating, Ready and Deleting
+ * snapshots are never touched; one a sandbox still uses stays until it is
+ * gone. *ret_removed gets the number removed. 0 (also for a provider
+ * without snapshots), or the provider's error with err (SNAPSHOT_ERR_MAX). */
+#define SNAPSHOT_REAP_BATCH 256 /* ids per script call */
+int snapshot_store_reap(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                        int *ret_removed, char *err);

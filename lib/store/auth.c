@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/random.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 
+#include "digest.h"
 #include "json_input.h"
 #include "lua_scripts.h"
 
@@ -22,22 +22,11 @@ static void hex_encode(const unsigned char *raw, size_t n, char *out)
         out[2 * n] = '\0';
 }
 
-static int sha256_hex(const char *data, size_t len, char out[65])
-{
-        unsigned char md[EVP_MAX_MD_SIZE];
-        unsigned int n = 0;
-
-        if (!EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) || n != 32)
-                return -ENOMEM;
-        hex_encode(md, 32, out);
-        return 0;
-}
-
 int auth_key_hash(const char *key, char out[65])
 {
         if (!key)
                 return -EINVAL;
-        return sha256_hex(key, strlen(key), out);
+        return digest_sha256_hex(key, strlen(key), out);
 }
 
 int auth_key_generate(char out[AUTH_KEY_MAX])
@@ -86,7 +75,7 @@ int auth_seed_tenant(const struct broker_config *cfg, const char *hash_hex, char
                         seed[klen] = '\0';
                         /* every seed is hashed and compared; only the first
                          * match is remembered, without an early exit */
-                        if (sha256_hex(seed, klen, h) == 0 && CRYPTO_memcmp(h, hash_hex, 64) == 0 &&
+                        if (digest_sha256_hex(seed, klen, h) == 0 && CRYPTO_memcmp(h, hash_hex, 64) == 0 &&
                             !found) {
                                 memcpy(tenant, p + klen + 1, n - klen - 1);
                                 tenant[n - klen - 1] = '\0';

@@ -3,7 +3,7 @@
  * as a response body (NUL-terminated, as http_buf hands it over) and fed to
  * every docker_json reader: the create answer's Id (into buffers of several
  * sizes), container inspect, container list, exec inspect, volume inspect
- * and list, the error message, and the State.Status mapping; and as one
+ * and list, the image list (snapshot images), the error message, and the State.Status mapping; and as one
  * line of the event stream (not NUL-terminated: the parser must read only
  * the given length). Outputs go into buffers malloc'ed at exactly
  * their size and pre-filled with garbage, so an over-write is a sanitizer
@@ -83,6 +83,16 @@ static void on_volume(void *ud, const struct volume_info *v)
         check_volume(v, ud);
 }
 
+static void on_image(void *ud, const struct snapshot_image *im)
+{
+        CHECK(im->id[0] != '\0' && TERMINATED(im->id));
+        CHECK(TERMINATED(im->snapshot_id));
+        CHECK(TERMINATED(im->prefix));
+        CHECK(TERMINATED(im->name));
+        CHECK(im->names >= 0 && (im->names == 1 || im->name[0] == '\0'));
+        (*(size_t *)ud)++;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         static const size_t id_sizes[] = { 0, 1, 2, 13, 65, PROVIDER_REF_MAX };
@@ -138,6 +148,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 r = docker_json_parse_volumes(body, on_volume, &vcalls);
                 CHECK(r == 0 || r == -EPROTO);
                 CHECK(vcalls <= size);
+        }
+
+        /* the image list the snapshot reaper reads (GET /images/json) */
+        {
+                size_t icalls = 0;
+                r = docker_json_parse_images(body, on_image, &icalls);
+                CHECK(r == 0 || r == -EPROTO);
+                CHECK(r == 0 || icalls == 0);
+                CHECK(icalls <= size);
         }
 
         /* the status code rides on the first bytes, as any long would */

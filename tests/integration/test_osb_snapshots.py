@@ -405,3 +405,65 @@ def test_python_sdk_snapshots(sb):
             if s is not None:
                 s.kill()
         mgr.close()
+
+
+def test_commit_cut_short_leaves_no_image(request, services, it_root):
+    """A snapshot whose committing process dies mid-commit (fcgi-sandboxes
+    SIGKILLed while dockerd commits, the container paused) turns Failed
+    (snapshot_capture_lost) once SNAPSHOT_TIMEOUT_MS + 30 s have passed, and
+    the reconciler removes the image that commit made, without anyone reading
+    the snapshot; until then the image stays (its snapshot is Creating).
+    Another tenant's Ready snapshot keeps its image throughout."""
+    timeout_ms = 8000
+    b = snap_broker(request, services, it_root, SNAPSHOT_TIMEOUT_MS=timeout_ms, RECONCILE_MS=1000)
+    request.node._it_brokers = [b]
+    alpha, bravo = OSB(b, "alpha"), OSB(b, "bravo")
+    bsrc = bravo.create()
+    ready = take_snapshot(bravo, bsrc)
+    ready_image = "sandbox-broker/snapshot:%s" % ready["id"]
+
+    # a sandbox with a large filesystem: committing it takes seconds
+    src = alpha.create()
+    ex = Execd(alpha, src)
+    assert ex.run("dd if=/dev/zero of=/workspace/big bs=1M count=400 2>/dev/null && sync && echo ok") == "ok\n"
+    r = snap_create(alpha, src, {})
+    assert r.status == 202, r
+    snap_id = r.json["id"]
+    t0 = time.monotonic()
+    wait_until(lambda: DOCKER.inspect("sb-" + src)["State"]["Paused"], 60, 0.02,
+               "the commit under way (Docker pauses the container meanwhile)")
+    b.stop("fcgi-sandboxes", kill=True)
+    b.start("fcgi-sandboxes")
+    # dockerd goes on with the commit its client left: the image lands
+    imgs = wait_until(lambda: snapshot_images(prefix=b.prefix, snapshot_id=snap_id), 120, 0.2,
+                      "the image of the cut-short commit")
+    assert imgs[0]["RepoTags"] == ["sandbox-broker/snapshot:%s" % snap_id], imgs
+    # nobody's yet: its snapshot could still be finishing, so the image stays
+    g = snap_get(alpha, snap_id)
+    assert g.status == 200 and g.json["status"]["state"] == "Creating", g
+    time.sleep(3)  # three reconciler rounds
+    assert time.monotonic() - t0 < timeout_ms / 1000 + 30, "too slow to see it kept"
+    assert snapshot_images(prefix=b.prefix, snapshot_id=snap_id)
+
+    # past the bound the reconciler fails the snapshot and removes its image
+    wait_until(lambda: not snapshot_images(prefix=b.prefix, snapshot_id=snap_id),
+               timeout_ms / 1000 + 30 + 90, 0.5, "the image of the lost commit removed")
+    assert time.monotonic() - t0 >= timeout_ms / 1000 + 30 - 5
+    # Failed by the reconciler: nobody read it meanwhile
+    assert b.redis.hget(b.key("snapshot:" + snap_id), "state") == "Failed"
+    g = snap_get(alpha, snap_id)
+    assert g.json["status"]["state"] == "Failed", g
+    assert g.json["status"]["reason"] == "snapshot_capture_lost", g
+    # the other tenant's Ready snapshot and its image are untouched
+    assert DOCKER.image_exists(ready_image)
+    g = snap_get(bravo, ready["id"])
+    assert g.status == 200 and g.json["status"]["state"] == "Ready", g
+    assert len(snapshot_images(prefix=b.prefix)) == 1
+    # the source runs on, and a snapshot of it can be taken again
+    assert alpha.state(src)["state"] == "Running"
+    ex.run("rm -f /workspace/big && echo gone")
+    again = take_snapshot(alpha, src)
+    assert DOCKER.image_exists("sandbox-broker/snapshot:%s" % again["id"])
+    for osb, snap in ((alpha, again), (bravo, ready)):
+        assert snap_delete(osb, snap["id"]).status == 204
+    assert alpha.delete(src).status == 204 and bravo.delete(bsrc).status == 204

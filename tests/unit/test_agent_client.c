@@ -1008,6 +1008,36 @@ static void test_exec_error_status(void **state)
         fake_free(&f);
 }
 
+/* A late entrypoint the sandbox has already (an earlier start whose
+ * caller died before the answer): the agent's 409 is -EALREADY, and only
+ * for an entrypoint; any other 409 stays -EIO. */
+static void test_exec_entrypoint_already(void **state)
+{
+        static const char answer[] = "HTTP/1.1 409 Conflict\r\nContent-Type: text/plain\r\n"
+                                     "Content-Length: 38\r\n\r\nthis sandbox already has an entrypoint";
+        struct exec_spec spec = { .argv = argv_true, .detach = true, .entrypoint = true };
+        struct exec_result res;
+        char err[PROVIDER_ERR_MAX] = "";
+        struct fake f = { 0 };
+
+        (void)state;
+        fake_init(&f);
+        fake_start(&f, FAKE_ANSWER, answer, 0);
+        assert_int_equal(agent_exec(f.dir, &spec, &res, err), -EALREADY);
+        fake_done(&f);
+        assert_int_equal(res.exit_code, -1);
+        exec_result_free(&res);
+        fake_free(&f);
+
+        spec.entrypoint = false;
+        fake_init(&f);
+        fake_start(&f, FAKE_ANSWER, answer, 0);
+        assert_int_equal(agent_exec(f.dir, &spec, &res, err), -EIO);
+        fake_done(&f);
+        exec_result_free(&res);
+        fake_free(&f);
+}
+
 /* Garbage of every kind: -EIO "malformed answer", promptly. */
 static void test_exec_malformed(void **state)
 {
@@ -1638,6 +1668,7 @@ int main(void)
                 cmocka_unit_test(test_exec_output_cap),
                 cmocka_unit_test(test_exec_stream_order),
                 cmocka_unit_test(test_exec_detach),
+                cmocka_unit_test(test_exec_entrypoint_already),
                 cmocka_unit_test(test_exec_error_status),
                 cmocka_unit_test(test_exec_malformed),
                 cmocka_unit_test(test_exec_header_block_too_big),

@@ -77,6 +77,8 @@ static void test_table_values(void **state)
                 { API_EXEC_NOT_FOUND, 404, "EXEC_NOT_FOUND" },
                 { API_TOO_MANY_EXECS, 429, "TOO_MANY_EXECS" },
                 { API_REQUEST_TIMEOUT, 408, "REQUEST_TIMEOUT" },
+                { API_IDEMPOTENCY_KEY_REUSED, 422, "IDEMPOTENCY_KEY_REUSED" },
+                { API_IDEMPOTENCY_KEY_SPENT, 409, "IDEMPOTENCY_KEY_SPENT" },
                 { API_INTERNAL, 500, "INTERNAL_ERROR" },
         };
         (void)state;
@@ -116,6 +118,7 @@ static void test_status_reason(void **state)
                 { 409, "Conflict" },
                 { 413, "Payload Too Large" },
                 { 415, "Unsupported Media Type" },
+                { 422, "Unprocessable Content" },
                 { 500, "Internal Server Error" },
                 { 502, "Bad Gateway" },
                 { 503, "Service Unavailable" },

@@ -116,6 +116,9 @@ static const struct int_spec int_specs[] = {
         INT_SPEC("FILE_MAX_BYTES", file_max_bytes, 8 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
         INT_SPEC("RECONCILE_MS", reconcile_ms, 30000, 500, 3600000),
         INT_SPEC("PROVISION_WORKERS", provision_workers, 4, 1, PROVISION_WORKERS_MAX),
+        INT_SPEC("OPENSANDBOX_IDEMPOTENCY_TTL_S", osb_idempotency_ttl_s, 86400, 60, 604800),
+        INT_SPEC("OPENSANDBOX_IDEMPOTENCY_MAX", osb_idempotency_max, 10000, 1, 1000000),
+        INT_SPEC("OPENSANDBOX_UNANSWERED_S", osb_unanswered_s, 300, 5, 86400),
 };
 
 struct str_spec {

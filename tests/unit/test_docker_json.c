@@ -694,6 +694,64 @@ static void test_error_message(void **state)
         docker_json_error_message("x", 500, "y", NULL); /* tolerated */
 }
 
+struct images_seen {
+        struct snapshot_image im[8];
+        size_t n;
+};
+
+static void on_image(void *ud, const struct snapshot_image *im)
+{
+        struct images_seen *s = ud;
+
+        assert_true(s->n < 8);
+        s->im[s->n++] = *im;
+}
+
+/* GET /images/json: what the reconciler reads to find snapshot images. */
+static void test_parse_images(void **state)
+{
+        struct images_seen s = { 0 };
+        char body[2048];
+
+        (void)state;
+        snprintf(body, sizeof(body),
+                 "[{\"Id\":\"sha256:aa\",\"RepoTags\":[\"sandbox-broker/snapshot:0123\"],"
+                 "\"Labels\":{\"" PROVIDER_LABEL_SNAPSHOT "\":\"0123\",\"" PROVIDER_LABEL_PREFIX "\":\"sb:\"}},"
+                 /* dangling: RepoTags null, or the <none> placeholder */
+                 "{\"Id\":\"sha256:bb\",\"RepoTags\":null,\"Labels\":{\"" PROVIDER_LABEL_SNAPSHOT "\":\"4567\"}},"
+                 "{\"Id\":\"sha256:cc\",\"RepoTags\":[\"<none>:<none>\"],\"Labels\":null},"
+                 "{\"Id\":\"sha256:dd\",\"RepoTags\":[\"a:1\",\"b:2\"],\"Labels\":{}},"
+                 /* skipped: no Id, an Id that does not fit, not an object */
+                 "{\"RepoTags\":[]},{\"Id\":\"%0100d\"},7,"
+                 /* labels that are no strings read as absent */
+                 "{\"Id\":\"sha256:ee\",\"RepoTags\":[5],\"Labels\":{\"" PROVIDER_LABEL_SNAPSHOT "\":9}}]",
+                 0);
+        assert_int_equal(docker_json_parse_images(body, on_image, &s), 0);
+        assert_int_equal(s.n, 5);
+        assert_string_equal(s.im[0].id, "sha256:aa");
+        assert_string_equal(s.im[0].snapshot_id, "0123");
+        assert_string_equal(s.im[0].prefix, "sb:");
+        assert_int_equal(s.im[0].names, 1);
+        assert_string_equal(s.im[0].name, "sandbox-broker/snapshot:0123");
+        assert_string_equal(s.im[1].snapshot_id, "4567");
+        assert_string_equal(s.im[1].prefix, "");
+        assert_int_equal(s.im[1].names, 0);
+        assert_string_equal(s.im[1].name, "");
+        assert_int_equal(s.im[2].names, 0);
+        assert_string_equal(s.im[2].snapshot_id, "");
+        assert_int_equal(s.im[3].names, 2);
+        assert_string_equal(s.im[3].name, ""); /* several names: none of them */
+        assert_string_equal(s.im[4].snapshot_id, "");
+        assert_int_equal(s.im[4].names, 1); /* a name we cannot read is still a name */
+        s.n = 0;
+        assert_int_equal(docker_json_parse_images("[]", on_image, &s), 0);
+        assert_int_equal(s.n, 0);
+        assert_int_equal(docker_json_parse_images("{}", on_image, &s), -EPROTO);
+        assert_int_equal(docker_json_parse_images("", on_image, &s), -EPROTO);
+        assert_int_equal(docker_json_parse_images(NULL, on_image, &s), -EPROTO);
+        assert_int_equal(s.n, 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -709,6 +767,7 @@ int main(void)
                 cmocka_unit_test(test_create_body_bounds),         cmocka_unit_test(test_parse_exec_inspect),
                 cmocka_unit_test(test_error_message),
                 cmocka_unit_test(test_create_body_mounts), cmocka_unit_test(test_volume_bodies),
+                cmocka_unit_test(test_parse_images),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -673,6 +673,94 @@ static void test_sandbox_json_bad_records(void **state)
         hash_free(h);
 }
 
+/* Idempotency-Key (docs/API.md, "Idempotent creates"): bounded, one
+ * charset, the draft's quoted form; nothing else gets in. */
+static void test_idempotency_key(void **state)
+{
+        char key[OSB_IDEMPOTENCY_KEY_MAX + 1], err[OSB_ERR_MAX], big[OSB_IDEMPOTENCY_KEY_MAX + 8];
+        static const char *const bad[] = {
+                "", "\"\"", "a b", "a,b", "a, b", "ключ", "a\tb", "a\nb", "a\"b", "\"ab", "a;b",
+                "a\\b", "a%20b", "a*", "a?b", "a#b",
+        };
+
+        (void)state;
+        assert_int_equal(osb_idempotency_key_parse(NULL, key, err), 0);
+        assert_string_equal(key, "");
+        assert_int_equal(osb_idempotency_key_parse("8e03978e-40d5-43e8-bc93-6894a57f9324", key, err), 0);
+        assert_string_equal(key, "8e03978e-40d5-43e8-bc93-6894a57f9324");
+        /* the IETF draft's sf-string */
+        assert_int_equal(osb_idempotency_key_parse("\"01HV3K:order/7+x=\"", key, err), 0);
+        assert_string_equal(key, "01HV3K:order/7+x=");
+        memset(big, 'k', sizeof(big));
+        big[OSB_IDEMPOTENCY_KEY_MAX] = '\0';
+        assert_int_equal(osb_idempotency_key_parse(big, key, err), 0);
+        assert_int_equal(strlen(key), OSB_IDEMPOTENCY_KEY_MAX);
+        big[OSB_IDEMPOTENCY_KEY_MAX] = 'k';
+        big[OSB_IDEMPOTENCY_KEY_MAX + 1] = '\0';
+        strcpy(key, "untouched");
+        assert_int_equal(osb_idempotency_key_parse(big, key, err), -EINVAL);
+        assert_string_equal(key, "");
+        assert_non_null(strstr(err, "Idempotency-Key"));
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                err[0] = '\0';
+                assert_int_equal(osb_idempotency_key_parse(bad[i], key, err), -EINVAL);
+                assert_string_equal(key, "");
+                assert_true(err[0] != '\0');
+        }
+}
+
+static void fingerprint_of(const char *text, char fp[OSB_FINGERPRINT_MAX])
+{
+        struct json_object *o = json_tokener_parse(text);
+
+        assert_non_null(o);
+        assert_int_equal(osb_create_fingerprint(o, fp), 0);
+        json_object_put(o);
+}
+
+/* "The same create": whitespace aside the same JSON, image.auth left out
+ * (never kept, not even hashed); anything else that differs is another. */
+static void test_create_fingerprint(void **state)
+{
+        char a[OSB_FINGERPRINT_MAX], b[OSB_FINGERPRINT_MAX];
+        struct json_object *o, *img, *auth;
+        const char *before;
+
+        (void)state;
+        fingerprint_of("{\"image\":{\"uri\":\"busybox\"},\"entrypoint\":[\"sleep\",\"1\"],\"timeout\":null}", a);
+        assert_int_equal(strlen(a), 64);
+        assert_int_equal(strspn(a, "0123456789abcdef"), 64);
+        fingerprint_of(" { \"image\" : {\"uri\": \"busybox\"},\n\"entrypoint\": [\"sleep\", \"1\"], \"timeout\": null } ", b);
+        assert_string_equal(a, b);
+        fingerprint_of("{\"image\":{\"uri\":\"busybox\",\"auth\":{\"username\":\"u\",\"password\":\"p1\"}},"
+                       "\"entrypoint\":[\"sleep\",\"1\"],\"timeout\":null}", b);
+        assert_string_equal(a, b); /* a refreshed password is the same create */
+        fingerprint_of("{\"image\":{\"uri\":\"busybox\",\"auth\":null},\"entrypoint\":[\"sleep\",\"1\"],\"timeout\":null}", b);
+        assert_string_equal(a, b);
+        fingerprint_of("{\"image\":{\"uri\":\"busybox\"},\"entrypoint\":[\"sleep\",\"2\"],\"timeout\":null}", b);
+        assert_string_not_equal(a, b);
+        fingerprint_of("{\"image\":{\"uri\":\"busybox\"},\"entrypoint\":[\"sleep\",\"1\"],\"timeout\":600}", b);
+        assert_string_not_equal(a, b);
+        fingerprint_of("{\"image\":{\"uri\":\"busybox\"},\"entrypoint\":[\"sleep\",\"1\"],\"timeout\":null,\"metadata\":{}}", b);
+        assert_string_not_equal(a, b);
+        /* the body keeps its content, auth included */
+        o = json_tokener_parse("{\"image\":{\"auth\":{\"password\":\"p\"},\"uri\":\"x\"},\"env\":{}}");
+        assert_non_null(o);
+        before = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        assert_non_null(strstr(before, "\"password\""));
+        assert_int_equal(osb_create_fingerprint(o, a), 0);
+        assert_true(json_object_object_get_ex(o, "image", &img));
+        assert_true(json_object_object_get_ex(img, "auth", &auth));
+        assert_true(json_object_object_get_ex(auth, "password", NULL));
+        assert_true(json_object_object_get_ex(img, "uri", NULL));
+        assert_int_equal(json_object_object_length(o), 2);
+        json_object_put(o);
+        /* an image that is no object is hashed as it is */
+        fingerprint_of("{\"image\":\"busybox\"}", a);
+        fingerprint_of("{\"image\":\"busybox2\"}", b);
+        assert_string_not_equal(a, b);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -690,6 +778,8 @@ int main(void)
                 cmocka_unit_test_setup(test_create_runtime, setup),
                 cmocka_unit_test(test_sandbox_json),
                 cmocka_unit_test(test_sandbox_json_bad_records),
+                cmocka_unit_test(test_idempotency_key),
+                cmocka_unit_test(test_create_fingerprint),
         };
         return cmocka_run_group_tests_name("opensandbox", tests, NULL, NULL);
 }

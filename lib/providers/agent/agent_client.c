@@ -582,6 +582,9 @@ static int exec_common(const char *dir, const struct exec_spec *spec,
                 goto out;
         if (!call_ok(&c)) {
                 r = status_error(&c, false, ret_err);
+                /* 409: it has one (exec.c), started by an earlier call */
+                if (detach && spec->entrypoint && c.proto.status == 409)
+                        r = -EALREADY;
                 goto out;
         }
         if (c.deadline_hit) {

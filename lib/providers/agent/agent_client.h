@@ -62,7 +62,9 @@ int agent_connect(const char *dir, char *ret_err);
  * ret->timed_out set, exit_code -1 and the output so far (as the Docker
  * backend does). ret is zeroed first and filled on 0; free it with
  * exec_result_free either way. An agent's error status (a user that does
- * not exist: 400) is -EIO with its message. */
+ * not exist: 400) is -EIO with its message; with detach and
+ * spec->entrypoint, the agent's 409 (the sandbox has its entrypoint) is
+ * -EALREADY. */
 int agent_exec(const char *dir, const struct exec_spec *spec, struct exec_result *ret, char *ret_err);
 
 /* As agent_exec, with the output handed to cb->on_output as it arrives (in

@@ -1041,6 +1041,18 @@ static int docker_snapshot_delete(struct provider *p, const char *image, char *r
         return docker_image_remove(impl(p)->api, image, impl(p)->timeout_ms, ret_err);
 }
 
+static int docker_snapshot_list(struct provider *p, const char *prefix,
+                                void (*fn)(void *ud, const struct snapshot_image *im), void *ud,
+                                char *ret_err)
+{
+        return docker_image_list_snapshots(impl(p)->api, prefix, impl(p)->timeout_ms, fn, ud, ret_err);
+}
+
+static int docker_snapshot_prune(struct provider *p, const char *id, char *ret_err)
+{
+        return docker_image_prune(impl(p)->api, id, impl(p)->timeout_ms, ret_err);
+}
+
 /* Named volumes (docker_volume.h), within the provider's call timeout. */
 static int docker_volume_create_op(struct provider *p, const struct volume_info *v, char *ret_err)
 {
@@ -1087,6 +1099,8 @@ static const struct provider_ops docker_ops = {
         .update_limits = docker_update_limits,
         .snapshot_create = docker_snapshot_create,
         .snapshot_delete = docker_snapshot_delete,
+        .snapshot_list = docker_snapshot_list,
+        .snapshot_prune = docker_snapshot_prune,
         .volume_create = docker_volume_create_op,
         .volume_inspect = docker_volume_inspect_op,
         .volume_list = docker_volume_list_op,

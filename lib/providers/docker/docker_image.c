@@ -517,3 +517,57 @@ int docker_image_remove(struct docker_api *api, const char *image, int timeout_m
         free(path);
         return r;
 }
+
+struct snapshot_filter {
+        const char *prefix;
+        void (*fn)(void *ud, const struct snapshot_image *im);
+        void *ud;
+};
+
+static void snapshot_of_prefix(void *ud, const struct snapshot_image *im)
+{
+        const struct snapshot_filter *f = ud;
+
+        /* the prefix is compared here, not in Docker's filter: a label
+         * filter "key=value" would take the prefix's own '=' for its end */
+        if (im->snapshot_id[0] && strcmp(im->prefix, f->prefix) == 0)
+                f->fn(f->ud, im);
+}
+
+int docker_image_list_snapshots(struct docker_api *api, const char *prefix, int timeout_ms,
+                                void (*fn)(void *ud, const struct snapshot_image *im), void *ud,
+                                char *ret_err)
+{
+        /* filters={"label":["io.sandbox-broker.snapshot-id"]}, escaped */
+        static const char path[] = "/images/json?filters=%7B%22label%22%3A%5B%22"
+                                   PROVIDER_LABEL_SNAPSHOT "%22%5D%7D";
+        struct snapshot_filter f = { prefix, fn, ud };
+        struct http_buf resp = { 0 };
+        int r;
+
+        /* one summary is well under 2 KiB: 16 MiB is thousands of images */
+        r = docker_api_json(api, "GET", path, NULL, timeout_ms, 16 * 1024 * 1024, &resp,
+                            "snapshot images", ret_err);
+        if (r == 0 && docker_json_parse_images(resp.data, snapshot_of_prefix, &f) < 0) {
+                provider_errf(ret_err, "docker: snapshot images: an answer that is not a list");
+                r = -EIO;
+        }
+        http_buf_release(&resp);
+        return r;
+}
+
+int docker_image_prune(struct docker_api *api, const char *id, int timeout_ms, char *ret_err)
+{
+        char *en = http_escape(id), *path = NULL;
+        int r;
+
+        if (!en || asprintf(&path, "/images/%s", en) < 0) {
+                free(en);
+                provider_errf(ret_err, "snapshot image removal: out of memory");
+                return -ENOMEM;
+        }
+        r = image_call(api, "DELETE", path, NULL, timeout_ms, NULL, "snapshot image removal", ret_err);
+        free(en);
+        free(path);
+        return r;
+}

@@ -93,3 +93,14 @@ int docker_image_commit(struct docker_api *api, const char *ref, const struct sn
  * container still uses loses its name and stays until that container is
  * removed). -ENOENT when there is no such image, -EIO. */
 int docker_image_remove(struct docker_api *api, const char *image, int timeout_ms, char *ret_err);
+
+/* Call fn for every image labelled PROVIDER_LABEL_SNAPSHOT whose
+ * PROVIDER_LABEL_PREFIX is prefix (GET /images/json, filtered by the
+ * label; untagged images included). -EIO, a transport error. */
+int docker_image_list_snapshots(struct docker_api *api, const char *prefix, int timeout_ms,
+                                void (*fn)(void *ud, const struct snapshot_image *im), void *ud,
+                                char *ret_err);
+
+/* Remove image id (DELETE /images/{id}, not forced: one a container or a
+ * child image uses stays, -EBUSY). -ENOENT when it is gone, -EIO. */
+int docker_image_prune(struct docker_api *api, const char *id, int timeout_ms, char *ret_err);

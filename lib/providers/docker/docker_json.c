@@ -668,3 +668,53 @@ out:
         json_put(o);
         return r;
 }
+
+int docker_json_parse_images(const char *body, void (*fn)(void *ud, const struct snapshot_image *im),
+                             void *ud)
+{
+        struct json_object *a = json_parse_or_null(body);
+        int r = -EPROTO;
+
+        if (!a || !json_object_is_type(a, json_type_array))
+                goto out;
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                struct json_object *e = json_object_array_get_idx(a, i), *labels = NULL, *tags = NULL;
+                struct snapshot_image im = { 0 };
+                const char *id;
+
+                if (!json_object_is_type(e, json_type_object))
+                        continue;
+                id = json_get_str(e, "Id");
+                if (!id || !id[0] || strlen(id) >= sizeof(im.id))
+                        continue;
+                copy(im.id, sizeof(im.id), id);
+                /* RepoTags: null, [] or ["<none>:<none>"] when untagged */
+                if (json_object_object_get_ex(e, "RepoTags", &tags) &&
+                    json_object_is_type(tags, json_type_array))
+                        for (size_t t = 0; t < json_object_array_length(tags); t++) {
+                                struct json_object *tag = json_object_array_get_idx(tags, t);
+                                const char *v = json_object_is_type(tag, json_type_string)
+                                                        ? json_object_get_string(tag) : "?";
+                                if (strcmp(v, "<none>:<none>") == 0)
+                                        continue;
+                                if (im.names++ == 0 && strlen(v) < sizeof(im.name))
+                                        copy(im.name, sizeof(im.name), v);
+                        }
+                if (im.names != 1)
+                        im.name[0] = '\0';
+                if (json_object_object_get_ex(e, "Labels", &labels) &&
+                    json_object_is_type(labels, json_type_object)) {
+                        const char *v = json_get_str(labels, PROVIDER_LABEL_SNAPSHOT);
+                        if (v && strlen(v) < sizeof(im.snapshot_id))
+                                copy(im.snapshot_id, sizeof(im.snapshot_id), v);
+                        v = json_get_str(labels, PROVIDER_LABEL_PREFIX);
+                        if (v && strlen(v) < sizeof(im.prefix))
+                                copy(im.prefix, sizeof(im.prefix), v);
+                }
+                fn(ud, &im);
+        }
+        r = 0;
+out:
+        json_put(a);
+        return r;
+}

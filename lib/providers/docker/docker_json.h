@@ -105,3 +105,11 @@ int docker_json_parse_volume(const char *body, struct volume_info *ret);
  * Errors: -EPROTO. */
 int docker_json_parse_volumes(const char *body, void (*fn)(void *ud, const struct volume_info *v),
                               void *ud);
+
+/* Parse GET /images/json (an array of image summaries) and call fn for
+ * every image with an Id that fits (the others are skipped): its Id, its
+ * names (RepoTags but "<none>:<none>"; name "" unless exactly one fits)
+ * and its snapshot labels (PROVIDER_LABEL_SNAPSHOT, PROVIDER_LABEL_PREFIX;
+ * "" when absent or too long). Errors: -EPROTO. */
+int docker_json_parse_images(const char *body, void (*fn)(void *ud, const struct snapshot_image *im),
+                             void *ud);

@@ -47,10 +47,12 @@ end
 
 local waiting = redis.call('GET', tsession_key(user, session))
 if waiting then
-  local t = redis.call('HMGET', ticket_key(waiting), 'state', 'mode', 'poolId')
+  local t = redis.call('HMGET', ticket_key(waiting), 'state', 'mode', 'poolId', 'sandboxId')
   if t[1] == 'queued' then
     if t[2] ~= mode or t[3] ~= pool then return { 'conflict', t[2], t[3] } end
-    redis.call('ZADD', K_TPOLL, now, waiting)
+    -- a sign of life, except for an OpenSandbox create's ticket (a replayed
+    -- create): that one waits until its sandbox's expiry, placed below
+    if (t[4] or '') == '' then redis.call('ZADD', K_TPOLL, now, waiting) end
     return { 'queued', waiting, ticket_position(waiting, user), 'existing' }
   end
   redis.call('DEL', tsession_key(user, session))

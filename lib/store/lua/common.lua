@@ -36,6 +36,15 @@
 --   P..stokens:<id>      HASH  an OpenSandbox sandbox's data-plane tokens, one per API key
 --                              (token_issue.lua); expires with its finished record
 --   P..gone              ZSET  finished sandboxId -> when its record expires (list cleanup)
+--   P..osbunanswered     ZSET  OpenSandbox sandboxId -> when it is removed unless its create's
+--                              answer (or a replay's, or a request naming it) reaches a client
+--                              first (osb_create.lua adds, osb_answered.lua takes out,
+--                              osb_unanswered.lua removes the sandboxes due); the record's
+--                              answerBy says the same while it waits
+--   P..idem:<t>          HASH  a tenant's Idempotency-Keys -> "<sandboxId> <fingerprint of the
+--                              create body>" (osb_create.lua)
+--   P..idemidx:<t>       ZSET  the same keys -> when they were stored (their TTL, and the
+--                              tenant's cap: the oldest goes first)
 --   P..snapshot:<id>     HASH  a snapshot (snapshot_*.lua): id, tenant, sandboxId, name, image,
 --                              ref, state, reason, message, createdAt, lastTransitionAt, size
 --   P..snapshots:<t>     ZSET  a tenant's snapshotIds -> createdAt
@@ -77,6 +86,7 @@ local K_TQUEUES, K_TURN = P .. 'tqueues', P .. 'turn'
 local K_GONE = P .. 'gone' -- ZSET sandboxId -> when its finished record expires
 local K_PROV = P .. 'provisioning' -- ZSET leaseId -> createdAt while 'provisioning'
 local K_INTENTS = P .. 'intents' -- LIST leaseIds to provision (acquired or granted)
+local K_UNANSWERED = P .. 'osbunanswered' -- ZSET sandboxId -> answer deadline (ms)
 local TICKET_KEEP_S = 3600 -- how long a finished ticket still answers polls
 local SANDBOX_KEEP_S = 3600 -- how long a Terminated sandbox record stays readable
 local LOST_KEEP_S = 3600 -- how long a lease ended by its lost sandbox answers heartbeats
@@ -455,4 +465,44 @@ end
 local function ticket_abandoned(tid, now, ticket_ttl)
   local last = redis.call('ZSCORE', K_TPOLL, tid)
   return (not last) or (tonumber(last) + ticket_ttl < now)
+end
+
+-- End OpenSandbox sandbox sid of tenant (a DELETE, or a create whose answer
+-- reached nobody): release its lease (the teardown removes the container),
+-- or take its ticket out of the queue if it never got a slot; one that never
+-- had a container is Terminated at once. reason names why; message is the
+-- record's while it has no container to tear down.
+local function osb_end(sid, tenant, reason, message)
+  local lease = redis.call('GET', session_key(osb_user(tenant), sid))
+  if lease and redis.call('EXISTS', lease_key(lease)) == 1 then
+    release_lease(lease, 'remove', reason)
+  end
+  local tid = redis.call('GET', tsession_key(osb_user(tenant), sid))
+  if tid and redis.call('HGET', ticket_key(tid), 'state') == 'queued' then
+    ticket_unqueue(tid, osb_user(tenant), sid)
+    redis.call('HSET', ticket_key(tid), 'state', 'expired')
+    redis.call('EXPIRE', ticket_key(tid), TICKET_KEEP_S)
+  end
+  redis.call('ZREM', K_UNANSWERED, sid)
+  local s = redis.call('HMGET', sandbox_key(sid), 'state', 'ref')
+  if s[1] and s[1] ~= 'Stopping' and s[1] ~= 'Terminated' then
+    if (s[2] or '') == '' then
+      sandbox_finish(sid, 'Terminated', reason, message)
+    else
+      sandbox_schedule_teardown(sid, 'remove', reason)
+    end
+  end
+end
+
+-- A snapshot (key P..snapshot:<id>, state h_state since h_since) Creating for
+-- longer than stale ms lost the process committing it (the handler died, or
+-- the commit outlived SNAPSHOT_TIMEOUT_MS): it turns Failed, and its record
+-- expires after a day like any Failed one. Returns true when it did.
+local function snapshot_settle_lost(key, h_state, h_since, stale, now)
+  if h_state ~= 'Creating' or tonumber(h_since or '0') + stale >= now then return false end
+  redis.call('HSET', key, 'state', 'Failed', 'reason', 'snapshot_capture_lost',
+    'message', 'the snapshot was not finished in time (its commit was interrupted)',
+    'lastTransitionAt', now)
+  redis.call('EXPIRE', key, 86400)
+  return true
 end

@@ -1,26 +1,20 @@
--- osb_delete: delete an OpenSandbox sandbox of tenant. ARGV = prefix, sandboxId, tenant
+-- osb_delete: delete an OpenSandbox sandbox of tenant. ARGV = prefix, sandboxId, tenant,
+--   idempotencyKey ('' or absent: none)
 -- Releases its lease (the teardown removes the container), or takes its ticket out of
--- the queue if it never got a slot. Returns {'ok'} | {'notfound'} | {'gone', state}
-local sid, tenant = ARGV[2], ARGV[3]
-local s = redis.call('HMGET', sandbox_key(sid), 'tenant', 'state', 'ref')
+-- the queue if it never got a slot (osb_end, common.lua). With idempotencyKey (a create
+-- undoing itself: it answers an error), the key no longer names the sandbox, so that the
+-- client's retry with it is a new create.
+-- Returns {'ok'} | {'notfound'} | {'gone', state}
+local sid, tenant, key = ARGV[2], ARGV[3], ARGV[4] or ''
+local s = redis.call('HMGET', sandbox_key(sid), 'tenant', 'state')
 if s[1] ~= tenant then return { 'notfound' } end
-if s[2] == 'Stopping' or s[2] == 'Terminated' then return { 'gone', s[2] } end
-local lease = redis.call('GET', session_key(osb_user(tenant), sid))
-if lease and redis.call('EXISTS', lease_key(lease)) == 1 then
-  release_lease(lease, 'remove', 'user_delete')
-end
-local tid = redis.call('GET', tsession_key(osb_user(tenant), sid))
-if tid and redis.call('HGET', ticket_key(tid), 'state') == 'queued' then
-  ticket_unqueue(tid, osb_user(tenant), sid)
-  redis.call('HSET', ticket_key(tid), 'state', 'expired')
-  redis.call('EXPIRE', ticket_key(tid), TICKET_KEEP_S)
-end
-local st = redis.call('HGET', sandbox_key(sid), 'state')
-if st ~= 'Stopping' and st ~= 'Terminated' then
-  if (s[3] or '') == '' then
-    sandbox_finish(sid, 'Terminated', 'user_delete', 'deleted before it ran')
-  else
-    sandbox_schedule_teardown(sid, 'remove', 'user_delete')
+if key ~= '' then
+  local v = redis.call('HGET', P .. 'idem:' .. tenant, key)
+  if v and string.sub(v, 1, #sid + 1) == sid .. ' ' then
+    redis.call('HDEL', P .. 'idem:' .. tenant, key)
+    redis.call('ZREM', P .. 'idemidx:' .. tenant, key)
   end
 end
+if s[2] == 'Stopping' or s[2] == 'Terminated' then return { 'gone', s[2] } end
+osb_end(sid, tenant, 'user_delete', 'deleted before it ran')
 return { 'ok' }
