@@ -93,6 +93,23 @@ static void test_create_body_full(void **state)
         assert_int_equal(json_object_get_int64(get(h, "Memory")), 512LL << 20);
         assert_int_equal(json_object_get_int64(get(h, "MemorySwap")), 512LL << 20);
         assert_int_equal(json_object_get_int64(get(h, "PidsLimit")), 256);
+        json_put(o);
+        free(body);
+        /* gVisor's sentry counts in its sandbox's host pids (host_pids) */
+        {
+                struct sandbox_spec g = base_spec;
+                g.runtime = "runsc";
+                g.agent_dials = true;
+                assert_int_equal(docker_json_create_body(&g, NULL, &body), 0);
+                o = json_tokener_parse(body);
+                assert_int_equal(json_object_get_int64(get(get(o, "HostConfig"), "PidsLimit")),
+                                 256 * DOCKER_GVISOR_PIDS_FACTOR);
+                json_put(o);
+                free(body);
+                assert_int_equal(docker_json_create_body(&base_spec, NULL, &body), 0);
+                o = json_tokener_parse(body);
+                h = get(o, "HostConfig");
+        }
         assert_array(get(h, "CapDrop"), (const char *const[]){ "ALL", NULL });
         assert_array(get(h, "CapAdd"), docker_cap_add);
         assert_array(get(h, "SecurityOpt"), (const char *const[]){ "no-new-privileges", NULL });

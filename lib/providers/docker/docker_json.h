@@ -32,6 +32,11 @@ struct docker_agent_mount {
 #define DOCKER_LOG_MAX_SIZE "1m"
 #define DOCKER_LOG_MAX_FILE "2"
 
+/* A gVisor sandbox's host pids limit is its pids limit times this: the
+ * sentry's own processes and threads count there (docker_json.c,
+ * host_pids). SANDBOX_PIDS 256 is 2048 host pids. */
+#define DOCKER_GVISOR_PIDS_FACTOR 8
+
 /* A container's disk as inspect shows it (docker_disk.h): its sandbox id
  * and PROVIDER_LABEL_DISK (0: none), the storage driver and, for overlay2,
  * the id of its writable layer (the directory of GraphDriver.Data.UpperDir,
