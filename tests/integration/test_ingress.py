@@ -600,9 +600,9 @@ def test_nginx_error_of_a_large_body_is_json(ing):
     505) for a request with a body over the server's 16 KiB: the error
     page's internal redirect was checked against 16 KiB again and became
     nginx's HTML 413. Here the 500 of an auth_request whose handler is down
-    (the execd group stopped), for a 1 MiB body."""
+    (the execd lane, which answers the port endpoints' auth, stopped), for a 1 MiB body."""
     b, ex, _, _ = ing
-    b.stop("fcgi-execd")
+    b.stop("fcgi-execd-lane")
     try:
         st, hd, raw = req(b, ex.sid, APP_PORT, "/upload", {"X-EXECD-ACCESS-TOKEN": ex.token},
                           method="POST", body=os.urandom(MIB))
@@ -610,6 +610,6 @@ def test_nginx_error_of_a_large_body_is_json(ing):
         check_error(r, 500, "INTERNAL_ERROR")
         assert hd.get("X-Request-ID"), hd
     finally:
-        b.start("fcgi-execd")
+        b.start("fcgi-execd-lane")
     wait_until(lambda: req(b, ex.sid, APP_PORT, "/uploads", {"X-EXECD-ACCESS-TOKEN": ex.token})[0] == 200,
-               timeout=30, desc="the execd group back")
+               timeout=30, desc="the execd lane back")
