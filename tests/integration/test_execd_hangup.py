@@ -126,23 +126,38 @@ except Exception as e:
 """
 
 
-def marker_size(cid, path):
-    rc, out = docker_out(cid, ["sh", "-c", "stat -c %%s %s 2>/dev/null || echo -1" % path])
+def sh_in(box, cmd):
+    """cmd's stdout in the sandbox of box (cid, ex): runc's through Docker's
+    exec (the broker is not needed); gVisor's through the broker (runsc
+    exec'ing into a sandbox whose processes stream crashed its sentry here,
+    a gVisor defect seen from outside: so only while fcgi-execd runs)."""
+    cid, ex, gvisor = box
+    if not gvisor:
+        rc, out = docker_out(cid, ["sh", "-c", cmd])
+        return out
+    st, _, events = ex.command_stream({"command": cmd})
+    assert st == 200 and events[-1]["type"] == "execution_complete", events[-3:]
+    return "".join(e["text"] for e in events if e["type"] == "stdout")
+
+
+def marker_size(box, path):
+    # wc, not stat: coreutils' statx is EINVAL under this gVisor
+    out = sh_in(box, "wc -c < %s 2>/dev/null || echo -1" % path)
     return int(out.strip() or -1)
 
 
-def still(cid, path, settle=1.0):
+def still(box, path, settle=1.0):
     """The marker's size once it stopped growing for settle s, else None."""
-    a = marker_size(cid, path)
+    a = marker_size(box, path)
     time.sleep(settle)
-    return a if a > 0 and marker_size(cid, path) == a else None
+    return a if a > 0 and marker_size(box, path) == a else None
 
 
-def left(cid, token):
-    """Processes in the container whose command line holds token."""
-    rc, out = docker_out(cid, ["ps", "-eo", "pid=,args="])
-    assert rc == 0, out
-    return [line for line in out.splitlines() if token in line and "ps -eo" not in line]
+def left(box, token):
+    """Processes in the sandbox whose command line holds token."""
+    out = sh_in(box, "ps -eo pid=,args=")
+    return [line for line in out.splitlines() if token in line and "ps -eo" not in line
+            and "wc -c" not in line]
 
 
 def session(ex):
@@ -155,7 +170,7 @@ def test_killed_handler_breaks_streams_and_kills_their_commands(hb):
     runc = execd_sandbox(hb, BASE, "alpha")
     gvisor = execd_sandbox(hb, BASE, "bravo", extensions={"runtime": "runsc"})
     boxes = {"runc": runc, "runsc": gvisor}
-    cids = {k: DOCKER.inspect("sb-" + ex.sid)["Id"] for k, ex in boxes.items()}
+    cids = {k: (DOCKER.inspect("sb-" + ex.sid)["Id"], ex, k == "runsc") for k, ex in boxes.items()}
     assert DOCKER.inspect("sb-" + gvisor.sid)["HostConfig"]["Runtime"] == "runsc"
     tag = uuid.uuid4().hex[:10]
     markers, streams = {}, {}
@@ -183,7 +198,7 @@ def test_killed_handler_breaks_streams_and_kills_their_commands(hb):
                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         for (k, kind), m in markers.items():
-            wait_until(lambda: marker_size(cids[k], m) >= 6, 60, 0.2, "%s %s marker grows" % (k, kind))
+            wait_until(lambda: marker_size(cids[k], m) >= 6, 60, 0.5, "%s %s marker grows" % (k, kind))
         ids = {}
         for key, s in streams.items():
             assert s.status == 200 and s.types()[:1] == ["init"], (key, s.status, s.events)
@@ -203,12 +218,18 @@ def test_killed_handler_breaks_streams_and_kills_their_commands(hb):
         res = json.loads(out.decode().strip().splitlines()[-1])
         assert "raised" in res, (res, err[-2000:])
 
-        # the commands: stopped, nothing of them left
+        # the commands: stopped, nothing of them left (runc's seen while
+        # the handler is still down, gVisor's once it is back)
         for (k, kind), m in markers.items():
-            wait_until(lambda: still(cids[k], m), 20, 0, "%s %s marker stops" % (k, kind))
-        print("commands stopped %.1f s after the kill" % (time.monotonic() - t_kill))
-        for k in boxes:
-            assert left(cids[k], "hup-" + tag) == [], (k, left(cids[k], "hup-" + tag))
+            if k == "runc":
+                wait_until(lambda: still(cids[k], m), 20, 0, "%s %s marker stops" % (k, kind))
+        print("runc's commands stopped %.1f s after the kill" % (time.monotonic() - t_kill))
+        assert left(cids["runc"], "hup-" + tag) == [], left(cids["runc"], "hup-" + tag)
+        hb.start("fcgi-execd")
+        for (k, kind), m in markers.items():
+            if k == "runsc":
+                wait_until(lambda: still(cids[k], m), 20, 0, "%s %s marker stops" % (k, kind))
+        assert left(cids["runsc"], "hup-" + tag) == [], left(cids["runsc"], "hup-" + tag)
     finally:
         for p in (curl, sdk):
             if p.poll() is None:
