@@ -105,11 +105,13 @@ $(BUILD)/%.o: %.c
 # nothing of lib/) compiles that file in: AGENT_SRC_NAME.
 AGENT_SRC_agent_envfile := agent/envfile.c
 AGENT_SRC_agent_plainsh := agent/plainsh.c
+AGENT_SRC_agent_seat := agent/seat.c
 AGENT_SRC_mountd_proto := mountd/proto.c
 agent_src = $(if $(AGENT_SRC_$(1)),-I$(dir $(AGENT_SRC_$(1))) $(AGENT_SRC_$(1)))
 $(BUILD)/tests/test_agent_envfile $(BUILD)/fuzz-replay-agent_envfile $(BUILD)/fuzzer-agent_envfile: \
 	agent/envfile.c agent/envfile.h
 $(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
+$(BUILD)/tests/test_agent_seat: agent/seat.c agent/seat.h
 # A test of a pure fcgi/ file (no libfcgi, no request) compiles it in: FCGI_SRC_NAME.
 FCGI_SRC_execd_share := fcgi/execd_share.c
 fcgi_src = $(if $(FCGI_SRC_$(1)),-Ifcgi $(FCGI_SRC_$(1)))

@@ -14,6 +14,7 @@
 #define AGENT_HEADER_TIMEOUT_S 10    /* to receive the request head */
 #define AGENT_STALL_TIMEOUT_MS 60000 /* a client making no progress is gone */
 #define AGENT_DRAIN_GRACE_MS 100     /* output collected after a command's exit */
+#define AGENT_HANGUP_SWEEP_MS 2000   /* hangup_kill: to kill what a command left behind */
 #define AGENT_TUNNEL_IDLE_MS (10 * 60 * 1000) /* a tunnel with no byte either way ends */
 #define AGENT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -53,6 +54,13 @@ void agent_child_reset2(int keep_a, int keep_b);
  * the route, answer. Owns conn_fd. Returns when the answer is complete (the
  * caller then _exit()s). */
 void agent_handle(int conn_fd, const struct agent_state *state);
+
+/* Kill (SIGKILL) every child of this process, with its process group,
+ * and reap it; again for the children that adopts (a subreaper's), until
+ * there are none or budget_ms have passed. The children come from
+ * /proc/self/task/<tid>/children, else from the parent field of every
+ * /proc/<pid>/stat. For a handler only: PID 1's children are everything. */
+void agent_kill_children(int budget_ms);
 
 /* Exit code of a wait status as a shell reports it: the code, or 128+signal. */
 int agent_wait_code(int status);

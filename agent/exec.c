@@ -3,7 +3,8 @@
  * frames (docs/AGENT.md), enforces the timeout, and notices the command's
  * exit through a signalfd. Output waits while the client is slow (the
  * command then blocks on a full pipe); once the client is gone, output is
- * read and dropped until the command ends. */
+ * read and dropped until the command ends, or, with hangup_kill, the
+ * command and everything it started are killed at once. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,6 +16,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +42,7 @@ struct exec_run {
         size_t out_off, out_end;
         size_t drained[2];
         bool client_gone, exited, timed_out, draining;
+        bool hung_up; /* hangup_kill: killed because the client went first */
         int status;
         long long deadline; /* 0: no timeout */
         long long exit_at, stall_at;
@@ -67,6 +70,13 @@ static void client_gone(struct exec_run *run)
         run->client_gone = true;
         run->out_off = run->out_end = 0;
         fd_close(&run->in_fd);
+        /* hangup_kill: nobody will hear how it ends, so it ends now (its
+         * group here; what left the group, after the loop) */
+        if (run->spec->hangup_kill && !run->exited && !run->hung_up && run->pid > 0) {
+                run->hung_up = true;
+                (void)kill(-run->pid, SIGKILL);
+                (void)kill(run->pid, SIGKILL);
+        }
 }
 
 /* Encode data (already at out_buf + OUT_HEAD, n bytes) as one frame of tag,
@@ -433,7 +443,7 @@ static void run_loop(struct exec_run *run)
         for (;;) {
                 struct pollfd p[5];
                 int np = 0, i_sock = -1, i_pipe[2] = { -1, -1 }, i_in = -1, i_sig = -1;
-                bool pending = run->out_end > 0, want_body;
+                bool pending = run->out_end > 0, want_body, watch_eof;
                 long long now = agent_now_ms();
                 int timeout = -1;
 
@@ -446,11 +456,16 @@ static void run_loop(struct exec_run *run)
                         body_read(run);
                 want_body = !run->client_gone && run->req->body_left > 0 && run->in_len == 0 &&
                             run->req->len == run->req->body_off;
+                /* hangup_kill: the broker's end of file is its hangup (it
+                 * never half-closes; the gVisor relay passes a close on as
+                 * one), noticed even while the command is silent */
+                watch_eof = run->spec->hangup_kill && run->req->body_left == 0;
                 if (!run->client_gone) {
                         i_sock = np;
                         p[np++] = (struct pollfd){ .fd = run->sock,
                                                    .events = (short)((pending ? POLLOUT : 0) |
-                                                                     (want_body ? POLLIN : 0)) };
+                                                                     (want_body ? POLLIN : 0) |
+                                                                     (watch_eof ? POLLRDHUP : 0)) };
                 }
                 for (int i = 0; i < 2; i++)
                         if (run->pipes[i] >= 0 && !pending && !run->draining) {
@@ -496,6 +511,8 @@ static void run_loop(struct exec_run *run)
                         if (!run->client_gone && (ev & POLLIN))
                                 body_read(run);
                         else if (!run->client_gone && (ev & (POLLHUP | POLLERR)) && !(ev & POLLOUT))
+                                client_gone(run);
+                        if (!run->client_gone && watch_eof && (ev & POLLRDHUP))
                                 client_gone(run);
                 }
                 if (pending && !run->client_gone && run->out_end > 0 && now >= run->stall_at)
@@ -642,6 +659,11 @@ static void exec_attached(struct http_request *req, const struct exec_spec *spec
                 goto out;
         run.spec = spec;
         run.start_ms = epoch_ms();
+        /* hangup_kill: what the command leaves behind when its parent dies
+         * (a process in a session of its own: the execd runner's command)
+         * becomes this handler's child, so that a hangup can find it */
+        if (spec->hangup_kill)
+                (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
         pid = exec_spawn(spec, in[0], out[1], err[1], err[1]);
         if (pid < 0) {
                 (void)http_reply_error(req, 500, "fork: %s", strerror((int)-pid));
@@ -670,6 +692,8 @@ static void exec_attached(struct http_request *req, const struct exec_spec *spec
         set_nonblock(run.sock);
         run_loop(&run);
         run_finish(&run);
+        if (run.hung_up)
+                agent_kill_children(AGENT_HANGUP_SWEEP_MS);
         if (run.record) {
                 /* the client has it all: end its read, then the spare */
                 (void)shutdown(run.sock, SHUT_WR);
@@ -711,7 +735,8 @@ void exec_entrypoint(struct http_request *req, bool has_entry, int entry_fd)
                 return;
         }
         if (exec_spec_parse(req, &spec) == 0) {
-                if (spec.record || spec.timeout_ms || spec.shell || req->content_length > 0)
+                if (spec.record || spec.timeout_ms || spec.shell || spec.hangup_kill || spec.seat ||
+                    req->content_length > 0)
                         (void)http_reply_error(req, 400, "an entrypoint takes arg, env, cwd and user only");
                 else
                         exec_detached(req, &spec, entry_fd);

@@ -15,6 +15,7 @@
 #include "agent.h"
 #include "exec_spawn.h"
 #include "plainsh.h"
+#include "seat.h"
 
 extern char **environ;
 
@@ -39,6 +40,41 @@ static void env_set(char **envp, size_t *n, char *kv)
         }
         envp[(*n)++] = kv;
         envp[*n] = NULL;
+}
+
+/* A 0/1 parameter into *ret; false (after a 400) when it is neither. */
+static bool parse_flag(struct http_request *req, const struct http_param *p, bool *ret)
+{
+        if (strcmp(p->value, "0") != 0 && strcmp(p->value, "1") != 0) {
+                (void)http_reply_error(req, 400, "%s must be 0 or 1", p->name);
+                return false;
+        }
+        *ret = p->value[0] == '1';
+        return true;
+}
+
+/* seat=1: the user's private temporary directory, made (or repaired) now,
+ * as TMPDIR in spec->owned_tmpdir. Answers and returns -1 when it cannot
+ * be made: a seat's command never runs with a /tmp the others can read. */
+static int seat_prepare(struct http_request *req, struct exec_spec *spec)
+{
+        char path[PATH_MAX];
+        const char *what = "";
+        int r;
+
+        if (!spec->has_user || spec->user.uid == 0)
+                return http_reply_error(req, 400, "seat needs a user other than root"), -1;
+        r = seat_tmp_prepare(SEAT_TMP_PARENT, spec->user.uid, spec->user.gid, path, sizeof(path),
+                             &what);
+        if (r < 0)
+                return http_reply_error(req, 500, "the seat's private tmp: %s: %s", what,
+                                        strerror(-r)),
+                       -1;
+        if (asprintf(&spec->owned_tmpdir, "TMPDIR=%s", path) < 0) {
+                spec->owned_tmpdir = NULL;
+                return http_reply_error(req, 500, "out of memory"), -1;
+        }
+        return 0;
 }
 
 /* timeout_ms: digits only, at most 12 of them (about 31 years). */
@@ -89,17 +125,20 @@ int exec_spec_parse(struct http_request *req, struct exec_spec *spec)
                                        -1;
                         spec->record = p->value;
                 } else if (strcmp(p->name, "shell") == 0) {
-                        if (strcmp(p->value, "0") != 0 && strcmp(p->value, "1") != 0)
-                                return http_reply_error(req, 400, "shell must be 0 or 1"), -1;
-                        spec->shell = p->value[0] == '1';
+                        if (!parse_flag(req, p, &spec->shell))
+                                return -1;
                 } else if (strcmp(p->name, "envfile") == 0) {
-                        if (strcmp(p->value, "0") != 0 && strcmp(p->value, "1") != 0)
-                                return http_reply_error(req, 400, "envfile must be 0 or 1"), -1;
-                        envfile = p->value[0] == '1';
+                        if (!parse_flag(req, p, &envfile))
+                                return -1;
                 } else if (strcmp(p->name, "detach") == 0) {
-                        if (strcmp(p->value, "0") != 0 && strcmp(p->value, "1") != 0)
-                                return http_reply_error(req, 400, "detach must be 0 or 1"), -1;
-                        spec->detach = p->value[0] == '1';
+                        if (!parse_flag(req, p, &spec->detach))
+                                return -1;
+                } else if (strcmp(p->name, "seat") == 0) {
+                        if (!parse_flag(req, p, &spec->seat))
+                                return -1;
+                } else if (strcmp(p->name, "hangup_kill") == 0) {
+                        if (!parse_flag(req, p, &spec->hangup_kill))
+                                return -1;
                 } else {
                         return http_reply_error(req, 400, "unknown parameter %s", p->name), -1;
                 }
@@ -112,6 +151,8 @@ int exec_spec_parse(struct http_request *req, struct exec_spec *spec)
                 return http_reply_error(req, 400, "a detached command keeps no record"), -1;
         if (spec->detach && req->content_length > 0)
                 return http_reply_error(req, 400, "a detached command takes no stdin"), -1;
+        if (spec->detach && spec->hangup_kill)
+                return http_reply_error(req, 400, "a detached command outlives the request"), -1;
         if (user) {
                 int r = users_resolve(user, &spec->user);
 
@@ -123,6 +164,8 @@ int exec_spec_parse(struct http_request *req, struct exec_spec *spec)
                                -1;
                 spec->has_user = true;
         }
+        if (spec->seat && seat_prepare(req, spec) < 0)
+                return -1;
 
         if (envfile) {
                 /* the agent's own EXECD_ENVS: a request cannot point it elsewhere */
@@ -134,8 +177,8 @@ int exec_spec_parse(struct http_request *req, struct exec_spec *spec)
         spec->argv = calloc(spec->argc + 1, sizeof(char *));
         while (environ && environ[n_env])
                 n_env++;
-        /* +1 for HOME, +1 for the NULL. */
-        spec->envp = calloc(n_env + spec->envfile.n + n_env_params + 2, sizeof(char *));
+        /* +1 for HOME, +1 for TMPDIR, +1 for the NULL. */
+        spec->envp = calloc(n_env + spec->envfile.n + n_env_params + 3, sizeof(char *));
         if (!spec->argv || !spec->envp)
                 return http_reply_error(req, 500, "out of memory"), -1;
         memcpy(spec->envp, environ, n_env * sizeof(char *));
@@ -151,6 +194,9 @@ int exec_spec_parse(struct http_request *req, struct exec_spec *spec)
                 }
                 env_set(spec->envp, &n_env, spec->owned_env);
         }
+        /* a seat's TMPDIR, as HOME: env= may name another */
+        if (spec->owned_tmpdir)
+                env_set(spec->envp, &n_env, spec->owned_tmpdir);
         for (size_t i = 0; i < spec->envfile.n; i++)
                 env_set(spec->envp, &n_env, spec->envfile.vars[i]);
         for (size_t i = 0; i < req->n_params; i++)
@@ -166,10 +212,11 @@ void exec_spec_free(struct exec_spec *spec)
         free(spec->argv);
         free(spec->envp);
         free(spec->owned_env);
+        free(spec->owned_tmpdir);
         users_spec_free(&spec->user);
         envfile_free(&spec->envfile);
         spec->argv = spec->envp = NULL;
-        spec->owned_env = NULL;
+        spec->owned_env = spec->owned_tmpdir = NULL;
 }
 
 /* What the child needs, all made by the parent before the clone: the child
@@ -438,6 +485,10 @@ static int spawn_child(void *arg)
                 if (r < 0)
                         child_fail(sp, 127, "sandbox-agent: ", what, ": ", strerror(-r), NULL);
         }
+        /* a seat's files are its own: the others share /tmp (and whatever
+         * else is world-writable) with it */
+        if (spec->seat)
+                (void)umask(077);
         if (chdir(spec->cwd) < 0) {
                 if (spec->record)
                         child_fail(sp, 1, "cwd ", spec->cwd, ": no such directory", NULL);

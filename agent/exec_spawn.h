@@ -25,6 +25,13 @@ struct exec_spec {
          * (sh -c without bash). */
         const char *record;
         bool shell;
+        /* seat=1: a seat's command (docs/AGENT.md, "Seats"): umask 077 and
+         * TMPDIR its private directory (seat.h), owned_tmpdir */
+        bool seat;
+        char *owned_tmpdir; /* "TMPDIR=...", or NULL */
+        /* hangup_kill=1: the command lives only as long as the broker's
+         * connection (exec.c) */
+        bool hangup_kill;
         /* envfile=1: the entries of the file EXECD_ENVS (of the agent's own
          * environment) names, after the agent's environment and HOME,
          * before the env parameters (envfile.h); owned */
@@ -38,7 +45,7 @@ int exec_spec_parse(struct http_request *req, struct exec_spec *spec);
 void exec_spec_free(struct exec_spec *spec);
 
 /* fork() the command: a new session, stdin/stdout/stderr from in/out/err,
- * the user, the cwd, then exec with a PATH lookup. What fails in the child
+ * the user, umask 077 for a seat, the cwd, then exec with a PATH lookup. What fails in the child
  * is written as one line to report_fd (err, or a close-on-exec pipe when
  * detached) and the child exits 127 (126: found but not executable).
  * Returns the pid or -errno. */

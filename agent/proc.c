@@ -1,8 +1,12 @@
 /* sandbox-agent: process helpers shared by the PID 1 loop and the handlers
  * (agent.h). */
+#include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -113,6 +117,120 @@ void agent_child_reset2(int keep_a, int keep_b)
                 next = (unsigned)keep[i] + 1;
         }
         close_fds(next, ~0U);
+}
+
+#define CHILDREN_MAX 256 /* per round of agent_kill_children */
+
+/* Digits of s up to end (or a non-digit) as a pid; 0 when none. */
+static pid_t parse_pid(const char *s, const char **ret_end)
+{
+        long long n = 0;
+
+        for (; *s >= '0' && *s <= '9' && n < 0x7fffffff; s++)
+                n = n * 10 + (*s - '0');
+        *ret_end = s;
+        return (pid_t)n;
+}
+
+/* This process's children from /proc/self/task/<tid>/children (a handler
+ * has one thread); -1 when the kernel has no such file (gVisor). */
+static int children_listed(pid_t *pids, int max)
+{
+        char path[64], buf[4096];
+        const char *p, *end;
+        int fd, n = 0;
+        ssize_t len;
+
+        (void)snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        len = read(fd, buf, sizeof(buf) - 1);
+        (void)close(fd);
+        if (len < 0)
+                return -1;
+        buf[len] = '\0';
+        /* a list cut by the buffer: its last number may be cut too, and the
+         * rest comes in the next round */
+        for (p = buf; *p && n < max; p = end) {
+                pid_t pid = parse_pid(p, &end);
+
+                if (end == p) {
+                        end = p + 1;
+                        continue;
+                }
+                if (*end == '\0' && (size_t)len == sizeof(buf) - 1)
+                        break;
+                if (pid > 0)
+                        pids[n++] = pid;
+        }
+        return n;
+}
+
+/* The same from every /proc/<pid>/stat whose parent field is this process. */
+static int children_scanned(pid_t *pids, int max)
+{
+        DIR *d = opendir("/proc");
+        pid_t self = getpid();
+        struct dirent *e;
+        int n = 0;
+
+        if (!d)
+                return -1;
+        while (n < max && (e = readdir(d))) {
+                char path[64], buf[512];
+                const char *p, *end;
+                pid_t pid = parse_pid(e->d_name, &end), ppid;
+                ssize_t len;
+                int fd;
+
+                if (pid <= 0 || *end)
+                        continue;
+                (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                len = read(fd, buf, sizeof(buf) - 1);
+                (void)close(fd);
+                if (len <= 0)
+                        continue;
+                buf[len] = '\0';
+                /* "pid (comm) state ppid ...": comm may hold anything, so
+                 * from its last ')' */
+                p = strrchr(buf, ')');
+                if (!p || strlen(p) < 5)
+                        continue;
+                ppid = parse_pid(p + 4, &end);
+                if (ppid == self)
+                        pids[n++] = pid;
+        }
+        (void)closedir(d);
+        return n;
+}
+
+void agent_kill_children(int budget_ms)
+{
+        long long end = agent_now_ms() + budget_ms;
+        pid_t pids[CHILDREN_MAX];
+
+        for (;;) {
+                int n = children_listed(pids, CHILDREN_MAX), status;
+
+                if (n < 0)
+                        n = children_scanned(pids, CHILDREN_MAX);
+                /* a child's group: what it started in the group goes with
+                 * it; what started a session of its own becomes our child
+                 * once its parent is gone, for the next round */
+                for (int i = 0; i < n; i++) {
+                        (void)kill(-pids[i], SIGKILL);
+                        (void)kill(pids[i], SIGKILL);
+                }
+                while (waitpid(-1, &status, WNOHANG) > 0)
+                        ;
+                if (n <= 0 || agent_now_ms() >= end)
+                        return;
+                (void)poll(NULL, 0, 10);
+        }
 }
 
 int agent_wait_code(int status)

@@ -90,7 +90,8 @@ int execd_owner_str(struct json_object *o, char *out, size_t size);
 /* Run spec (the runner, EXECD_SH_RUN, for command id) in x and answer
  * with its output as SSE events (sse.h): init, stdout/stderr lines, then
  * execution_complete or error (evalue the exit code; "-1" when it never
- * ran); a client that goes away has the command killed. to_ms is the
+ * ran); a client that goes away has the command killed, and so does this
+ * process dying mid-stream (spec's kill_on_hangup is set). to_ms is the
  * runner's timeout (to tell a timeout from a kill); what names it in logs
  * ("command"). Replies in every case (429 when too many stream). In
  * h_execd_command.c; sessions use it too. */

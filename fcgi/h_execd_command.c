@@ -308,10 +308,14 @@ out:
 }
 
 void execd_stream_command(struct request *req, const struct execd *x, const char *id,
-                          const struct exec_spec *spec, int64_t to_ms, const char *what)
+                          const struct exec_spec *caller_spec, int64_t to_ms, const char *what)
 {
         char err[PROVIDER_ERR_MAX] = "", why[160], ev[16];
         struct exec_result res = { 0 };
+        /* the command is this stream's: should this process die mid-stream
+         * (nobody left to tell the client how it ended, nor to kill it when
+         * the client goes), the agent kills it (docs/EXECD.md) */
+        struct exec_spec stream_spec = *caller_spec, *spec = &stream_spec;
         struct sse s;
         struct exec_stream_cb cb = { .on_output = sse_on_output, .on_tick = sse_on_tick, .ud = &s };
         int64_t t0;
@@ -326,6 +330,7 @@ void execd_stream_command(struct request *req, const struct execd *x, const char
                                 EXECD_STREAMS_PER_SANDBOX);
                 return;
         }
+        stream_spec.kill_on_hangup = true;
         sse_begin(&s, req);
         sse_text(&s, "init", id, strlen(id));
         t0 = timeutil_mono_ms();

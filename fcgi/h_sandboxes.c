@@ -199,6 +199,7 @@ static int exec_parse(struct request *req, struct json_object *body, const struc
                 spec->timeout_ms = (int)t;
         }
         spec->user = x->a.linux_user;
+        spec->seat = x->a.seat;
         spec->max_output = (size_t)req->w->cfg->exec_max_output;
         return 0;
 }
@@ -422,7 +423,8 @@ void h_sbx_file_read(struct request *req)
         const char *argv[] = { "cat", "--", path, NULL };
         struct exec_spec spec = { .argv = argv, .user = x.a.linux_user, .cwd = x.a.workdir,
                                   .timeout_ms = req->w->cfg->exec_timeout_ms,
-                                  .max_output = (size_t)req->w->cfg->file_max_bytes };
+                                  .max_output = (size_t)req->w->cfg->file_max_bytes,
+                                  .seat = x.a.seat };
         r = provider_exec(req->w->provider, x.a.ref, &spec, &res, err);
         if (r < 0) {
                 reply_provider(req, &x, r, "file read", err);
@@ -488,7 +490,7 @@ void h_sbx_file_write(struct request *req)
                                "sh", path, NULL };
         struct exec_spec spec = { .argv = argv, .user = x.a.linux_user, .cwd = x.a.workdir,
                                   .timeout_ms = req->w->cfg->exec_timeout_ms, .max_output = 4096,
-                                  .stdin_data = data, .stdin_len = len };
+                                  .stdin_data = data, .stdin_len = len, .seat = x.a.seat };
         r = provider_exec(req->w->provider, x.a.ref, &spec, &res, err);
         if (r < 0) {
                 reply_provider(req, &x, r, "file write", err);

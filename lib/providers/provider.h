@@ -178,6 +178,17 @@ struct exec_spec {
          * (EXECD_ENVS, the SDK's set_env) into its environment, under env.
          * Other backends ignore it (docs/EXECD.md, "set_env"). */
         bool env_file;
+        /* A seat's command (a multi_user_shared lease's user): a backend that
+         * runs commands itself (sandbox-agent) runs it with umask 077 and
+         * TMPDIR a directory only that user can enter, or not at all
+         * (docs/AGENT.md, "Seats"). Other backends ignore it. */
+        bool seat;
+        /* The command lives only as long as this call's connection: a
+         * backend that runs commands itself (sandbox-agent) kills it, and
+         * what it started, when the caller goes away before the command's
+         * end has reached it (a handler killed mid-stream). Other backends
+         * ignore it: their command runs on. */
+        bool kill_on_hangup;
 };
 
 /* A command whose state the backend keeps in files of the sandbox,

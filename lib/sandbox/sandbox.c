@@ -927,6 +927,7 @@ int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const
                 r = -EPROTO;
                 goto out;
         }
+        a->seat = strcmp(a->mode, "multi_user_shared") == 0;
         reply_free(rep);
         rep = NULL;
         snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);

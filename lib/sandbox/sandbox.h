@@ -152,6 +152,7 @@ struct sandbox_access {
         char user_id[130];         /* inside the tenant (unscoped) */
         char session_id[130];
         char slot[300];
+        bool seat; /* mode multi_user_shared: linux_user is a seat (exec_spec.seat) */
 };
 
 /* Look up lease_id (which must be an active lease of tenant, made through

@@ -6,7 +6,8 @@ No Redis, Kafka, nginx or Docker: each case starts the built binary
 --socket in its own temporary directory and stops it by pid. Covered: health;
 POST /exec (stdout, stderr, exit codes, stdin, env, cwd, PATH lookup, exec
 failures, timeout killing the whole process group, detach, streaming, 5 MiB of
-output, a client that goes away, user switching as root); GET/PUT /file;
+output, a client that goes away: the command runs on, or with hangup_kill=1 it
+and what it started are killed; user switching as root); GET/PUT /file;
 malformed requests (4xx, and the agent still serves); entrypoint mode (exit
 code, --keep, signal forwarding, SIGTERM without an entrypoint); the socket
 bound again after it is removed or replaced; idle RSS.
@@ -352,6 +353,96 @@ def test_agent_daemon_exec_client_gone(agent, tmp_path):
     s.close()
     wait_until(marker.exists, 10, 0.05, "command finished without its client")
     assert agent.health()["agent"] == "1"
+
+
+def _start_exec(agent, cmd, **opts):
+    """POST /exec of sh -c cmd on a raw socket; returns it once the 200 is in."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(TIMEOUT)
+    s.connect(agent.sock)
+    params = [("arg", "sh"), ("arg", "-c"), ("arg", cmd)] + [(k, str(v)) for k, v in opts.items()]
+    s.sendall(b"POST /exec?%s HTTP/1.1\r\nHost: a\r\n\r\n" % query(params).encode())
+    assert s.recv(100).startswith(b"HTTP/1.1 200 "), "no answer head"
+    return s
+
+
+def _growing(path, settle=1.0):
+    """The size of path, once it has not changed for settle seconds (or
+    None while it still grows)."""
+    def size():
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return -1
+    a = size()
+    time.sleep(settle)
+    return a if size() == a else None
+
+
+def _alive(pid):
+    """pid runs (not a zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["close", "half-close"])
+def test_agent_daemon_exec_hangup_kill(agent, tmp_path, how):
+    """hangup_kill=1: the broker going away before the command's end (its
+    handler died mid-stream) kills the command's process group and what it
+    started in a session of its own (the execd runner's command), at once.
+    A silent command notices too, and so does a half-close (what the gVisor
+    relay passes on when the broker's side closes)."""
+    marker, pids = tmp_path / "marker", tmp_path / "pids"
+    cmd = ("setsid sh -c 'echo $$ >> %s; exec sleep 300' </dev/null >/dev/null 2>&1 & "
+           "echo $$ >> %s; while :; do echo x >> %s; sleep 0.2; done >/dev/null"
+           % (pids, pids, marker))
+    s = _start_exec(agent, cmd, hangup_kill=1)
+    wait_until(lambda: marker.exists() and os.path.getsize(marker) >= 4, 10, 0.05, "marker grows")
+    wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 2, 10, 0.05, "both pids")
+    procs = [int(p) for p in pids.read_text().split()]
+    assert all(_alive(p) for p in procs), procs
+    t0 = time.monotonic()
+    if how == "close":
+        s.close()
+    else:
+        s.shutdown(socket.SHUT_WR)
+    try:
+        wait_until(lambda: not any(_alive(p) for p in procs), 10, 0.05, "command and its escapee gone")
+        gone = time.monotonic() - t0
+        size = wait_until(lambda: _growing(marker, 0.6), 10, 0, "marker stops growing")
+        time.sleep(0.5)
+        assert os.path.getsize(marker) == size
+    finally:
+        s.close()
+    print("killed %.2f s after the hangup" % gone)
+    assert agent.health()["agent"] == "1"
+
+
+def test_agent_daemon_exec_without_hangup_kill_runs_on(agent, tmp_path):
+    """The default (the runtime API's commands): a broker gone mid-answer
+    leaves the command running, its output dropped."""
+    marker = tmp_path / "marker"
+    s = _start_exec(agent, "for i in $(seq 15); do echo x >> %s; sleep 0.2; done" % marker)
+    wait_until(lambda: marker.exists(), 10, 0.05, "marker")
+    s.close()
+    wait_until(lambda: os.path.getsize(marker) == 30, 15, 0.1, "the command ran to its end")
+
+
+def test_agent_daemon_exec_hangup_kill_after_the_end(agent):
+    """A command that ended and was answered is not touched: the answer is
+    the same as without the flag; detach refuses it; seat needs a user."""
+    r = agent.exec(["sh", "-c", "echo ok; exit 3"], hangup_kill=1)
+    assert (r.out, r.code) == (b"ok\n", 3)
+    for params, why in (([("arg", "true"), ("detach", "1"), ("hangup_kill", "1")], b"detached"),
+                        ([("arg", "true"), ("hangup_kill", "yes")], b"hangup_kill must be 0 or 1"),
+                        ([("arg", "true"), ("seat", "1")], b"seat needs a user"),
+                        ([("arg", "true"), ("seat", "1"), ("user", "0")], b"seat needs a user"),
+                        ([("arg", "true"), ("seat", "2"), ("user", "nobody")], b"seat must be 0 or 1")):
+        st, _, body = agent.request("POST", "/exec", params)
+        assert st == 400 and why in body, (params, st, body)
 
 
 def test_agent_daemon_exec_concurrent(agent):

@@ -821,6 +821,8 @@ static void test_exec_ok(void **state)
         assert_int_equal(query_get(&f, "timeout_ms", 0, v, sizeof(v)), 4);
         assert_string_equal(v, "5000");
         assert_int_equal(query_get(&f, "detach", 0, v, sizeof(v)), -1);
+        assert_int_equal(query_get(&f, "seat", 0, v, sizeof(v)), -1);
+        assert_int_equal(query_get(&f, "hangup_kill", 0, v, sizeof(v)), -1);
         assert_non_null(strstr(f.req.p, "\r\nContent-Length: 6\r\n"));
         assert_non_null(strstr(f.req.p, "\r\nConnection: close\r\n"));
         assert_int_equal(f.req.n - f.head_len, 6);
@@ -982,6 +984,42 @@ static void test_exec_detach(void **state)
         assert_false(res.timed_out);
         assert_int_equal(query_get(&f, "detach", 0, v, sizeof(v)), 1);
         assert_string_equal(v, "1");
+        exec_result_free(&res);
+        fake_free(&f);
+}
+
+/* A seat's command and one tied to its connection say so (seat=1,
+ * hangup_kill=1); a detached command is never tied to a connection. */
+static void test_exec_seat_and_hangup(void **state)
+{
+        static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nx 0 0\n";
+        static const char detached[] = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nx -1 0\n";
+        struct exec_spec spec = { .argv = argv_true, .user = "sbu1", .timeout_ms = 1000,
+                                  .seat = true, .kill_on_hangup = true };
+        struct exec_result res;
+        char err[PROVIDER_ERR_MAX] = "", v[8];
+        struct fake f = { 0 };
+
+        (void)state;
+        fake_init(&f);
+        fake_start(&f, FAKE_ANSWER, answer, 0);
+        assert_int_equal(agent_exec(f.dir, &spec, &res, err), 0);
+        fake_done(&f);
+        assert_int_equal(query_get(&f, "seat", 0, v, sizeof(v)), 1);
+        assert_string_equal(v, "1");
+        assert_int_equal(query_get(&f, "hangup_kill", 0, v, sizeof(v)), 1);
+        assert_string_equal(v, "1");
+        exec_result_free(&res);
+        fake_free(&f);
+
+        spec.detach = true;
+        fake_init(&f);
+        fake_start(&f, FAKE_ANSWER, detached, 0);
+        assert_int_equal(agent_exec(f.dir, &spec, &res, err), 0);
+        fake_done(&f);
+        assert_int_equal(query_get(&f, "detach", 0, v, sizeof(v)), 1);
+        assert_int_equal(query_get(&f, "seat", 0, v, sizeof(v)), 1);
+        assert_int_equal(query_get(&f, "hangup_kill", 0, v, sizeof(v)), -1);
         exec_result_free(&res);
         fake_free(&f);
 }
@@ -1669,6 +1707,7 @@ int main(void)
                 cmocka_unit_test(test_exec_stream_order),
                 cmocka_unit_test(test_exec_detach),
                 cmocka_unit_test(test_exec_entrypoint_already),
+                cmocka_unit_test(test_exec_seat_and_hangup),
                 cmocka_unit_test(test_exec_error_status),
                 cmocka_unit_test(test_exec_malformed),
                 cmocka_unit_test(test_exec_header_block_too_big),

@@ -531,6 +531,10 @@ static int exec_request(struct req *q, const struct exec_spec *spec, bool detach
                 r = req_param_i64(q, "timeout_ms", timeout_ms);
         if (r == 0 && spec->env_file)
                 r = req_param(q, "envfile", "1");
+        if (r == 0 && spec->seat)
+                r = req_param(q, "seat", "1");
+        if (r == 0 && spec->kill_on_hangup && !detach)
+                r = req_param(q, "hangup_kill", "1");
         if (r == 0 && detach && !entry)
                 r = req_param(q, "detach", "1");
         if (r == 0)
