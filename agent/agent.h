@@ -15,6 +15,7 @@
 #define AGENT_STALL_TIMEOUT_MS 60000 /* a client making no progress is gone */
 #define AGENT_DRAIN_GRACE_MS 100     /* output collected after a command's exit */
 #define AGENT_HANGUP_SWEEP_MS 2000   /* hangup_kill: to kill what a command left behind */
+#define AGENT_HANGUP_GRACE_MS 500    /* hangup_kill: from SIGHUP to SIGKILL of the command's group */
 #define AGENT_TUNNEL_IDLE_MS (10 * 60 * 1000) /* a tunnel with no byte either way ends */
 #define AGENT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 

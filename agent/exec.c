@@ -43,6 +43,7 @@ struct exec_run {
         size_t drained[2];
         bool client_gone, exited, timed_out, draining;
         bool hung_up; /* hangup_kill: killed because the client went first */
+        bool stray_in; /* bytes after the body: its end of file is no longer watched */
         int status;
         long long deadline; /* 0: no timeout */
         long long exit_at, stall_at;
@@ -65,18 +66,56 @@ static void set_nonblock(int fd)
         (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
+/* SIGHUP to the group of pid, then, once pid has exited or
+ * AGENT_HANGUP_GRACE_MS have passed, SIGKILL. The grace is for a command
+ * that started a session of its own (the execd group's runner,
+ * EXECD_SH_RUN): it kills that session on SIGHUP, which is the only way
+ * to reach it where this handler cannot adopt orphans (gVisor's release
+ * 20221219 ignores PR_SET_CHILD_SUBREAPER: they go to PID 1). pid is not
+ * reaped here (WNOWAIT): child_reap does it. */
+static void hangup_group(pid_t pid)
+{
+        siginfo_t si;
+
+        (void)kill(-pid, SIGHUP);
+        (void)kill(pid, SIGHUP);
+        for (int i = 0; i < AGENT_HANGUP_GRACE_MS / 10; i++) {
+                si.si_pid = 0;
+                if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == pid)
+                        break;
+                (void)poll(NULL, 0, 10);
+        }
+        (void)kill(-pid, SIGKILL);
+        (void)kill(pid, SIGKILL);
+}
+
 static void client_gone(struct exec_run *run)
 {
         run->client_gone = true;
         run->out_off = run->out_end = 0;
         fd_close(&run->in_fd);
-        /* hangup_kill: nobody will hear how it ends, so it ends now (its
-         * group here; what left the group, after the loop) */
+        /* hangup_kill: nobody will hear how it ends, so it ends now: its
+         * group is hung up, then killed; what left the group, after the loop */
         if (run->spec->hangup_kill && !run->exited && !run->hung_up && run->pid > 0) {
                 run->hung_up = true;
-                (void)kill(-run->pid, SIGKILL);
-                (void)kill(run->pid, SIGKILL);
+                hangup_group(run->pid);
         }
+}
+
+/* hangup_kill, the body read whole: the socket is readable, which only its
+ * end of file should make it. Under gVisor the relay's half-close comes as
+ * that, not as POLLRDHUP, so read it (MSG_PEEK: nothing is taken). A broker
+ * never sends past the body; should bytes come anyway, the end of file is
+ * no longer watched rather than polled for in a loop. */
+static void eof_check(struct exec_run *run)
+{
+        char c;
+        ssize_t n = recv(run->sock, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+                client_gone(run);
+        else if (n > 0)
+                run->stray_in = true;
 }
 
 /* Encode data (already at out_buf + OUT_HEAD, n bytes) as one frame of tag,
@@ -459,12 +498,12 @@ static void run_loop(struct exec_run *run)
                 /* hangup_kill: the broker's end of file is its hangup (it
                  * never half-closes; the gVisor relay passes a close on as
                  * one), noticed even while the command is silent */
-                watch_eof = run->spec->hangup_kill && run->req->body_left == 0;
+                watch_eof = run->spec->hangup_kill && run->req->body_left == 0 && !run->stray_in;
                 if (!run->client_gone) {
                         i_sock = np;
                         p[np++] = (struct pollfd){ .fd = run->sock,
                                                    .events = (short)((pending ? POLLOUT : 0) |
-                                                                     (want_body ? POLLIN : 0) |
+                                                                     (want_body || watch_eof ? POLLIN : 0) |
                                                                      (watch_eof ? POLLRDHUP : 0)) };
                 }
                 for (int i = 0; i < 2; i++)
@@ -508,7 +547,9 @@ static void run_loop(struct exec_run *run)
 
                         if (ev & POLLOUT)
                                 client_write(run, now);
-                        if (!run->client_gone && (ev & POLLIN))
+                        if (!run->client_gone && watch_eof && (ev & POLLIN))
+                                eof_check(run);
+                        else if (!run->client_gone && (ev & POLLIN))
                                 body_read(run);
                         else if (!run->client_gone && (ev & (POLLHUP | POLLERR)) && !(ev & POLLOUT))
                                 client_gone(run);
