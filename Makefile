@@ -92,6 +92,19 @@ $(BUILD)/lua_scripts.c: lib/store/lua/common.lua $(LUA_OPS) scripts/embed-lua
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# The build's version (GET /version): VERSION, then "+g" and the commit when
+# built from git; BROKER_VERSION=... on the command line sets it outright
+# (a build from a tarball). Rewritten only when it changes, so a rebuild
+# recompiles only what includes it.
+BROKER_VERSION ?= $(shell cat VERSION)$(shell git rev-parse --short=12 HEAD 2>/dev/null | sed 's/^/+g/')
+$(BUILD)/broker_version.h: FORCE
+	@mkdir -p $(@D)
+	@printf '#pragma once\n#define BROKER_VERSION "%s"\n' '$(BROKER_VERSION)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/fcgi/h_status.o: $(BUILD)/broker_version.h
+.PHONY: FORCE
+FORCE:
+
 # -MMD: each object's header dependencies, read back below.
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
