@@ -125,8 +125,11 @@ $(BUILD)/tests/test_agent_envfile $(BUILD)/fuzz-replay-agent_envfile $(BUILD)/fu
 $(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
 # A test of a pure fcgi/ file (no libfcgi, no request) compiles it in: FCGI_SRC_NAME.
 FCGI_SRC_execd_share := fcgi/execd_share.c
+FCGI_SRC_execd_argv := fcgi/execd_argv.c
 fcgi_src = $(if $(FCGI_SRC_$(1)),-Ifcgi $(FCGI_SRC_$(1)))
 $(BUILD)/tests/test_execd_share: fcgi/execd_share.c fcgi/execd_share.h
+$(BUILD)/tests/test_execd_argv $(BUILD)/fuzz-replay-execd_argv $(BUILD)/fuzzer-execd_argv: \
+	fcgi/execd_argv.c fcgi/execd_argv.h
 $(BUILD)/tests/test_mountd_proto: mountd/proto.c mountd/mountd.h
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
@@ -162,7 +165,7 @@ unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 $(BUILD)/fuzz-replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libbroker.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Itests/fuzz -DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/$*"' -o $@ \
-		tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(call agent_src,$*) $(BUILD)/libbroker.a $(LDLIBS)
+		tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(call agent_src,$*) $(call fcgi_src,$*) $(BUILD)/libbroker.a $(LDLIBS)
 
 $(BUILD)/fuzz-obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -179,7 +182,7 @@ $(FUZZ_LIB): $(FUZZ_OBJ)
 $(BUILD)/fuzzer-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ tests/fuzz/fuzz_$*.c \
-		$(call agent_src,$*) $(FUZZ_LIB) $(LDLIBS)
+		$(call agent_src,$*) $(call fcgi_src,$*) $(FUZZ_LIB) $(LDLIBS)
 
 -include $(wildcard $(BUILD)/fuzz-obj/lib/*/*.d $(BUILD)/fuzz-obj/lib/*/*/*.d)
 

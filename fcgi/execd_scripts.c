@@ -25,9 +25,10 @@ const char EXECD_SH_RUN[] =
          * group: a background job is no group leader, so setsid neither
          * forks nor needs -w (which busybox lacks), and $! is the new
          * session's id; our stdin is passed on explicitly (an asynchronous
-         * list's is /dev/null) */
+         * list's is /dev/null); "--": an argv[0] that starts with "-"
+         * is the program, not an option of setsid */
         "exec 3<&0\n"
-        "setsid \"$@\" <&3 3<&- &\n"
+        "setsid -- \"$@\" <&3 3<&- &\n"
         "echo $! >\"$f.pid\"\n"
         "wait $!\n"
         "rc=$?\n"
