@@ -92,6 +92,19 @@ $(BUILD)/lua_scripts.c: lib/store/lua/common.lua $(LUA_OPS) scripts/embed-lua
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# The build's version (GET /version): VERSION, then "+g" and the commit when
+# built from git; BROKER_VERSION=... on the command line sets it outright
+# (a build from a tarball). Rewritten only when it changes, so a rebuild
+# recompiles only what includes it.
+BROKER_VERSION ?= $(shell cat VERSION)$(shell git rev-parse --short=12 HEAD 2>/dev/null | sed 's/^/+g/')
+$(BUILD)/broker_version.h: FORCE
+	@mkdir -p $(@D)
+	@printf '#pragma once\n#define BROKER_VERSION "%s"\n' '$(BROKER_VERSION)' > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/fcgi/h_status.o: $(BUILD)/broker_version.h
+.PHONY: FORCE
+FORCE:
+
 # -MMD: each object's header dependencies, read back below.
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
@@ -114,8 +127,11 @@ $(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
 $(BUILD)/tests/test_agent_seat: agent/seat.c agent/seat.h
 # A test of a pure fcgi/ file (no libfcgi, no request) compiles it in: FCGI_SRC_NAME.
 FCGI_SRC_execd_share := fcgi/execd_share.c
+FCGI_SRC_execd_argv := fcgi/execd_argv.c
 fcgi_src = $(if $(FCGI_SRC_$(1)),-Ifcgi $(FCGI_SRC_$(1)))
 $(BUILD)/tests/test_execd_share: fcgi/execd_share.c fcgi/execd_share.h
+$(BUILD)/tests/test_execd_argv $(BUILD)/fuzz-replay-execd_argv $(BUILD)/fuzzer-execd_argv: \
+	fcgi/execd_argv.c fcgi/execd_argv.h
 $(BUILD)/tests/test_mountd_proto: mountd/proto.c mountd/mountd.h
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
@@ -151,7 +167,7 @@ unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 $(BUILD)/fuzz-replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libbroker.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Itests/fuzz -DFUZZ_CORPUS_DIR='"tests/fuzz/corpus/$*"' -o $@ \
-		tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(call agent_src,$*) $(BUILD)/libbroker.a $(LDLIBS)
+		tests/fuzz/fuzz_$*.c tests/fuzz/replay.c $(call agent_src,$*) $(call fcgi_src,$*) $(BUILD)/libbroker.a $(LDLIBS)
 
 $(BUILD)/fuzz-obj/%.o: %.c
 	@mkdir -p $(@D)
@@ -168,7 +184,7 @@ $(FUZZ_LIB): $(FUZZ_OBJ)
 $(BUILD)/fuzzer-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
 	@mkdir -p $(@D)
 	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ tests/fuzz/fuzz_$*.c \
-		$(call agent_src,$*) $(FUZZ_LIB) $(LDLIBS)
+		$(call agent_src,$*) $(call fcgi_src,$*) $(FUZZ_LIB) $(LDLIBS)
 
 -include $(wildcard $(BUILD)/fuzz-obj/lib/*/*.d $(BUILD)/fuzz-obj/lib/*/*/*.d)
 

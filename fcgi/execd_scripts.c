@@ -25,14 +25,15 @@ const char EXECD_SH_RUN[] =
          * group: a background job is no group leader, so setsid neither
          * forks nor needs -w (which busybox lacks), and $! is the new
          * session's id; our stdin is passed on explicitly (an asynchronous
-         * list's is /dev/null) */
+         * list's is /dev/null); "--": an argv[0] that starts with "-"
+         * is the program, not an option of setsid */
         "exec 3<&0\n"
         /* hung up (the sandbox-agent's hangup_kill: the broker went away
          * mid-stream), the session goes too, and its status (137) is the
          * runner's: nothing else can reach it where orphans go to PID 1
          * (docs/AGENT.md) */
         "trap 'kill -s KILL -- \"-$!\" 2>/dev/null; wait $! 2>/dev/null; exit $?' HUP\n"
-        "setsid \"$@\" <&3 3<&- &\n"
+        "setsid -- \"$@\" <&3 3<&- &\n"
         "echo $! >\"$f.pid\"\n"
         "wait $!\n"
         "rc=$?\n"

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "execd.h"
+#include "execd_argv.h"
 #include "execd_scripts.h"
 #include "execd_share.h"
 #include "execd_streams.h"
@@ -51,15 +52,12 @@
 #define EXECD_MAX_COMMANDS 32 /* live commands per sandbox (background launch) */
 #define EXECD_FOREGROUND_MAX_MS (3600 * 1000)
 #define EXECD_WRAPPER_SLACK_MS 10000 /* the provider's own timeout, past the runner's */
-#define EXECD_MAX_ARGS 256
 #define EXECD_MAX_ENV 64
 
 /* ---- the request ---- */
 
 struct cmd_req {
-        const char *command;          /* shell text, or NULL with argv */
-        const char *argv[EXECD_MAX_ARGS + 1];
-        int argc;
+        struct execd_cmd_input in; /* command or argv (execd_argv.h) */
         char cwd[EXECD_PATH_MAX];
         char *env[EXECD_SANDBOX_ENV_MAX + EXECD_MAX_ENV + 1]; /* owned; the sandbox's first */
         int64_t timeout_ms;           /* 0: none given */
@@ -93,12 +91,13 @@ static bool json_str_clean(struct json_object *v)
                strlen(json_object_get_string(v)) == (size_t)json_object_get_string_len(v);
 }
 
-/* RunCommandRequest (execd-api.yaml; `argv` as newer SDKs send it).
+/* RunCommandRequest (execd-api.yaml; `argv` as opensandbox 1.1.1 sends it).
  * Replies and returns -1 on error. */
 static int cmd_parse(struct request *req, const struct execd *x, struct json_object *body,
                      struct cmd_req *c)
 {
         struct json_object *v, *uid = NULL, *gid = NULL;
+        char why[160];
         int n = 0;
 
         memset(c, 0, sizeof(*c));
@@ -114,27 +113,8 @@ static int cmd_parse(struct request *req, const struct execd *x, struct json_obj
                 }
                 c->env[++n] = NULL;
         }
-        if (json_object_object_get_ex(body, "command", &v) && !json_object_is_type(v, json_type_null)) {
-                if (!json_str_clean(v) || json_object_get_string_len(v) == 0) {
-                        reply_error(req, API_INVALID_REQUEST, "command must be a non-empty string");
-                        return -1;
-                }
-                c->command = json_object_get_string(v);
-        } else if (json_object_object_get_ex(body, "argv", &v) &&
-                   json_object_is_type(v, json_type_array) && json_object_array_length(v) > 0 &&
-                   json_object_array_length(v) <= EXECD_MAX_ARGS) {
-                for (size_t i = 0; i < json_object_array_length(v); i++) {
-                        struct json_object *a = json_object_array_get_idx(v, i);
-                        if (!json_str_clean(a) || (i == 0 && json_object_get_string_len(a) == 0)) {
-                                reply_error(req, API_INVALID_REQUEST,
-                                            "argv must be strings without NUL, argv[0] non-empty");
-                                return -1;
-                        }
-                        c->argv[c->argc++] = json_object_get_string(a);
-                }
-        } else {
-                reply_error(req, API_INVALID_REQUEST,
-                            "command (a string) or argv (1 to %d strings) is required", EXECD_MAX_ARGS);
+        if (execd_argv_parse(body, &c->in, why, sizeof(why)) < 0) {
+                reply_error(req, API_INVALID_REQUEST, "%s", why);
                 return -1;
         }
         if (json_object_object_get_ex(body, "cwd", &v) && !json_object_is_type(v, json_type_null)) {
@@ -232,13 +212,13 @@ static const char **runner_argv(const struct cmd_req *c, const char *id, int64_t
         argv[i++] = id;
         argv[i++] = to;
         argv[i++] = c->cwd;
-        argv[i++] = c->command ? "sh" : "argv";
+        argv[i++] = c->in.command ? "sh" : "argv";
         argv[i++] = bg ? "1" : "0";
         argv[i++] = start;
-        if (c->command)
-                argv[i++] = c->command;
-        for (int k = 0; k < c->argc; k++)
-                argv[i++] = c->argv[k];
+        if (c->in.command)
+                argv[i++] = c->in.command;
+        for (int k = 0; k < c->in.argc; k++)
+                argv[i++] = c->in.argv[k];
         argv[i] = NULL;
         return argv;
 }
@@ -246,7 +226,7 @@ static const char **runner_argv(const struct cmd_req *c, const char *id, int64_t
 static void cmd_background(struct request *req, const struct execd *x, const struct cmd_req *c,
                            const char *id)
 {
-        const char *argv[EXECD_MAX_ARGS + 16];
+        const char *argv[EXECD_ARGV_MAX + 16];
         char max[16], to[24], start[24], err[PROVIDER_ERR_MAX] = "", *content = NULL;
         struct exec_result res = { 0 };
         struct exec_spec spec = { 0 };
@@ -255,16 +235,7 @@ static void cmd_background(struct request *req, const struct execd *x, const str
         int r;
 
         /* the text status reports: the command, or argv joined */
-        if (c->command) {
-                content = strdup(c->command);
-        } else {
-                size_t n = 0, o = 0;
-                for (int k = 0; k < c->argc; k++)
-                        n += strlen(c->argv[k]) + 1;
-                content = malloc(n + 1);
-                for (int k = 0; content && k < c->argc; k++)
-                        o += (size_t)sprintf(content + o, "%s%s", k ? " " : "", c->argv[k]);
-        }
+        content = execd_argv_text(&c->in);
         if (!content) {
                 reply_error(req, API_INTERNAL, "out of memory");
                 return;
@@ -380,15 +351,15 @@ out:
 static void cmd_foreground(struct request *req, const struct execd *x, const struct cmd_req *c,
                            const char *id)
 {
-        const char *argv[EXECD_MAX_ARGS + 16];
+        const char *argv[EXECD_ARGV_MAX + 16];
         char to[24], start[24], path[sizeof(EXECD_CMD_DIR) + 40];
         int64_t to_ms = c->timeout_ms > 0 && c->timeout_ms < EXECD_FOREGROUND_MAX_MS
                                 ? c->timeout_ms : EXECD_FOREGROUND_MAX_MS;
-        const char *text[] = { c->command, NULL };
+        const char *text[] = { c->in.command, NULL };
         /* a backend that keeps the state files itself (the agent) runs the
          * command directly: one fork+exec instead of the runner's six */
         struct exec_record rec = {
-                .path = path, .argv = c->command ? text : c->argv, .shell = c->command != NULL,
+                .path = path, .argv = c->in.command ? text : c->in.argv, .shell = c->in.command != NULL,
                 .cwd = c->cwd, .timeout_ms = (int)to_ms,
         };
         struct exec_spec spec = {

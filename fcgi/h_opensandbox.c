@@ -13,6 +13,7 @@
 #include "h_opensandbox.h"
 #include "json_input.h"
 #include "log.h"
+#include "metrics.h"
 #include "opensandbox.h"
 #include "osb_store.h"
 #include "readiness.h"
@@ -467,12 +468,36 @@ out:
 }
 
 /* POST /v1/metrics/events: the SDKs' telemetry after every create
- * ({eventType: "sandbox.create", createDurationMs, success, sandboxId,
- * image}), in none of the specs, its answer ignored by the SDKs. The broker
- * keeps its own metrics (/metrics): the event is accepted and dropped. */
+ * (osb_metrics_event_parse), in none of the specs, its answer ignored by the
+ * SDKs. Recorded as metrics only, never stored per event: one count of
+ * broker_sdk_create_events_total{success} and one observation of the
+ * histogram broker_sdk_sandbox_create_seconds (fixed series, whatever the
+ * clients send); a debug log line names the tenant and sandbox. 204, as
+ * the reference server answers; a bad body is a 400 and counts nothing. */
 void h_osb_metrics_event(struct request *req)
 {
+        struct json_object *body = NULL;
+        struct osb_metrics_event ev;
+        char why[OSB_ERR_MAX];
+
+        if (request_json_body(req, &body) < 0)
+                goto out;
+        if (osb_metrics_event_parse(body, &ev, why) < 0) {
+                reply_error(req, API_INVALID_REQUEST, "%s", why);
+                goto out;
+        }
+        metrics_add(ev.success ? "broker_sdk_create_events_total{success=\"true\"}"
+                               : "broker_sdk_create_events_total{success=\"false\"}",
+                    1);
+        metrics_observe_ms(METRICS_SDK_CREATE, ev.duration_ms);
+        log_debug(LOG_KV({ "TENANT", req->auth.tenant },
+                         { "SANDBOX_ID", ev.sandbox_id ? ev.sandbox_id : "" },
+                         { "REQUEST_ID", req->request_id }),
+                  "SDK create event: %s after %lld ms", ev.success ? "ready" : "failed",
+                  (long long)ev.duration_ms);
         reply_empty(req, 204);
+out:
+        json_put(body);
 }
 
 /* Routes the SDKs and osb call that this server does not serve: 501 with

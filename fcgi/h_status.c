@@ -1,7 +1,8 @@
-/* h_status: GET /health and GET /v1/status. */
+/* h_status: GET /health, GET /version and GET /v1/status. */
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "broker_version.h"
 #include "json_input.h"
 #include "lease.h"
 #include "log.h"
@@ -114,6 +115,23 @@ void h_status(struct request *req)
                                 json_put(p);
                 }
                 json_object_object_add(o, "pools", pools);
+        }
+        reply_json(req, 200, o);
+        json_put(o);
+}
+
+/* GET /version: {"version": BROKER_VERSION}, the build's version
+ * (VERSION and the git commit, Makefile), open as the reference server's
+ * (opensandbox-server 1.1.1 answers {"version": its package version}
+ * without a key); nothing else is told. */
+void h_version(struct request *req)
+{
+        struct json_object *o = json_object_new_object();
+
+        if (!o || json_add_str(o, "version", BROKER_VERSION) < 0) {
+                json_put(o);
+                reply_error(req, API_INTERNAL, "out of memory");
+                return;
         }
         reply_json(req, 200, o);
         json_put(o);

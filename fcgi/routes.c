@@ -18,6 +18,7 @@ struct route {
 
 static const struct route routes[] = {
         { "status", "GET", "/health", h_health, ROUTE_OPEN },
+        { "status", "GET", "/version", h_version, ROUTE_OPEN },
         { "status", "GET", "/v1/status", h_status, ROUTE_KEY },
         { "status", "GET", "/metrics", h_metrics, ROUTE_SCRAPE },
         { "leases", "POST", "/v1/leases/acquire", h_leases_acquire, ROUTE_KEY },
@@ -42,7 +43,7 @@ static const struct route routes[] = {
         { "sandboxes", "GET", "/v1/sandboxes/{}/endpoints/{}", h_osb_endpoint, ROUTE_KEY },
         /* every data-plane token of the sandbox replaced (docs/API.md; in no spec) */
         { "sandboxes", "POST", "/v1/sandboxes/{}/token/rotate", h_osb_token_rotate, ROUTE_KEY },
-        /* the SDKs' create telemetry (in no spec): accepted and dropped, 204 */
+        /* the SDKs' create telemetry (in no spec): counted in /metrics, 204 */
         { "sandboxes", "POST", "/v1/metrics/events", h_osb_metrics_event, ROUTE_KEY },
         /* snapshots (h_snapshots.c) */
         { "sandboxes", "POST", "/v1/sandboxes/{}/snapshots", h_snap_create, ROUTE_KEY },

@@ -21,6 +21,7 @@ int leases_queue_ticket(struct request *req, const struct lease_request *lr,
 
 /* Handlers (h_*.c). */
 void h_health(struct request *req);
+void h_version(struct request *req);
 void h_osb_not_implemented(struct request *req);
 void h_osb_networkpolicy_not_implemented(struct request *req);
 void h_snap_create(struct request *req);

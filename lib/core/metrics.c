@@ -31,6 +31,7 @@ static const char *const hist_names[METRICS_HIST_N] = {
         [METRICS_SANDBOX_CREATE] = "broker_sandbox_create_seconds",
         [METRICS_SANDBOX_EXEC] = "broker_sandbox_exec_seconds",
         [METRICS_PROVISION_WAIT] = "broker_provision_queue_wait_seconds",
+        [METRICS_SDK_CREATE] = "broker_sdk_sandbox_create_seconds",
 };
 
 static struct {
@@ -317,6 +318,8 @@ struct family {
 static const char *const egress_reasons[] = { "{reason=\"policy\"}", "{reason=\"port\"}",
                                               "{reason=\"address\"}", NULL };
 
+static const char *const sdk_results[] = { "{success=\"true\"}", "{success=\"false\"}", NULL };
+
 static const struct family counters[] = {
         { "broker_http_requests_total", "counter",
           "Requests answered by the FastCGI handlers, by route group, route pattern, method and status.", true, NULL },
@@ -340,6 +343,9 @@ static const struct family counters[] = {
           true, egress_reasons },
         { "broker_provisions_total", "counter",
           "Sandboxes of granted leases made by the supervisor's provisioning workers, by result (ready, failed, gone: released meanwhile).", true, NULL },
+        { "broker_sdk_create_events_total", "counter",
+          "sandbox.create events the OpenSandbox SDKs reported (POST /v1/metrics/events), by their success field: client-reported, not checked.",
+          true, sdk_results },
         { DROPPED, "counter", "Counts dropped because a process had too many distinct series.", false, NULL },
 };
 
@@ -348,6 +354,7 @@ static const char *const hist_help[METRICS_HIST_N] = {
         [METRICS_SANDBOX_CREATE] = "Time to make a sandbox run: provider create and start.",
         [METRICS_SANDBOX_EXEC] = "Duration of exec calls of the runtime API, command included.",
         [METRICS_PROVISION_WAIT] = "Wait of granted leases for a supervisor's provisioning worker (PROVISION_WORKERS).",
+        [METRICS_SDK_CREATE] = "Creates as the OpenSandbox SDKs timed them, until ready or failed (POST /v1/metrics/events): client-reported, not checked.",
 };
 
 static const struct { const char *key, *name, *help; } gauges[] = {

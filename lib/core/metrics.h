@@ -27,6 +27,7 @@ enum metrics_hist {
         METRICS_SANDBOX_CREATE, /* provider create + start until Running */
         METRICS_SANDBOX_EXEC,   /* one exec call of the runtime API */
         METRICS_PROVISION_WAIT, /* granted lease queued -> a provisioning worker takes it */
+        METRICS_SDK_CREATE,     /* a create as an SDK timed it (POST /v1/metrics/events) */
         METRICS_HIST_N,
 };
 

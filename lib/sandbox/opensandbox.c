@@ -646,3 +646,54 @@ int osb_create_fingerprint(struct json_object *body, char ret[OSB_FINGERPRINT_MA
                 json_object_object_add(image, "auth", auth);
         return r;
 }
+
+/* an optional string member: absent or null gives *ret = NULL */
+static int event_str(struct json_object *body, const char *key, const char **ret)
+{
+        struct json_object *v;
+
+        *ret = NULL;
+        if (!json_object_object_get_ex(body, key, &v) || json_object_is_type(v, json_type_null))
+                return 0;
+        if (!json_object_is_type(v, json_type_string) ||
+            strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
+                return -EINVAL;
+        *ret = json_object_get_string(v);
+        return 0;
+}
+
+int osb_metrics_event_parse(struct json_object *body, struct osb_metrics_event *ret, char *err)
+{
+        struct json_object *v;
+        const char *type;
+
+        memset(ret, 0, sizeof(*ret));
+        if (event_str(body, "eventType", &type) < 0 || !type || strcmp(type, "sandbox.create") != 0) {
+                snprintf(err, OSB_ERR_MAX, "eventType must be \"sandbox.create\" (the only event known)");
+                return -EINVAL;
+        }
+        if (!json_object_object_get_ex(body, "createDurationMs", &v) || !json_object_is_type(v, json_type_int) ||
+            json_object_get_int64(v) < 0 || json_object_get_int64(v) > OSB_EVENT_DURATION_MAX_MS) {
+                snprintf(err, OSB_ERR_MAX, "createDurationMs must be an integer from 0 to %lld (milliseconds)",
+                         (long long)OSB_EVENT_DURATION_MAX_MS);
+                return -EINVAL;
+        }
+        ret->duration_ms = json_object_get_int64(v);
+        if (!json_object_object_get_ex(body, "success", &v) || !json_object_is_type(v, json_type_boolean)) {
+                snprintf(err, OSB_ERR_MAX, "success must be a boolean");
+                return -EINVAL;
+        }
+        ret->success = json_object_get_boolean(v);
+        if (event_str(body, "sandboxId", &ret->sandbox_id) < 0 ||
+            (ret->sandbox_id && !json_input_id_valid(ret->sandbox_id))) {
+                snprintf(err, OSB_ERR_MAX, "sandboxId must be a sandbox id (1 to %d of [A-Za-z0-9._@-])",
+                         JSON_INPUT_ID_MAX);
+                return -EINVAL;
+        }
+        if (event_str(body, "image", &ret->image) < 0 ||
+            (ret->image && (!ret->image[0] || strlen(ret->image) > OSB_EVENT_IMAGE_MAX))) {
+                snprintf(err, OSB_ERR_MAX, "image must be a string of 1 to %d bytes", OSB_EVENT_IMAGE_MAX);
+                return -EINVAL;
+        }
+        return 0;
+}

@@ -132,6 +132,26 @@ int osb_sandbox_json(const redisReply *hash, bool full, struct json_object **ret
  * seconds and +00:00 accepted) to ms. Returns 0 or -EINVAL. */
 int osb_parse_time(const char *s, int64_t *ret_ms);
 
+/* The SDKs' create telemetry, POST /v1/metrics/events (in no spec; the
+ * MetricsEvent model of opensandbox-server 1.1.1): {eventType:
+ * "sandbox.create", createDurationMs, success, sandboxId?, image?}. */
+#define OSB_EVENT_DURATION_MAX_MS (24LL * 3600 * 1000) /* createDurationMs at most */
+#define OSB_EVENT_IMAGE_MAX 255                        /* bytes of image */
+struct osb_metrics_event {
+        int64_t duration_ms;    /* createDurationMs, 0..OSB_EVENT_DURATION_MAX_MS */
+        bool success;
+        const char *sandbox_id; /* NULL when absent; borrows from the body */
+        const char *image;      /* NULL when absent; borrows from the body */
+};
+
+/* Validate a MetricsEvent body. eventType must be "sandbox.create" (the
+ * only one the model knows); createDurationMs an integer in range; success
+ * a boolean; sandboxId (json_input_id_valid) and image (1 to
+ * OSB_EVENT_IMAGE_MAX bytes, no NUL) optional, null meaning absent; other
+ * keys are ignored, as the reference server's model does. Returns 0, or
+ * -EINVAL with err (OSB_ERR_MAX bytes). ret borrows from body. */
+int osb_metrics_event_parse(struct json_object *body, struct osb_metrics_event *ret, char *err);
+
 /* The spec's paged list answer: {"items": items (taken over), "pagination":
  * {page, pageSize, totalItems, totalPages, hasNextPage}}. */
 struct json_object *osb_page_json(struct json_object *items, long page, long size, long long total);

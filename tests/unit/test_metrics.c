@@ -171,6 +171,10 @@ static void test_format_prometheus_text(void **state)
         assert_non_null(strstr(text, "broker_sandbox_exec_seconds_bucket{le=\"+Inf\"} 2\n"));
         assert_non_null(strstr(text, "broker_sandbox_exec_seconds_sum 1.560\n"));
         assert_non_null(strstr(text, "# TYPE broker_grant_wait_seconds histogram\n"));
+        /* the SDKs' create events: both outcomes shown from the start */
+        assert_non_null(strstr(text, "broker_sdk_create_events_total{success=\"true\"} 0\n"));
+        assert_non_null(strstr(text, "broker_sdk_create_events_total{success=\"false\"} 0\n"));
+        assert_non_null(strstr(text, "# TYPE broker_sdk_sandbox_create_seconds histogram\n"));
         assert_non_null(strstr(text, "broker_queue_depth 2\n"));
         assert_non_null(strstr(text, "broker_slots_active 3\n"));
         assert_non_null(strstr(text, "broker_capacity 10\n"));

@@ -673,6 +673,90 @@ static void test_sandbox_json_bad_records(void **state)
         hash_free(h);
 }
 
+/* POST /v1/metrics/events (the SDKs' create telemetry): the model's
+ * fields, each bounded; a bad one is refused with its reason. */
+static int event(const char *text, struct osb_metrics_event *ev, char *err)
+{
+        struct json_object *o = parse(text);
+        int r = osb_metrics_event_parse(o, ev, err);
+
+        /* ev borrows from o: only what the caller checks below is kept */
+        static char sid[200], img[300];
+        if (r == 0) {
+                snprintf(sid, sizeof(sid), "%s", ev->sandbox_id ? ev->sandbox_id : "(none)");
+                snprintf(img, sizeof(img), "%s", ev->image ? ev->image : "(none)");
+                ev->sandbox_id = sid;
+                ev->image = img;
+        }
+        json_object_put(o);
+        return r;
+}
+
+static void test_metrics_event(void **state)
+{
+        struct osb_metrics_event ev;
+        char err[OSB_ERR_MAX], big[400], text[600];
+
+        (void)state;
+        /* what the Python SDK 1.1.1 sends (lifecycle_metrics._build_payload) */
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":1234,\"success\":true,"
+                               "\"sandboxId\":\"abc123\",\"image\":\"python:3.12-slim\"}", &ev, err), 0);
+        assert_int_equal(ev.duration_ms, 1234);
+        assert_true(ev.success);
+        assert_string_equal(ev.sandbox_id, "abc123");
+        assert_string_equal(ev.image, "python:3.12-slim");
+        /* a failed create: no id; null is absent; unknown keys ignored */
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":0,\"success\":false,"
+                               "\"sandboxId\":null,\"extra\":[1,2]}", &ev, err), 0);
+        assert_false(ev.success);
+        assert_int_equal(ev.duration_ms, 0);
+        assert_string_equal(ev.sandbox_id, "(none)");
+        assert_string_equal(ev.image, "(none)");
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":86400000,\"success\":true}",
+                               &ev, err), 0);
+        /* refused */
+        assert_int_equal(event("{\"createDurationMs\":1,\"success\":true}", &ev, err), -EINVAL);
+        assert_non_null(strstr(err, "eventType"));
+        assert_int_equal(event("{\"eventType\":\"sandbox.delete\",\"createDurationMs\":1,\"success\":true}", &ev, err),
+                         -EINVAL);
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"success\":true}", &ev, err), -EINVAL);
+        assert_non_null(strstr(err, "createDurationMs"));
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":-1,\"success\":true}", &ev, err),
+                         -EINVAL);
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":86400001,\"success\":true}",
+                               &ev, err), -EINVAL);
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":99999999999999999999999,"
+                               "\"success\":true}", &ev, err), -EINVAL);
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":1.5,\"success\":true}", &ev, err),
+                         -EINVAL);
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":\"5\",\"success\":true}", &ev, err),
+                         -EINVAL);
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":5}", &ev, err), -EINVAL);
+        assert_non_null(strstr(err, "success"));
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":5,\"success\":1}", &ev, err),
+                         -EINVAL);
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":5,\"success\":true,"
+                               "\"sandboxId\":\"a b\"}", &ev, err), -EINVAL);
+        assert_non_null(strstr(err, "sandboxId"));
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":5,\"success\":true,"
+                               "\"sandboxId\":7}", &ev, err), -EINVAL);
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":5,\"success\":true,"
+                               "\"image\":\"\"}", &ev, err), -EINVAL);
+        assert_int_equal(event("{\"eventType\":\"sandbox.create\",\"createDurationMs\":5,\"success\":true,"
+                               "\"image\":\"a\\u0000b\"}", &ev, err), -EINVAL);
+        memset(big, 'a', OSB_EVENT_IMAGE_MAX);
+        big[OSB_EVENT_IMAGE_MAX] = '\0';
+        snprintf(text, sizeof(text), "{\"eventType\":\"sandbox.create\",\"createDurationMs\":5,\"success\":true,"
+                                     "\"image\":\"%s\"}", big);
+        assert_int_equal(event(text, &ev, err), 0); /* at the cap */
+        big[OSB_EVENT_IMAGE_MAX] = 'a';
+        big[OSB_EVENT_IMAGE_MAX + 1] = '\0';
+        snprintf(text, sizeof(text), "{\"eventType\":\"sandbox.create\",\"createDurationMs\":5,\"success\":true,"
+                                     "\"image\":\"%s\"}", big);
+        assert_int_equal(event(text, &ev, err), -EINVAL);
+        assert_non_null(strstr(err, "image"));
+}
+
 /* Idempotency-Key (docs/API.md, "Idempotent creates"): bounded, one
  * charset, the draft's quoted form; nothing else gets in. */
 static void test_idempotency_key(void **state)
@@ -779,6 +863,7 @@ int main(void)
                 cmocka_unit_test(test_sandbox_json),
                 cmocka_unit_test(test_sandbox_json_bad_records),
                 cmocka_unit_test(test_idempotency_key),
+                cmocka_unit_test(test_metrics_event),
                 cmocka_unit_test(test_create_fingerprint),
         };
         return cmocka_run_group_tests_name("opensandbox", tests, NULL, NULL);
