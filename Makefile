@@ -111,9 +111,9 @@ $(BUILD)/tests/test_agent_envfile $(BUILD)/fuzz-replay-agent_envfile $(BUILD)/fu
 	agent/envfile.c agent/envfile.h
 $(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
 # A test of a pure fcgi/ file (no libfcgi, no request) compiles it in: FCGI_SRC_NAME.
-FCGI_SRC_execd_share := fcgi/execd_share.c
+FCGI_SRC_tenant_share := fcgi/tenant_share.c
 fcgi_src = $(if $(FCGI_SRC_$(1)),-Ifcgi $(FCGI_SRC_$(1)))
-$(BUILD)/tests/test_execd_share: fcgi/execd_share.c fcgi/execd_share.h
+$(BUILD)/tests/test_tenant_share: fcgi/tenant_share.c fcgi/tenant_share.h
 $(BUILD)/tests/test_mountd_proto: mountd/proto.c mountd/mountd.h
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
