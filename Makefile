@@ -126,10 +126,10 @@ $(BUILD)/tests/test_agent_envfile $(BUILD)/fuzz-replay-agent_envfile $(BUILD)/fu
 $(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
 $(BUILD)/tests/test_agent_seat: agent/seat.c agent/seat.h
 # A test of a pure fcgi/ file (no libfcgi, no request) compiles it in: FCGI_SRC_NAME.
-FCGI_SRC_execd_share := fcgi/execd_share.c
+FCGI_SRC_tenant_share := fcgi/tenant_share.c
 FCGI_SRC_execd_argv := fcgi/execd_argv.c
 fcgi_src = $(if $(FCGI_SRC_$(1)),-Ifcgi $(FCGI_SRC_$(1)))
-$(BUILD)/tests/test_execd_share: fcgi/execd_share.c fcgi/execd_share.h
+$(BUILD)/tests/test_tenant_share: fcgi/tenant_share.c fcgi/tenant_share.h
 $(BUILD)/tests/test_execd_argv $(BUILD)/fuzz-replay-execd_argv $(BUILD)/fuzzer-execd_argv: \
 	fcgi/execd_argv.c fcgi/execd_argv.h
 $(BUILD)/tests/test_mountd_proto: mountd/proto.c mountd/mountd.h

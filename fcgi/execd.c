@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "execd_scripts.h"
-#include "execd_share.h"
 #include "json_input.h"
 #include "log.h"
 #include "sandbox.h"
@@ -69,58 +68,6 @@ static int identity_id(const char *s, long long *ret)
                 return -EINVAL;
         *ret = v;
         return 0;
-}
-
-/* Calls that stop or look at what runs, short and bounded: they may go
- * past a tenant's share (execd_share.h), so a tenant whose share is held
- * by its commands can still see and stop them. */
-static bool route_is_control(const char *route)
-{
-        static const char *const control[] = {
-                "/v1/sandboxes/{}/proxy/44772/command/status/{}",
-                "/v1/sandboxes/{}/proxy/44772/command/{}/logs",
-                "/v1/sandboxes/{}/proxy/44772/session/{}",
-                "/v1/sandboxes/{}/proxy/44772/ping",
-                "/v1/sandboxes/{}/ingress-auth",
-        };
-
-        for (size_t i = 0; route && i < sizeof(control) / sizeof(control[0]); i++)
-                if (strcmp(route, control[i]) == 0)
-                        return true;
-        return false;
-}
-
-/* Hold a thread of this process for the request's tenant (execd_share.h),
- * or answer 429 for that tenant alone. 0, or -1 after replying. */
-static int execd_share_enter(struct request *req, const struct execd *x, const char *tenant)
-{
-        bool control = route_is_control(req->route) ||
-                       (strcmp(req->method, "DELETE") == 0 && req->route &&
-                        strcmp(req->route, "/v1/sandboxes/{}/proxy/44772/command") == 0);
-        char retry[32];
-        int held, r;
-
-        if (!req->w->tenant_share || req->share_slot >= 0)
-                return 0;
-        r = execd_share_take(tenant, control, req->w->tenant_share, req->w->share_cap, &req->share_slot,
-                             &held);
-        if (r == 0)
-                return 0;
-        snprintf(retry, sizeof(retry), "Retry-After: %d", EXECD_SHARE_RETRY_S);
-        if (r == -EAGAIN && held >= req->w->tenant_share) {
-                log_info(execd_kv(req, x), "tenant %s holds %d threads, its share: %s %s refused", tenant,
-                         held, req->method, req->path);
-                reply_error_hdr(req, API_TOO_MANY_REQUESTS, retry,
-                                "this tenant's requests hold %d of the data plane's threads, its share; "
-                                "retry when one of them has ended", held);
-                return -1;
-        }
-        log_warn(execd_kv(req, x), "every thread not kept for control calls is busy: %s %s refused",
-                 req->method, req->path);
-        reply_error_hdr(req, API_TOO_MANY_REQUESTS, retry,
-                        "the data plane is busy (every thread but those kept for status and interrupt "
-                        "is taken); retry later");
-        return -1;
 }
 
 int execd_open(struct request *req, struct execd *x, bool need_running)
@@ -189,8 +136,9 @@ int execd_open(struct request *req, struct execd *x, bool need_running)
                 reply_error(req, API_SANDBOX_NOT_RUNNING, "sandbox %s is %s", x->sandbox_id, x->state);
                 return -1;
         }
-        /* before any body is read: a refused request costs a moment */
-        return execd_share_enter(req, x, rec.tenant);
+        /* the sandbox owner's share of the threads (tenant_share.h), before
+         * any body is read: a refused request costs a moment */
+        return request_share_take(req, rec.tenant, execd_kv(req, x));
 }
 
 const struct log_kv *execd_kv(const struct request *req, const struct execd *x)

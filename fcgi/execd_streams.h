@@ -3,7 +3,7 @@
  *
  * It bounds how many streams run (per sandbox and in all, so that a
  * handler always keeps threads for status and interrupt; per tenant, the
- * thread a stream runs in is of its tenant's share, execd_share.h), lets status
+ * thread a stream runs in is of its tenant's share, tenant_share.h), lets status
  * answer "running" for a command whose runner has not written its files
  * yet, and lets interrupt mark a stream so that its end reads
  * "interrupted" rather than a plain exit 137. A slot is held from the

@@ -28,9 +28,9 @@
  * Bounds: SSE_OUTPUT_MAX bytes of output events per stream (the rest is
  * drained and counted), lines cut at SSE_LINE_MAX bytes,
  * EXECD_STREAMS_PER_SANDBOX foreground streams per sandbox and all but
- * EXECD_THREADS_RESERVED of the handler's threads (execd_streams.h: so
+ * TENANT_SHARE_RESERVED of the handler's threads (execd_streams.h: so
  * status and interrupt stay servable), a tenant's streams within its
- * share of the threads (execd_share.h, taken by execd_open), a foreground
+ * share of the threads (tenant_share.h, taken by execd_open), a foreground
  * command at most EXECD_FOREGROUND_MAX_MS. */
 #include <errno.h>
 #include <stdio.h>
@@ -40,12 +40,12 @@
 #include "execd.h"
 #include "execd_argv.h"
 #include "execd_scripts.h"
-#include "execd_share.h"
 #include "execd_streams.h"
 #include "json_input.h"
 #include "log.h"
 #include "routes.h"
 #include "sse.h"
+#include "tenant_share.h"
 #include "timeutil.h"
 #include "utf8.h"
 
@@ -292,10 +292,11 @@ void execd_stream_command(struct request *req, const struct execd *x, const char
         int64_t t0;
         int slot, r;
 
-        if (execd_streams_take(execd_share_cap(req->w->cfg->fcgi_threads), x->sandbox_id, id, &slot) < 0) {
+        if (execd_streams_take(tenant_share_cap(req->w->cfg->fcgi_threads), x->sandbox_id, id,
+                               &slot) < 0) {
                 char retry[32];
 
-                snprintf(retry, sizeof(retry), "Retry-After: %d", EXECD_SHARE_RETRY_S);
+                snprintf(retry, sizeof(retry), "Retry-After: %d", TENANT_SHARE_RETRY_S);
                 reply_error_hdr(req, API_TOO_MANY_REQUESTS, retry,
                                 "too many commands streaming (at most %d per sandbox); retry later",
                                 EXECD_STREAMS_PER_SANDBOX);

@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "execd_share.h"
 #include "kafka.h"
 #include "log.h"
 #include "provider_factory.h"
@@ -31,6 +30,7 @@
 #include "request.h"
 #include "routes.h"
 #include "sandbox.h"
+#include "tenant_share.h"
 #include "timeutil.h"
 
 #define LISTEN_BACKLOG 512
@@ -127,7 +127,8 @@ int main(int argc, char **argv)
         pthread_t *threads = NULL;
         sigset_t sigs;
         char err[256];
-        int sig = 0, rc = 1, started = 0, threads_arg = 0, share = 0, share_cap = 0;
+        int sig = 0, rc = 1, started = 0, threads_arg = 0, share = 0, share_cap = 0, share_pct = 0;
+        const char *share_what = NULL;
         size_t max_body;
 
         for (int i = 1; i < argc; i++) {
@@ -163,11 +164,20 @@ int main(int argc, char **argv)
         if (strcmp(app.group, "sandboxes") == 0 &&
             max_body < (size_t)app.cfg.file_max_bytes / 3 * 4 + 65536)
                 max_body = (size_t)app.cfg.file_max_bytes / 3 * 4 + 65536;
-        /* the data plane's threads are shared per tenant (execd_share.h);
-         * the lane serves short calls only and shares nothing */
+        /* the threads of the data plane and of the sandboxes API, whose
+         * requests may hold one for a command's run, are shared per tenant
+         * (tenant_share.h); the lane, status and leases serve short calls
+         * only and share nothing */
         if (strcmp(app.group, "execd") == 0) {
-                share = execd_share_of(app.cfg.fcgi_threads, app.cfg.execd_tenant_share_pct);
-                share_cap = execd_share_cap(app.cfg.fcgi_threads);
+                share_pct = app.cfg.execd_tenant_share_pct;
+                share_what = "the data plane";
+        } else if (strcmp(app.group, "sandboxes") == 0) {
+                share_pct = app.cfg.sandboxes_tenant_share_pct;
+                share_what = "the sandboxes API";
+        }
+        if (share_pct) {
+                share = tenant_share_of(app.cfg.fcgi_threads, share_pct);
+                share_cap = tenant_share_cap(app.cfg.fcgi_threads);
         }
         signal(SIGPIPE, SIG_IGN);
         curl_global_init(CURL_GLOBAL_DEFAULT); /* once, before any thread (docker.h) */
@@ -193,9 +203,14 @@ int main(int argc, char **argv)
                 goto out;
         for (int i = 0; i < app.cfg.fcgi_threads; i++) {
                 char perr[SANDBOX_ERR_MAX];
-                workers[i] = (struct worker){ .id = i, .cfg = &app.cfg, .kafka = app.kafka,
-                                              .max_body = max_body, .tenant_share = share,
-                                              .share_cap = share_cap };
+                workers[i] = (struct worker){ .id = i,
+                                              .cfg = &app.cfg,
+                                              .kafka = app.kafka,
+                                              .max_body = max_body,
+                                              .tenant_share = share,
+                                              .share_cap = share_cap,
+                                              .share_group = app.group,
+                                              .share_what = share_what };
                 if (provider_new_from_config(&app.cfg, &workers[i].provider, perr) < 0) {
                         log_err(NULL, "%s", perr);
                         goto out;
@@ -213,7 +228,7 @@ int main(int argc, char **argv)
                  socket_path ? socket_path : "the inherited socket", app.cfg.fcgi_threads);
         if (share)
                 log_info(NULL, "a tenant holds at most %d threads (%d%% of %d), %d in all but control calls",
-                         share, app.cfg.execd_tenant_share_pct, share_cap, share_cap);
+                         share, share_pct, share_cap, share_cap);
         sigwait(&sigs, &sig);
         log_info(NULL, "signal %d: draining", sig);
         rc = 0;

@@ -11,9 +11,9 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include "execd_share.h"
 #include "json_input.h"
 #include "log.h"
+#include "tenant_share.h"
 #include "timeutil.h"
 
 static const char *param(const struct request *req, const char *name)
@@ -74,9 +74,49 @@ void request_done(struct request *req)
 {
         free(req->body);
         req->body = NULL;
-        execd_share_put(req->share_slot);
+        tenant_share_put(req->share_slot);
         req->share_slot = -1;
         request_finish_io(req);
+}
+
+int request_share_take(struct request *req, const char *tenant, const struct log_kv *kv)
+{
+        const struct worker *w = req->w;
+        bool control = tenant_share_is_control(w->share_group, req->method, req->route);
+        const char *what = w->share_what ? w->share_what : "this API";
+        const struct log_kv *fields = kv ? kv : LOG_KV({ "REQUEST_ID", req->request_id });
+        char retry[32];
+        int held, r;
+
+        if (!w->tenant_share || req->share_slot >= 0)
+                return 0;
+        r = tenant_share_take(tenant, control, w->tenant_share, w->share_cap, &req->share_slot,
+                              &held);
+        if (r == 0)
+                return 0;
+        snprintf(retry, sizeof(retry), "Retry-After: %d", TENANT_SHARE_RETRY_S);
+        if (r == -EAGAIN && held >= w->tenant_share) {
+                log_info(fields, "tenant %s holds %d threads of %s, its share: %s %s refused",
+                         tenant, held, what, req->method, req->path);
+                reply_error_hdr(req, API_TOO_MANY_REQUESTS, retry,
+                                "this tenant's requests hold %d of %s's threads, its share; "
+                                "retry when one of them has ended",
+                                held, what);
+                return -1;
+        }
+        if (r == -EAGAIN) {
+                log_warn(fields,
+                         "every thread of %s not kept for control calls is busy: %s %s refused",
+                         what, req->method, req->path);
+                reply_error_hdr(req, API_TOO_MANY_REQUESTS, retry,
+                                "%s is busy (every thread but those kept for status and calls that "
+                                "end things is taken); retry later",
+                                what);
+                return -1;
+        }
+        /* -EINVAL: a tenant name longer than any the broker stores */
+        reply_error(req, API_INVALID_REQUEST, "the tenant name is too long");
+        return -1;
 }
 
 /* How long a body may keep its reader waiting in all (request.h). */

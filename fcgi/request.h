@@ -13,6 +13,7 @@
 #include "auth.h"
 #include "config.h"
 #include "kafka.h"
+#include "log.h"
 #include "provider.h"
 #include "redis_conn.h"
 #include "url.h"
@@ -25,10 +26,13 @@ struct worker {
         struct kafka_producer *kafka;   /* shared, thread-safe */
         struct provider *provider;      /* owned by this thread; NULL: no sandboxes */
         size_t max_body;                /* largest body this route group accepts */
-        /* execd_share.h's limits for this process: a tenant's share of its
+        /* tenant_share.h's limits for this process: a tenant's share of its
          * threads and the cap of all but control calls; 0: not shared (every
-         * group but execd) */
+         * group but execd and sandboxes). share_group names the group for
+         * tenant_share_is_control, share_what its threads in a refusal
+         * ("the data plane", "the sandboxes API"). */
         int tenant_share, share_cap;
+        const char *share_group, *share_what;
 };
 
 struct request {
@@ -63,7 +67,7 @@ struct request {
          * whose create was answered 202): run by the accept loop. */
         void (*after)(struct request *req);
         char after_arg[64];
-        int share_slot; /* execd_share.h's slot this request holds; -1: none */
+        int share_slot; /* tenant_share.h's slot this request holds; -1: none */
         /* request_body_read: bytes read, waiting so far, and whether the
          * connection's receive timeout was set (request_done clears it) */
         size_t body_got;
@@ -75,10 +79,21 @@ struct request {
  * request line is unusable (a 400 has then been sent). */
 int request_init(struct request *req, FCGX_Request *fcgx, struct worker *w);
 
-/* Free what req owns (its execd_share slot too) and finish its I/O;
+/* Free what req owns (its tenant_share slot too) and finish its I/O;
  * tolerates a half-initialised request. Before FCGX_Finish_r, unless
  * request_finish_io was called before it. */
 void request_done(struct request *req);
+
+/* Hold a thread of this process for req as a request of tenant
+ * (tenant_share.h; a control call when tenant_share_is_control says so for
+ * the worker's group and req's route), until request_done. 0: held, or the
+ * process shares nothing, or req holds one already; -1 after answering 429
+ * TOO_MANY_REQUESTS with "Retry-After: TENANT_SHARE_RETRY_S", for that
+ * tenant alone (its share is held) or for every call but control calls
+ * (all but the reserved threads are held). kv: the log fields of the
+ * refusal (NULL: the request id). Before the body is read: a refused
+ * request costs its thread a moment only. */
+int request_share_take(struct request *req, const char *tenant, const struct log_kv *kv);
 
 /* Take off the connection what request_body_read set on it (its receive
  * timeout): a connection nginx keeps serves the next request without it.

@@ -116,7 +116,7 @@ static const struct route routes[] = {
         { "execd", "GET", "/v1/sandboxes/{}/ingress-auth", h_ingress_auth, ROUTE_ENDPOINT },
         /* the lane: ping and the port endpoints' ingress-auth again, in a
          * process of their own that nginx sends them to, so that no
-         * tenant's streams or slow bodies hold them up (execd_share.h) */
+         * tenant's streams or slow bodies hold them up (tenant_share.h) */
         { "execd-lane", "GET", "/v1/sandboxes/{}/proxy/44772/ping", h_execd_ping, ROUTE_TOKEN },
         { "execd-lane", "GET", "/v1/sandboxes/{}/ingress-auth", h_ingress_auth, ROUTE_ENDPOINT },
         /* egress sidecar (egress-api.yaml) */
@@ -185,6 +185,12 @@ void routes_dispatch(const char *group, struct request *req)
                     (strcmp(req->method, "HEAD") == 0 && strcmp(r->method, "GET") == 0)) {
                         req->route = r->path;
                         if (authn_check(req, r->auth) < 0)
+                                return;
+                        /* the sandboxes group's threads are shared by the API
+                         * key's tenant (tenant_share.h; the execd group's by
+                         * the sandbox owner, in execd_open) */
+                        if (strcmp(group, "sandboxes") == 0 && r->auth == ROUTE_KEY &&
+                            request_share_take(req, req->auth.tenant, NULL) < 0)
                                 return;
                         r->handler(req);
                         return;

@@ -31,9 +31,10 @@ struct broker_config {
          * (request_body_read, fcgi/request.h) */
         int body_min_bytes_per_s;
         int body_grace_ms;
-        /* the share of an execd process's threads one tenant may hold, in % of
-         * those not reserved (fcgi/execd_share.h) */
+        /* the share of an execd (sandboxes) process's threads one tenant may
+         * hold, in % of those not reserved (fcgi/tenant_share.h) */
         int execd_tenant_share_pct;
+        int sandboxes_tenant_share_pct;
         int log_priority;
         int supervisor_tick_ms;
         /* sandboxes (SANDBOX_PROVIDER=docker) */
