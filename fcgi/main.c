@@ -175,6 +175,10 @@ int main(int argc, char **argv)
                 share_pct = app.cfg.sandboxes_tenant_share_pct;
                 share_what = "the sandboxes API";
         }
+        /* ...and, FCGI_THREADS unset, have FCGI_SHARED_THREADS: at the
+         * general default (8) a tenant's share would be 2 of them */
+        if (share_pct && !threads_arg && !getenv("FCGI_THREADS"))
+                app.cfg.fcgi_threads = FCGI_SHARED_THREADS;
         if (share_pct) {
                 share = tenant_share_of(app.cfg.fcgi_threads, share_pct);
                 share_cap = tenant_share_cap(app.cfg.fcgi_threads);

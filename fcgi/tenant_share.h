@@ -34,6 +34,9 @@
 #define TENANT_SHARE_TENANT_MAX \
         130                    /* a tenant name with its NUL (sandbox_execd's, AUTH_TENANT_MAX) */
 #define TENANT_SHARE_RETRY_S 2 /* Retry-After of a refusal */
+/* The threads of a shared group (execd, sandboxes) when FCGI_THREADS is
+ * not set: 14 a tenant at the default share */
+#define FCGI_SHARED_THREADS 32
 
 /* The share of a tenant for a process of threads threads at pct percent
  * (EXECD_TENANT_SHARE_PCT, SANDBOXES_TENANT_SHARE_PCT) of those not
