@@ -93,7 +93,7 @@ static void test_create_body_full(void **state)
         assert_int_equal(json_object_get_int64(get(h, "Memory")), 512LL << 20);
         assert_int_equal(json_object_get_int64(get(h, "MemorySwap")), 512LL << 20);
         assert_int_equal(json_object_get_int64(get(h, "PidsLimit")), 256);
-        json_put(o);
+        json_object_put(o);
         free(body);
         /* gVisor's sentry counts in its sandbox's host pids (host_pids) */
         {
@@ -104,7 +104,7 @@ static void test_create_body_full(void **state)
                 o = json_tokener_parse(body);
                 assert_int_equal(json_object_get_int64(get(get(o, "HostConfig"), "PidsLimit")),
                                  256 * DOCKER_GVISOR_PIDS_FACTOR);
-                json_put(o);
+                json_object_put(o);
                 free(body);
                 assert_int_equal(docker_json_create_body(&base_spec, NULL, &body), 0);
                 o = json_tokener_parse(body);
