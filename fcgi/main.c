@@ -165,15 +165,19 @@ int main(int argc, char **argv)
             max_body < (size_t)app.cfg.file_max_bytes / 3 * 4 + 65536)
                 max_body = (size_t)app.cfg.file_max_bytes / 3 * 4 + 65536;
         /* the threads of the data plane and of the sandboxes API, whose
-         * requests may hold one for a command's run, are shared per tenant
-         * (tenant_share.h); the lane, status and leases serve short calls
-         * only and share nothing */
+         * requests may hold one for a command's run, and of the leases API,
+         * whose acquires may wait ACQUIRE_WAIT_MS for a sandbox, are shared
+         * per tenant (tenant_share.h); the lane and status serve short
+         * calls only and share nothing */
         if (strcmp(app.group, "execd") == 0) {
                 share_pct = app.cfg.execd_tenant_share_pct;
                 share_what = "the data plane";
         } else if (strcmp(app.group, "sandboxes") == 0) {
                 share_pct = app.cfg.sandboxes_tenant_share_pct;
                 share_what = "the sandboxes API";
+        } else if (strcmp(app.group, "leases") == 0) {
+                share_pct = app.cfg.leases_tenant_share_pct;
+                share_what = "the leases API";
         }
         /* ...and, FCGI_THREADS unset, have FCGI_SHARED_THREADS: at the
          * general default (8) a tenant's share would be 2 of them */

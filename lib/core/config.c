@@ -45,6 +45,7 @@ static const struct int_opt int_opts[] = {
         INT_OPT("BODY_GRACE_MS", body_grace_ms, 10000, 100, 3600000),
         INT_OPT("EXECD_TENANT_SHARE_PCT", execd_tenant_share_pct, 50, 1, 100),
         INT_OPT("SANDBOXES_TENANT_SHARE_PCT", sandboxes_tenant_share_pct, 50, 1, 100),
+        INT_OPT("LEASES_TENANT_SHARE_PCT", leases_tenant_share_pct, 50, 1, 100),
         INT_OPT("SUPERVISOR_TICK_MS", supervisor_tick_ms, 250, 10, 10000),
         INT_OPT("DOCKER_TIMEOUT_MS", docker_timeout_ms, 30000, 1000, 600000),
         INT_OPT("SANDBOX_START_TIMEOUT_MS", sandbox_start_timeout_ms, 300000, 1000, 3600000),

@@ -35,6 +35,7 @@ struct broker_config {
          * hold, in % of those not reserved (fcgi/tenant_share.h) */
         int execd_tenant_share_pct;
         int sandboxes_tenant_share_pct;
+        int leases_tenant_share_pct;
         int log_priority;
         int supervisor_tick_ms;
         /* sandboxes (SANDBOX_PROVIDER=docker) */

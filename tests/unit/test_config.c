@@ -100,6 +100,7 @@ static const struct int_spec int_specs[] = {
         INT_SPEC("BODY_GRACE_MS", body_grace_ms, 10000, 100, 3600000),
         INT_SPEC("EXECD_TENANT_SHARE_PCT", execd_tenant_share_pct, 50, 1, 100),
         INT_SPEC("SANDBOXES_TENANT_SHARE_PCT", sandboxes_tenant_share_pct, 50, 1, 100),
+        INT_SPEC("LEASES_TENANT_SHARE_PCT", leases_tenant_share_pct, 50, 1, 100),
         INT_SPEC("SUPERVISOR_TICK_MS", supervisor_tick_ms, 250, 10, 10000),
         INT_SPEC("DOCKER_TIMEOUT_MS", docker_timeout_ms, 30000, 1000, 600000),
         INT_SPEC("SANDBOX_MILLICPUS", sandbox_millicpus, 500, 10, 64000),

@@ -1,0 +1,129 @@
+"""No tenant starves another through the leases API (issue 24), written as
+the attack, against real Docker sandboxes through nginx:
+
+An acquire that is granted waits up to ACQUIRE_WAIT_MS for its sandbox,
+holding a thread of the leases group all the while. With the supervisor
+stopped (SIGSTOP: it stays subscribed, so the broker waits for it rather
+than answering "no supervisor"), every granted acquire waits its whole
+ACQUIRE_WAIT_MS. Tenant A ("alpha") sends more of them at once than the
+group has threads (FCGI_THREADS=8 here). All the while tenant B ("bravo")
+heartbeats the lease it holds: every heartbeat answered 200 within a bound
+generous for a loaded 2-core box, never 429, so B's lease never expires
+because of A.
+
+A gets exactly its share of the group's threads (fcgi/tenant_share.h:
+LEASES_TENANT_SHARE_PCT 50 % of 8 - 4, so 2): the rest of its acquires are
+429 with Retry-After at once, and A's own heartbeat passes at its share.
+
+Before the shares, A's acquires held every thread of fcgi-leases and B's
+heartbeats waited for them (timed out here), long enough, with a shorter
+TTL, for B's lease to expire.
+"""
+
+import concurrent.futures
+import os
+import signal
+import time
+
+import pytest
+
+import conftest
+from brokerlib import http_request, wait_until
+from sandboxlib import DOCKER, check_sandbox_lease, require_docker
+from sdklib import API_KEYS_ENV, KEY
+
+require_docker()
+
+THREADS = 8                       # FCGI_THREADS of this broker
+SHARE = (THREADS - 4) * 50 // 100  # LEASES_TENANT_SHARE_PCT's default of the unreserved
+A_ACQUIRES = THREADS + 2          # more waiting acquires than the group has threads
+WAIT_MS = 25000                   # ACQUIRE_WAIT_MS: each granted acquire waits this long
+B_BOUND_S = 5.0                   # one of B's heartbeats, on a loaded 2-core box
+HTTP_TIMEOUT = 60
+
+
+@pytest.fixture(scope="module")
+def lb(request, services, it_root):
+    b = conftest.make_broker(request, services, it_root, SANDBOX_PROVIDER="docker",
+                             BROKER_CAPACITY=A_ACQUIRES + 4, IDLE_POLICY="delete",
+                             OPENSANDBOX_API_KEYS=API_KEYS_ENV, FCGI_THREADS=THREADS,
+                             ACQUIRE_WAIT_MS=WAIT_MS, LEASE_TTL_MS=120000)
+    request.addfinalizer(lambda: DOCKER.remove_prefix(b.prefix))
+    return b
+
+
+def timed(fn, *a, **kw):
+    t0 = time.monotonic()
+    try:
+        r = fn(*a, **kw)
+    except OSError as e:  # a timeout is an answer that never came
+        r = e
+    return r, time.monotonic() - t0
+
+
+def granted(b, tenant, user):
+    """A lease of tenant with its sandbox made (the supervisor running)."""
+    r = b.acquire(user, "s1", auth=KEY[tenant], timeout=HTTP_TIMEOUT)
+    if r.status == 200:
+        return check_sandbox_lease(r.json["lease"])
+    assert r.status == 202, r
+
+    def done():
+        p = b.poll(r.json["ticketId"], auth=KEY[tenant], timeout=HTTP_TIMEOUT)
+        assert p.status == 200, p
+        return p.json["lease"] if p.json["status"] == "granted" else None
+    return check_sandbox_lease(wait_until(done, 120, 0.2, "%s's lease granted" % tenant))
+
+
+def test_one_tenants_waiting_acquires_never_hold_up_anothers_heartbeats(lb):
+    b = lb
+    b_lease = granted(b, "bravo", "ub0")
+    a_lease = granted(b, "alpha", "ua-held")
+    sup = b.pid("supervisor")
+    assert sup
+    os.kill(sup, signal.SIGSTOP)
+    pool = concurrent.futures.ThreadPoolExecutor(A_ACQUIRES)
+    try:
+        t0 = time.monotonic()
+        a_calls = [pool.submit(timed, b.acquire, "ua%d" % i, "s1", auth=KEY["alpha"],
+                               timeout=HTTP_TIMEOUT) for i in range(A_ACQUIRES)]
+        # A's excess is refused at once: its share waits for sandboxes that
+        # do not come
+        refused = wait_until(lambda: [f.result() for f in a_calls if f.done()] or None, 20, 0.1,
+                             "A's excess refused")
+        time.sleep(1.0)
+        refused = [f.result() for f in a_calls if f.done()]
+        assert len(refused) == A_ACQUIRES - SHARE, (len(refused), refused)
+        for r, took in refused:
+            assert getattr(r, "status", None) == 429, r
+            assert r.json["code"] == "TOO_MANY_REQUESTS" and r.headers.get("Retry-After"), r
+            assert "share" in r.json["message"], r.json
+        # B's heartbeats meanwhile: answered, in time, never 429
+        worst = 0.0
+        while time.monotonic() - t0 < WAIT_MS / 1000.0 - 5:
+            r, took = timed(b.heartbeat, lease_id=b_lease["leaseId"], auth=KEY["bravo"],
+                            timeout=HTTP_TIMEOUT)
+            assert getattr(r, "status", None) == 200, r
+            assert took < B_BOUND_S, took
+            worst = max(worst, took)
+            time.sleep(0.5)
+        # A at its share still heartbeats its own lease (a call that keeps
+        # a lease alive passes at the share)
+        r, took = timed(b.heartbeat, lease_id=a_lease["leaseId"], auth=KEY["alpha"],
+                        timeout=HTTP_TIMEOUT)
+        assert getattr(r, "status", None) == 200, r
+        print("B's worst heartbeat during the attack: %.3f s; A refused %d of %d acquires"
+              % (worst, len(refused), A_ACQUIRES))
+        waiting = [f for f in a_calls if not f.done()]
+        assert len(waiting) == SHARE, len(waiting)
+    finally:
+        os.kill(sup, signal.SIGCONT)
+        for f in a_calls:
+            f.result(timeout=HTTP_TIMEOUT + 10)
+        pool.shutdown()
+    # the waits ended with the supervisor back: A's waiting acquires end as
+    # a lease or a ticket, never an error
+    for f in a_calls:
+        r, _ = f.result()
+        assert r.status in (200, 202, 429), r
+    assert b.heartbeat(lease_id=b_lease["leaseId"], auth=KEY["bravo"]).status == 200
