@@ -131,6 +131,17 @@ static int wait_sandbox(struct request *req, const struct lease_request *lr,
         r = lease_supervisors(req->w->redis, req->w->cfg);
         if (r == 0)
                 return SANDBOX_NOBODY;
+        /* the wait holds this thread: a tenant waits in at most its share of
+         * them (LEASES_TENANT_SHARE_PCT), beyond which its acquires answer
+         * provisioning at once and its clients poll, so that its acquires
+         * never keep another tenant's heartbeats waiting */
+        if (request_share_try(req, req->auth.tenant) < 0) {
+                log_info(LOG_KV({ "TICKET_ID", out->ticket_id }, { "REQUEST_ID", req->request_id }),
+                         "tenant %s waits for sandboxes in its share of the leases API's threads: "
+                         "answered provisioning at once",
+                         req->auth.tenant);
+                return SANDBOX_PENDING;
+        }
         r = lease_wait(req->w->redis, req->w->cfg, req->auth.tenant, out->ticket_id,
                        req->w->cfg->acquire_wait_ms, &w);
         if (r < 0) {

@@ -165,10 +165,10 @@ int main(int argc, char **argv)
             max_body < (size_t)app.cfg.file_max_bytes / 3 * 4 + 65536)
                 max_body = (size_t)app.cfg.file_max_bytes / 3 * 4 + 65536;
         /* the threads of the data plane and of the sandboxes API, whose
-         * requests may hold one for a command's run, and of the leases API,
-         * whose acquires may wait ACQUIRE_WAIT_MS for a sandbox, are shared
-         * per tenant (tenant_share.h); the lane and status serve short
-         * calls only and share nothing */
+         * requests may hold one for a command's run, are shared per tenant
+         * (tenant_share.h); so are the leases API's while an acquire waits
+         * for its sandbox (h_leases.c: beyond its share it does not wait);
+         * the lane and status serve short calls only and share nothing */
         if (strcmp(app.group, "execd") == 0) {
                 share_pct = app.cfg.execd_tenant_share_pct;
                 share_what = "the data plane";

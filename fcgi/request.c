@@ -79,6 +79,18 @@ void request_done(struct request *req)
         request_finish_io(req);
 }
 
+int request_share_try(struct request *req, const char *tenant)
+{
+        int held;
+
+        if (!req->w->tenant_share || req->share_slot >= 0)
+                return 0;
+        return tenant_share_take(tenant, false, req->w->tenant_share, req->w->share_cap,
+                                 &req->share_slot, &held) == 0
+                       ? 0
+                       : -EAGAIN;
+}
+
 int request_share_take(struct request *req, const char *tenant, const struct log_kv *kv)
 {
         const struct worker *w = req->w;

@@ -95,6 +95,11 @@ void request_done(struct request *req);
  * request costs its thread a moment only. */
 int request_share_take(struct request *req, const char *tenant, const struct log_kv *kv);
 
+/* The same, answering nothing: 0 (a slot taken, or nothing shared), or
+ * -EAGAIN when tenant holds its share or the cap is reached. For a request
+ * that can do without the thread (an acquire that would wait). */
+int request_share_try(struct request *req, const char *tenant);
+
 /* Take off the connection what request_body_read set on it (its receive
  * timeout): a connection nginx keeps serves the next request without it.
  * Before FCGX_Finish_r; idempotent. */

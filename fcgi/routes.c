@@ -186,11 +186,10 @@ void routes_dispatch(const char *group, struct request *req)
                         req->route = r->path;
                         if (authn_check(req, r->auth) < 0)
                                 return;
-                        /* the sandboxes and leases groups' threads are shared
-                         * by the API key's tenant (tenant_share.h; the execd
-                         * group's by the sandbox owner, in execd_open) */
-                        if ((strcmp(group, "sandboxes") == 0 || strcmp(group, "leases") == 0) &&
-                            r->auth == ROUTE_KEY &&
+                        /* the sandboxes group's threads are shared by the API
+                         * key's tenant (tenant_share.h; the execd group's by
+                         * the sandbox owner, in execd_open) */
+                        if (strcmp(group, "sandboxes") == 0 && r->auth == ROUTE_KEY &&
                             request_share_take(req, req->auth.tenant, NULL) < 0)
                                 return;
                         r->handler(req);

@@ -45,8 +45,6 @@ static const struct control_call control_calls[] = {
         { "sandboxes", "POST", "/v1/sandboxes/{}/stop" },
         { "sandboxes", "DELETE", "/v1/snapshots/{}" },
         { "sandboxes", "DELETE", "/v1/volumes/{}" },
-        { "leases", "POST", "/v1/leases/heartbeat" },
-        { "leases", "POST", "/v1/leases/release" },
 };
 
 bool tenant_share_is_control(const char *group, const char *method, const char *route)

@@ -4,16 +4,16 @@ the attack, against real Docker sandboxes through nginx:
 An acquire that is granted waits up to ACQUIRE_WAIT_MS for its sandbox,
 holding a thread of the leases group all the while. With the supervisor
 stopped (SIGSTOP: it stays subscribed, so the broker waits for it rather
-than answering "no supervisor"), every granted acquire waits its whole
+than answering "no supervisor"), every granted acquire would wait its whole
 ACQUIRE_WAIT_MS. Tenant A ("alpha") sends more of them at once than the
 group has threads (FCGI_THREADS=8 here). All the while tenant B ("bravo")
 heartbeats the lease it holds: every heartbeat answered 200 within a bound
-generous for a loaded 2-core box, never 429, so B's lease never expires
-because of A.
+generous for a loaded 2-core box, so B's lease never expires because of A.
 
-A gets exactly its share of the group's threads (fcgi/tenant_share.h:
-LEASES_TENANT_SHARE_PCT 50 % of 8 - 4, so 2): the rest of its acquires are
-429 with Retry-After at once, and A's own heartbeat passes at its share.
+A waits in exactly its share of the group's threads (fcgi/tenant_share.h:
+LEASES_TENANT_SHARE_PCT 50 % of 8 - 4, so 2): its other acquires are
+granted as ever but answer 202 provisioning at once (the client polls), none
+refused; A's own heartbeat is served too.
 
 Before the shares, A's acquires held every thread of fcgi-leases and B's
 heartbeats waited for them (timed out here), long enough, with a shorter
@@ -87,17 +87,16 @@ def test_one_tenants_waiting_acquires_never_hold_up_anothers_heartbeats(lb):
         t0 = time.monotonic()
         a_calls = [pool.submit(timed, b.acquire, "ua%d" % i, "s1", auth=KEY["alpha"],
                                timeout=HTTP_TIMEOUT) for i in range(A_ACQUIRES)]
-        # A's excess is refused at once: its share waits for sandboxes that
-        # do not come
-        refused = wait_until(lambda: [f.result() for f in a_calls if f.done()] or None, 20, 0.1,
-                             "A's excess refused")
+        # A's acquires past its share answer at once: granted, provisioning
+        # (to poll); its share waits for sandboxes that do not come
+        wait_until(lambda: sum(f.done() for f in a_calls) >= A_ACQUIRES - SHARE, 20, 0.1,
+                   "A's acquires past its share answered")
         time.sleep(1.0)
-        refused = [f.result() for f in a_calls if f.done()]
-        assert len(refused) == A_ACQUIRES - SHARE, (len(refused), refused)
-        for r, took in refused:
-            assert getattr(r, "status", None) == 429, r
-            assert r.json["code"] == "TOO_MANY_REQUESTS" and r.headers.get("Retry-After"), r
-            assert "share" in r.json["message"], r.json
+        quick = [f.result() for f in a_calls if f.done()]
+        assert len(quick) == A_ACQUIRES - SHARE, (len(quick), quick)
+        for r, took in quick:
+            assert getattr(r, "status", None) == 202, r
+            assert r.json["status"] == "provisioning" and r.json["lease"]["leaseId"], r.json
         # B's heartbeats meanwhile: answered, in time, never 429
         worst = 0.0
         while time.monotonic() - t0 < WAIT_MS / 1000.0 - 5:
@@ -112,8 +111,8 @@ def test_one_tenants_waiting_acquires_never_hold_up_anothers_heartbeats(lb):
         r, took = timed(b.heartbeat, lease_id=a_lease["leaseId"], auth=KEY["alpha"],
                         timeout=HTTP_TIMEOUT)
         assert getattr(r, "status", None) == 200, r
-        print("B's worst heartbeat during the attack: %.3f s; A refused %d of %d acquires"
-              % (worst, len(refused), A_ACQUIRES))
+        print("B's worst heartbeat during the attack: %.3f s; %d of A's %d acquires answered "
+              "provisioning at once" % (worst, len(quick), A_ACQUIRES))
         waiting = [f for f in a_calls if not f.done()]
         assert len(waiting) == SHARE, len(waiting)
     finally:
@@ -122,8 +121,8 @@ def test_one_tenants_waiting_acquires_never_hold_up_anothers_heartbeats(lb):
             f.result(timeout=HTTP_TIMEOUT + 10)
         pool.shutdown()
     # the waits ended with the supervisor back: A's waiting acquires end as
-    # a lease or a ticket, never an error
+    # a lease, ready or still being made, never an error
     for f in a_calls:
         r, _ = f.result()
-        assert r.status in (200, 202, 429), r
+        assert r.status in (200, 202), r
     assert b.heartbeat(lease_id=b_lease["leaseId"], auth=KEY["bravo"]).status == 200
