@@ -28,9 +28,10 @@ import time
 import pytest
 
 import conftest
-from brokerlib import http_request, wait_until
-from sandboxlib import DOCKER, check_sandbox_lease, require_docker
+from brokerlib import wait_until
+from sandboxlib import DOCKER, require_docker
 from sdklib import API_KEYS_ENV, KEY
+from test_sandboxes_fair import acquire
 
 require_docker()
 
@@ -61,24 +62,10 @@ def timed(fn, *a, **kw):
     return r, time.monotonic() - t0
 
 
-def granted(b, tenant, user):
-    """A lease of tenant with its sandbox made (the supervisor running)."""
-    r = b.acquire(user, "s1", auth=KEY[tenant], timeout=HTTP_TIMEOUT)
-    if r.status == 200:
-        return check_sandbox_lease(r.json["lease"])
-    assert r.status == 202, r
-
-    def done():
-        p = b.poll(r.json["ticketId"], auth=KEY[tenant], timeout=HTTP_TIMEOUT)
-        assert p.status == 200, p
-        return p.json["lease"] if p.json["status"] == "granted" else None
-    return check_sandbox_lease(wait_until(done, 120, 0.2, "%s's lease granted" % tenant))
-
-
 def test_one_tenants_waiting_acquires_never_hold_up_anothers_heartbeats(lb):
     b = lb
-    b_lease = granted(b, "bravo", "ub0")
-    a_lease = granted(b, "alpha", "ua-held")
+    b_lease = acquire(b, None, "bravo", "ub0")
+    a_lease = acquire(b, None, "alpha", "ua-held")
     sup = b.pid("supervisor")
     assert sup
     os.kill(sup, signal.SIGSTOP)
