@@ -12,6 +12,7 @@ the cap alpha is never refused and the test fails.
 """
 
 import json
+import os
 import socket
 
 import pytest
@@ -139,3 +140,32 @@ def test_a_forged_tenant_header_never_reaches_the_service(two_tenants):
     assert st == 200, raw
     names = {k.lower() for k, _ in json.loads(raw)["headers"]}
     assert not any(n.startswith("x-sandbox-ingress-") for n in names), names
+
+
+def test_a_head_without_a_tenant_is_500_never_uncounted(two_tenants):
+    """What reaches sandbox-ingress without X-Sandbox-Ingress-Tenant (an nginx
+    configuration that does not pass it) is a JSON 500, not a tunnel outside
+    every tenant's cap. Sent straight to its socket, as nginx would."""
+    b, alpha, _ = two_tenants
+    ex = alpha[0]
+    agent = ex.sid  # any name: the tenant is checked before the agent's socket
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(TIMEOUT)
+    try:
+        s.connect(os.path.join(b.state_dir, "run", "ingress.sock"))
+        s.sendall(("GET /v1/sandboxes/%s/proxy/%d/headers HTTP/1.1\r\nHost: x\r\n"
+                   "Connection: close\r\nX-Sandbox-Ingress-Agent: %s\r\n\r\n"
+                   % (ex.sid, APP_PORT, agent)).encode())
+        data = b""
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    head, body = data.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    body = check_error(Resp(int(lines[0].split()[1]), headers, body), 500, "INTERNAL_ERROR")
+    assert "X-Sandbox-Ingress-Tenant" in body["message"], body
