@@ -19,8 +19,7 @@
 
 void h_ingress_auth(struct request *req)
 {
-        char name[PROVIDER_REF_MAX], err[PROVIDER_ERR_MAX] = "",
-                hdr[2 * PROVIDER_REF_MAX + 256];
+        char name[PROVIDER_REF_MAX], err[PROVIDER_ERR_MAX] = "", hdr[2 * PROVIDER_REF_MAX + 256];
         struct json_object *o;
         struct execd x;
         int r;
@@ -30,8 +29,7 @@ void h_ingress_auth(struct request *req)
         if (!json_input_id_valid(x.tenant)) {
                 /* every OpenSandbox sandbox has an owner: never an endpoint
                  * outside every tenant's cap */
-                reply_error(req, API_INTERNAL, "sandbox %s has no valid owner tenant",
-                            x.sandbox_id);
+                reply_error(req, API_INTERNAL, "sandbox %s has no valid owner tenant", x.sandbox_id);
                 return;
         }
         r = provider_agent_dir_name(req->w->provider, x.ref, name, sizeof(name), err);

@@ -52,8 +52,8 @@
 #define BUF_SIZE (32 * 1024)
 #define THREAD_STACK (256 * 1024)
 
-#define SLOT_NAME_MAX                                                                     \
-        (INGRESS_AGENT_NAME_MAX > INGRESS_TENANT_NAME_MAX ? INGRESS_AGENT_NAME_MAX           \
+#define SLOT_NAME_MAX                                                              \
+        (INGRESS_AGENT_NAME_MAX > INGRESS_TENANT_NAME_MAX ? INGRESS_AGENT_NAME_MAX \
                                                           : INGRESS_TENANT_NAME_MAX)
 
 /* The live connections of one sandbox (by agent name) or one tenant. */
@@ -346,8 +346,7 @@ static void *conn_main(void *arg)
                 goto out;
         }
         switch (slot_take(c, ih.agent, ih.tenant)) {
-        case TAKEN:
-                break;
+        case TAKEN: break;
         case SANDBOX_FULL:
                 log_warn(LOG_KV({ "AGENT", ih.agent }, { "PORT", port_s }, { "TENANT", ih.tenant }),
                          "sandbox at its cap of %d ingress connections", g->sandbox_conns_max);

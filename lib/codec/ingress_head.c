@@ -109,8 +109,7 @@ static int own_value(const char *v, const char *ve, char *dst, size_t max, const
                 return -EINVAL;
         for (const char *p = v; p < ve; p++)
                 if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-                      (*p >= 'A' && *p <= 'Z') || *p == '_' || *p == '-' ||
-                      (*p && strchr(extra, *p))))
+                      (*p >= 'A' && *p <= 'Z') || *p == '_' || *p == '-' || (*p && strchr(extra, *p))))
                         return -EINVAL;
         memcpy(dst, v, (size_t)(ve - v));
         dst[ve - v] = '\0';

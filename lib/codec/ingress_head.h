@@ -23,11 +23,11 @@
 #define INGRESS_TENANT_HEADER "X-Sandbox-Ingress-Tenant"
 
 struct ingress_head {
-        int port;                               /* 1..65535 */
-        char agent[INGRESS_AGENT_NAME_MAX + 1]; /* [A-Za-z0-9_-], 1..128 */
+        int port;                                 /* 1..65535 */
+        char agent[INGRESS_AGENT_NAME_MAX + 1];   /* [A-Za-z0-9_-], 1..128 */
         char tenant[INGRESS_TENANT_NAME_MAX + 1]; /* [A-Za-z0-9._@-], 1..128; "" when absent */
-        size_t out_len;                         /* bytes of the rewritten head */
-        const char *why;                        /* static reason when refused */
+        size_t out_len;                           /* bytes of the rewritten head */
+        const char *why;                          /* static reason when refused */
 };
 
 /* The length of the head in buf (through its blank line), 0 when buf does
