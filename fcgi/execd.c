@@ -119,6 +119,7 @@ int execd_open(struct request *req, struct execd *x, bool need_running)
         snprintf(x->ref, sizeof(x->ref), "%s", rec.ref);
         snprintf(x->mode, sizeof(x->mode), "%s", rec.mode);
         snprintf(x->runtime, sizeof(x->runtime), "%s", rec.runtime);
+        snprintf(x->tenant, sizeof(x->tenant), "%s", rec.tenant);
         snprintf(x->user, sizeof(x->user), "root");
         if (req->route && strncmp(req->route, EXECD_IDENTITY_PREFIX, strlen(EXECD_IDENTITY_PREFIX)) == 0) {
                 long long uid, gid;

@@ -42,6 +42,7 @@ struct execd {
         char user[24];
         bool identity;
         char runtime[CONFIG_RUNTIME_MAX]; /* the sandbox's container runtime (config_runtime_of) */
+        char tenant[130];                 /* the sandbox's owner (sandbox_execd.tenant) */
         /* "K=V" of the sandbox's create when its container lacks them (a
          * claimed warm-pool member), NULL-terminated; to go before a
          * command's own env. Thread-local storage, valid until the next

@@ -1,12 +1,14 @@
 /* sandbox-ingress: the host end of port endpoints (docs/INGRESS.md).
  *
  *   sandbox-ingress --socket PATH --agent-dir AGENT_DIR
- *                   [--conns-max N] [--sandbox-conns-max N] [--idle-timeout-ms N]
+ *                   [--conns-max N] [--sandbox-conns-max N] [--tenant-conns-max N]
+ *                   [--idle-timeout-ms N]
  *
  * nginx sends it, over the unix socket PATH (or the socket systemd passes,
  * LISTEN_FDS), each request to /v1/sandboxes/{id}/proxy/{port}/... once
  * its auth_request has checked the caller's credential and named the
- * sandbox's agent directory in X-Sandbox-Ingress-Agent. For each
+ * sandbox's agent directory in X-Sandbox-Ingress-Agent and its owner in
+ * X-Sandbox-Ingress-Tenant. For each
  * connection it reads the request head (INGRESS_HEAD_MAX, under a
  * deadline), rewrites it (ingress_head.c: the path without the broker's
  * prefix, the broker's credentials and its own header gone), asks the
@@ -17,9 +19,11 @@
  * timeout. Every failure before the tunnel is a JSON answer
  * {code,message}; nothing here waits without a deadline.
  *
- * A thread per connection, at most --conns-max at once and
+ * A thread per connection, at most --conns-max at once,
  * --sandbox-conns-max per sandbox (the agent serves at most 256
- * connections of any kind: tunnels must leave it room for commands). */
+ * connections of any kind: tunnels must leave it room for commands) and
+ * --tenant-conns-max per tenant (one tenant's sandboxes together cannot
+ * take every connection from the others'). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -48,23 +52,29 @@
 #define BUF_SIZE (32 * 1024)
 #define THREAD_STACK (256 * 1024)
 
+#define SLOT_NAME_MAX                                                              \
+        (INGRESS_AGENT_NAME_MAX > INGRESS_TENANT_NAME_MAX ? INGRESS_AGENT_NAME_MAX \
+                                                          : INGRESS_TENANT_NAME_MAX)
+
+/* The live connections of one sandbox (by agent name) or one tenant. */
 struct slot {
-        char agent[INGRESS_AGENT_NAME_MAX + 1];
+        char name[SLOT_NAME_MAX + 1];
         int n;
 };
 
 struct ingress {
         const char *agent_dir;
-        int conns_max, sandbox_conns_max, idle_ms;
-        pthread_mutex_t lock; /* n_conns and slots */
+        int conns_max, sandbox_conns_max, tenant_conns_max, idle_ms;
+        pthread_mutex_t lock; /* n_conns and the slots */
         int n_conns;
-        struct slot *slots; /* conns_max entries: each live connection holds one at most */
+        /* conns_max entries each: each live connection holds one of each at most */
+        struct slot *sandbox_slots, *tenant_slots;
 };
 
 struct conn {
         struct ingress *g;
         int fd;
-        char slot_agent[INGRESS_AGENT_NAME_MAX + 1]; /* "" until a slot is held */
+        struct slot *sandbox_slot, *tenant_slot; /* NULL until held */
 };
 
 /* One direction of the spliced pair. */
@@ -131,33 +141,49 @@ __attribute__((format(printf, 3, 4))) static void reply_error(int fd, enum api_e
                 (void)write_all(fd, out, (size_t)n, deadline);
 }
 
-/* Take a connection slot of agent; false when the sandbox is at its cap. */
-static bool slot_take(struct conn *c, const char *agent)
+/* The slot of name in slots (conns_max entries), or a free one for it,
+ * or NULL (none free: cannot happen while each connection holds one). */
+static struct slot *slot_find(struct ingress *g, struct slot *slots, const char *name)
+{
+        struct slot *free_slot = NULL;
+
+        for (int i = 0; i < g->conns_max; i++) {
+                if (slots[i].n > 0 && strcmp(slots[i].name, name) == 0)
+                        return &slots[i];
+                if (slots[i].n == 0 && !free_slot)
+                        free_slot = &slots[i];
+        }
+        if (free_slot)
+                snprintf(free_slot->name, sizeof(free_slot->name), "%s", name);
+        return free_slot;
+}
+
+enum take { TAKEN, SANDBOX_FULL, TENANT_FULL };
+
+/* Take a connection slot of the sandbox (agent) and one of its tenant,
+ * both or neither. */
+static enum take slot_take(struct conn *c, const char *agent, const char *tenant)
 {
         struct ingress *g = c->g;
-        struct slot *free_slot = NULL, *s = NULL;
-        bool ok = false;
+        struct slot *s, *t;
+        enum take r;
 
         pthread_mutex_lock(&g->lock);
-        for (int i = 0; i < g->conns_max; i++) {
-                if (g->slots[i].n > 0 && strcmp(g->slots[i].agent, agent) == 0) {
-                        s = &g->slots[i];
-                        break;
-                }
-                if (g->slots[i].n == 0 && !free_slot)
-                        free_slot = &g->slots[i];
-        }
-        if (!s && free_slot) {
-                s = free_slot;
-                snprintf(s->agent, sizeof(s->agent), "%s", agent);
-        }
-        if (s && s->n < g->sandbox_conns_max) {
+        s = slot_find(g, g->sandbox_slots, agent);
+        t = slot_find(g, g->tenant_slots, tenant);
+        if (!t || t->n >= g->tenant_conns_max)
+                r = TENANT_FULL;
+        else if (!s || s->n >= g->sandbox_conns_max)
+                r = SANDBOX_FULL;
+        else {
                 s->n++;
-                ok = true;
-                snprintf(c->slot_agent, sizeof(c->slot_agent), "%s", agent);
+                t->n++;
+                c->sandbox_slot = s;
+                c->tenant_slot = t;
+                r = TAKEN;
         }
         pthread_mutex_unlock(&g->lock);
-        return ok;
+        return r;
 }
 
 static void conn_end(struct conn *c)
@@ -165,12 +191,10 @@ static void conn_end(struct conn *c)
         struct ingress *g = c->g;
 
         pthread_mutex_lock(&g->lock);
-        if (c->slot_agent[0])
-                for (int i = 0; i < g->conns_max; i++)
-                        if (g->slots[i].n > 0 && strcmp(g->slots[i].agent, c->slot_agent) == 0) {
-                                g->slots[i].n--;
-                                break;
-                        }
+        if (c->sandbox_slot)
+                c->sandbox_slot->n--;
+        if (c->tenant_slot)
+                c->tenant_slot->n--;
         g->n_conns--;
         pthread_mutex_unlock(&g->lock);
         (void)close(c->fd);
@@ -310,12 +334,32 @@ static void *conn_main(void *arg)
                 goto out;
         }
         snprintf(port_s, sizeof(port_s), "%d", ih.port);
-        if (!slot_take(c, ih.agent)) {
-                log_warn(LOG_KV({ "AGENT", ih.agent }, { "PORT", port_s }),
+        if (!ih.tenant[0]) {
+                /* the auth route names the tenant: without it there is no
+                 * share to count against, and none is unbounded */
+                log_err(LOG_KV({ "AGENT", ih.agent }, { "PORT", port_s }),
+                        "no " INGRESS_TENANT_HEADER " from nginx (its configuration is older than "
+                        "this program's?)");
+                reply_error(c->fd, API_INTERNAL,
+                            "the endpoint's tenant is unknown: the broker's nginx configuration "
+                            "does not pass " INGRESS_TENANT_HEADER);
+                goto out;
+        }
+        switch (slot_take(c, ih.agent, ih.tenant)) {
+        case TAKEN: break;
+        case SANDBOX_FULL:
+                log_warn(LOG_KV({ "AGENT", ih.agent }, { "PORT", port_s }, { "TENANT", ih.tenant }),
                          "sandbox at its cap of %d ingress connections", g->sandbox_conns_max);
                 reply_error(c->fd, API_TOO_MANY_REQUESTS,
                             "this sandbox has %d endpoint connections open already",
                             g->sandbox_conns_max);
+                goto out;
+        case TENANT_FULL:
+                log_warn(LOG_KV({ "AGENT", ih.agent }, { "PORT", port_s }, { "TENANT", ih.tenant }),
+                         "tenant at its cap of %d ingress connections", g->tenant_conns_max);
+                reply_error(c->fd, API_TOO_MANY_REQUESTS,
+                            "this tenant's sandboxes have %d endpoint connections open already",
+                            g->tenant_conns_max);
                 goto out;
         }
         snprintf(dir, sizeof(dir), "%s/%s", g->agent_dir, ih.agent);
@@ -406,6 +450,7 @@ int main(int argc, char **argv)
 {
         static struct ingress g = { .conns_max = 1024,
                                     .sandbox_conns_max = 64,
+                                    .tenant_conns_max = 256,
                                     .idle_ms = 600000,
                                     .lock = PTHREAD_MUTEX_INITIALIZER };
         const char *sock = NULL, *lvl = getenv("LOG_LEVEL");
@@ -425,6 +470,8 @@ int main(int argc, char **argv)
                         bad |= positive(v, &g.conns_max);
                 else if (!strcmp(argv[i], "--sandbox-conns-max") && v)
                         bad |= positive(v, &g.sandbox_conns_max);
+                else if (!strcmp(argv[i], "--tenant-conns-max") && v)
+                        bad |= positive(v, &g.tenant_conns_max);
                 else if (!strcmp(argv[i], "--idle-timeout-ms") && v)
                         bad |= positive(v, &g.idle_ms);
                 else
@@ -434,13 +481,15 @@ int main(int argc, char **argv)
         lfd = systemd_socket();
         if (bad || !g.agent_dir || g.agent_dir[0] != '/' || (lfd < 0 && !sock)) {
                 fprintf(stderr, "usage: sandbox-ingress --socket PATH --agent-dir /ABSOLUTE/DIR "
-                                "[--conns-max N] [--sandbox-conns-max N] [--idle-timeout-ms N]\n"
+                                "[--conns-max N] [--sandbox-conns-max N] [--tenant-conns-max N] "
+                                "[--idle-timeout-ms N]\n"
                                 "(--socket may be left out under systemd socket activation)\n");
                 return 2;
         }
         (void)signal(SIGPIPE, SIG_IGN);
-        g.slots = calloc((size_t)g.conns_max, sizeof(*g.slots));
-        if (!g.slots) {
+        g.sandbox_slots = calloc((size_t)g.conns_max, sizeof(*g.sandbox_slots));
+        g.tenant_slots = calloc((size_t)g.conns_max, sizeof(*g.tenant_slots));
+        if (!g.sandbox_slots || !g.tenant_slots) {
                 log_err(NULL, "out of memory");
                 return 1;
         }

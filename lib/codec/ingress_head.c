@@ -97,12 +97,31 @@ static int request_line(const char *in, size_t n, char *out, size_t *o, struct i
         return 0;
 }
 
+/* The value of one of the ingress's own headers (colon+1 .. ve), blanks
+ * trimmed, into dst: 1..max characters of [A-Za-z0-9_-] and those of extra. */
+static int own_value(const char *v, const char *ve, char *dst, size_t max, const char *extra)
+{
+        while (v < ve && (*v == ' ' || *v == '\t'))
+                v++;
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+        if (ve == v || (size_t)(ve - v) > max)
+                return -EINVAL;
+        for (const char *p = v; p < ve; p++)
+                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+                      (*p >= 'A' && *p <= 'Z') || *p == '_' || *p == '-' || (*p && strchr(extra, *p))))
+                        return -EINVAL;
+        memcpy(dst, v, (size_t)(ve - v));
+        dst[ve - v] = '\0';
+        return 0;
+}
+
 /* One header line in[0..n) (no CRLF): kept (copied to out), dropped, or
- * the agent's name. */
+ * the agent's or the tenant's name. */
 static int header_line(const char *in, size_t n, char *out, size_t *o, struct ingress_head *ret,
                        bool *seen_agent)
 {
-        const char *colon = memchr(in, ':', n), *v, *ve;
+        const char *colon = memchr(in, ':', n);
         size_t name_len;
 
         if (!colon || colon == in)
@@ -118,20 +137,15 @@ static int header_line(const char *in, size_t n, char *out, size_t *o, struct in
                 if (*seen_agent)
                         return refuse(ret, "more than one " INGRESS_AGENT_HEADER);
                 *seen_agent = true;
-                v = colon + 1;
-                ve = in + n;
-                while (v < ve && (*v == ' ' || *v == '\t'))
-                        v++;
-                while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
-                        ve--;
-                if (ve == v || (size_t)(ve - v) > INGRESS_AGENT_NAME_MAX)
+                if (own_value(colon + 1, in + n, ret->agent, INGRESS_AGENT_NAME_MAX, "") < 0)
                         return refuse(ret, "bad " INGRESS_AGENT_HEADER);
-                for (const char *p = v; p < ve; p++)
-                        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-                              (*p >= 'A' && *p <= 'Z') || *p == '_' || *p == '-'))
-                                return refuse(ret, "bad " INGRESS_AGENT_HEADER);
-                memcpy(ret->agent, v, (size_t)(ve - v));
-                ret->agent[ve - v] = '\0';
+                return 0;
+        }
+        if (name_is(in, name_len, INGRESS_TENANT_HEADER)) {
+                if (ret->tenant[0])
+                        return refuse(ret, "more than one " INGRESS_TENANT_HEADER);
+                if (own_value(colon + 1, in + n, ret->tenant, INGRESS_TENANT_NAME_MAX, ".@") < 0)
+                        return refuse(ret, "bad " INGRESS_TENANT_HEADER);
                 return 0;
         }
         if (name_len >= sizeof(OWN_PREFIX) - 1 &&

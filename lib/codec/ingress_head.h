@@ -4,7 +4,8 @@
  * In:  METHOD /v1/sandboxes/{id}/proxy/{port}[/rest][?query] HTTP/1.x CRLF
  *      header lines, among them exactly one X-Sandbox-Ingress-Agent (the
  *      sandbox's agent directory name, set by nginx from its auth_request)
- *      CRLF
+ *      and at most one X-Sandbox-Ingress-Tenant (the sandbox's owner, set
+ *      the same way: sandbox-ingress refuses a head without it), CRLF
  * Out: METHOD /rest[?query] HTTP/1.x CRLF, the same header lines in the same
  *      order but for the ingress's own (X-Sandbox-Ingress-*) and the
  *      broker's credentials (OPEN-SANDBOX-API-KEY, X-EXECD-ACCESS-TOKEN,
@@ -18,12 +19,15 @@
 #define INGRESS_HEAD_MAX (64 * 1024) /* request line + headers, blank line included */
 #define INGRESS_AGENT_NAME_MAX 128
 #define INGRESS_AGENT_HEADER "X-Sandbox-Ingress-Agent"
+#define INGRESS_TENANT_NAME_MAX 128 /* as JSON_INPUT_ID_MAX: a tenant id */
+#define INGRESS_TENANT_HEADER "X-Sandbox-Ingress-Tenant"
 
 struct ingress_head {
-        int port;                               /* 1..65535 */
-        char agent[INGRESS_AGENT_NAME_MAX + 1]; /* [A-Za-z0-9_-], 1..128 */
-        size_t out_len;                         /* bytes of the rewritten head */
-        const char *why;                        /* static reason when refused */
+        int port;                                 /* 1..65535 */
+        char agent[INGRESS_AGENT_NAME_MAX + 1];   /* [A-Za-z0-9_-], 1..128 */
+        char tenant[INGRESS_TENANT_NAME_MAX + 1]; /* [A-Za-z0-9._@-], 1..128; "" when absent */
+        size_t out_len;                           /* bytes of the rewritten head */
+        const char *why;                          /* static reason when refused */
 };
 
 /* The length of the head in buf (through its blank line), 0 when buf does

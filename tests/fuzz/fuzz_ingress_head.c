@@ -4,8 +4,8 @@
  * blank line, as the daemon does). Contracts: the rewritten head is never
  * longer than the input, starts with the method and a path "/...", ends
  * with the blank line, holds no line of the broker's credentials or of the
- * ingress's own headers; the port is 1..65535 and the agent name
- * [A-Za-z0-9_-]. Any crash, sanitizer report or abort() is a bug. */
+ * ingress's own headers; the port is 1..65535, the agent name
+ * [A-Za-z0-9_-] and the tenant, when there is one, [A-Za-z0-9._@-]. Any crash, sanitizer report or abort() is a bug. */
 #include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,6 +54,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(h.agent[0]);
         for (const char *p = h.agent; *p; p++)
                 CHECK(isalnum((unsigned char)*p) || *p == '_' || *p == '-');
+        CHECK(strlen(h.tenant) <= INGRESS_TENANT_NAME_MAX);
+        for (const char *p = h.tenant; *p; p++)
+                CHECK(isalnum((unsigned char)*p) || strchr("._@-", *p));
         check_out(out, h.out_len);
         return 0;
 }

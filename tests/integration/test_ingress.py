@@ -415,7 +415,7 @@ def test_credentials_and_auth(ing):
         ({"Authorization": "Bearer " + KEY["alpha"]}, None),
         ({"Authorization": "Bearer " + KEY["alpha"], "OPEN-SANDBOX-API-KEY": KEY["alpha"]}, None),
         ({"X-EXECD-ACCESS-TOKEN": ex.token, "X-Sandbox-Ingress-Agent": "forged",
-          "OPENSANDBOX-EGRESS-AUTH": ex.token}, None),
+          "X-Sandbox-Ingress-Tenant": "bravo", "OPENSANDBOX-EGRESS-AUTH": ex.token}, None),
     ]
     secrets = (KEY["alpha"], ex.token)
     for h, authz in cases:
@@ -425,7 +425,8 @@ def test_credentials_and_auth(ing):
         assert got["path"] == "/headers?q=1", got
         names = {k.lower(): v for k, v in got["headers"]}
         for n in ("open-sandbox-api-key", "x-execd-access-token", "opensandbox-egress-auth",
-                  "x-sandbox-ingress-agent", "x-sandbox-ingress-strip-authorization"):
+                  "x-sandbox-ingress-agent", "x-sandbox-ingress-tenant",
+                  "x-sandbox-ingress-strip-authorization"):
             assert n not in names, (h, got)
         assert names.get("authorization") == authz, (h, got)
         assert not any(sec in raw.decode() for sec in secrets), (h, got)

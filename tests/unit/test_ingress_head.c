@@ -2,13 +2,14 @@
  * gets from nginx, rewritten for the service in the sandbox: the prefix
  * /v1/sandboxes/{id}/proxy/{port} gone (the rest and the query kept, "/" for
  * none), the broker's credentials and the ingress's own headers dropped,
- * every other line kept in order; the agent name and port read; malformed
- * heads refused with a reason. */
+ * every other line kept in order; the agent name, the tenant and the port
+ * read; malformed heads refused with a reason. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -16,6 +17,7 @@
 #include "ingress_head.h"
 
 #define AGENT "X-Sandbox-Ingress-Agent: 0123abcd\r\n"
+#define TENANT "X-Sandbox-Ingress-Tenant: team-a.x@y_z\r\n"
 
 static char out[INGRESS_HEAD_MAX];
 
@@ -37,7 +39,7 @@ static void test_rewrite_path_and_headers(void **state)
 
         (void)state;
         assert_int_equal(rewrite("GET /v1/sandboxes/sb1/proxy/8000/a/b.txt?x=1&y=%20 HTTP/1.1\r\n"
-                                 "Host: h:8080\r\n" AGENT
+                                 "Host: h:8080\r\n" AGENT TENANT
                                  "Open-Sandbox-Api-Key: secret\r\nX-EXECD-ACCESS-TOKEN: tok\r\n"
                                  "opensandbox-egress-auth: tok\r\nX-Sandbox-Ingress-Other: 1\r\n"
                                  "Authorization: Basic eA==\r\nUpgrade: websocket\r\n\r\n",
@@ -45,6 +47,7 @@ static void test_rewrite_path_and_headers(void **state)
                          0);
         assert_int_equal(h.port, 8000);
         assert_string_equal(h.agent, "0123abcd");
+        assert_string_equal(h.tenant, "team-a.x@y_z");
         assert_string_equal(out, "GET /a/b.txt?x=1&y=%20 HTTP/1.1\r\nHost: h:8080\r\n"
                                  "Authorization: Basic eA==\r\nUpgrade: websocket\r\n\r\n");
 }
@@ -56,6 +59,7 @@ static void test_bare_endpoint_gets_a_slash(void **state)
         (void)state;
         assert_int_equal(rewrite("POST /v1/sandboxes/x/proxy/1 HTTP/1.0\r\n" AGENT "\r\n", &h), 0);
         assert_int_equal(h.port, 1);
+        assert_string_equal(h.tenant, ""); /* absent: sandbox-ingress refuses it (500) */
         assert_string_equal(out, "POST / HTTP/1.0\r\n\r\n");
         assert_int_equal(rewrite("GET /v1/sandboxes/x/proxy/65535?q HTTP/1.1\r\n" AGENT "\r\n", &h),
                          0);
@@ -71,6 +75,16 @@ static void test_refused(void **state)
                 "GET /v1/sandboxes/x/proxy/80/ HTTP/1.1\r\n" AGENT AGENT "\r\n",
                 "GET /v1/sandboxes/x/proxy/80/ HTTP/1.1\r\nX-Sandbox-Ingress-Agent: ../etc\r\n\r\n",
                 "GET /v1/sandboxes/x/proxy/80/ HTTP/1.1\r\nX-Sandbox-Ingress-Agent: \r\n\r\n",
+                /* two tenant headers (even one after a client's copy), a bad one */
+                "GET /v1/sandboxes/x/proxy/80/ HTTP/1.1\r\n" AGENT TENANT TENANT "\r\n",
+                "GET /v1/sandboxes/x/proxy/80/ HTTP/1.1\r\n" AGENT
+                "x-sandbox-ingress-tenant: b\r\n" TENANT "\r\n",
+                "GET /v1/sandboxes/x/proxy/80/ HTTP/1.1\r\n" AGENT
+                "X-Sandbox-Ingress-Tenant: a/b\r\n\r\n",
+                "GET /v1/sandboxes/x/proxy/80/ HTTP/1.1\r\n" AGENT
+                "X-Sandbox-Ingress-Tenant: a b\r\n\r\n",
+                "GET /v1/sandboxes/x/proxy/80/ HTTP/1.1\r\n" AGENT
+                "X-Sandbox-Ingress-Tenant:  \r\n\r\n",
                 /* ports */
                 "GET /v1/sandboxes/x/proxy/0/ HTTP/1.1\r\n" AGENT "\r\n",
                 "GET /v1/sandboxes/x/proxy/65536/ HTTP/1.1\r\n" AGENT "\r\n",
@@ -124,6 +138,31 @@ static void test_nul_and_size(void **state)
         free(big);
 }
 
+/* A tenant name of 128 characters is read, one of 129 refused. */
+static void test_tenant_length(void **state)
+{
+        char head[512], name[INGRESS_TENANT_NAME_MAX + 2];
+        struct ingress_head h;
+
+        (void)state;
+        memset(name, 't', sizeof(name) - 1);
+        name[INGRESS_TENANT_NAME_MAX] = '\0';
+        snprintf(head, sizeof(head),
+                 "GET /v1/sandboxes/x/proxy/80/ HTTP/1.1\r\n" AGENT
+                 "X-Sandbox-Ingress-Tenant: %s\r\n\r\n",
+                 name);
+        assert_int_equal(rewrite(head, &h), 0);
+        assert_string_equal(h.tenant, name);
+        assert_string_equal(out, "GET / HTTP/1.1\r\n\r\n");
+        name[INGRESS_TENANT_NAME_MAX] = 't';
+        name[INGRESS_TENANT_NAME_MAX + 1] = '\0';
+        snprintf(head, sizeof(head),
+                 "GET /v1/sandboxes/x/proxy/80/ HTTP/1.1\r\n" AGENT
+                 "X-Sandbox-Ingress-Tenant: %s\r\n\r\n",
+                 name);
+        assert_int_equal(rewrite(head, &h), -EINVAL);
+}
+
 static void test_head_end(void **state)
 {
         (void)state;
@@ -139,6 +178,7 @@ int main(void)
                 cmocka_unit_test(test_bare_endpoint_gets_a_slash),
                 cmocka_unit_test(test_refused),
                 cmocka_unit_test(test_nul_and_size),
+                cmocka_unit_test(test_tenant_length),
                 cmocka_unit_test(test_head_end),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
