@@ -574,22 +574,49 @@ class Sampler:
             "active slots exceeded %d: %r" % (self.limit, self.violations[:10])
 
 
+def _loops_under(path):
+    """{"/dev/loopN": backing file} of the loop devices whose file is at or
+    below path (the disks sandbox-mountd made for a test's sandboxes)."""
+    loops = {}
+    try:
+        out = subprocess.run(["losetup", "--list", "--noheadings", "-O", "NAME,BACK-FILE"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             check=False, text=True).stdout
+    except OSError:
+        return loops
+    for line in out.splitlines():
+        dev, _, back = line.strip().partition(" ")
+        back = back.strip()
+        back = back[:-len(" (deleted)")] if back.endswith(" (deleted)") else back
+        if back == path or back.startswith(path + "/"):
+            loops[dev] = back
+    return loops
+
+
 def unmount_under(path):
-    """Lazily unmount every mount at or below path, deepest first: what
-    sandbox-mountd mounted for a test's sandboxes (their run directories'
-    tmpfs) once the containers are gone. Returns the mount points."""
+    """Lazily unmount every mount at or below path, deepest first, and every
+    mount of a loop device whose file is below it (then detach the device):
+    what sandbox-mountd mounted for a test's sandboxes (their run
+    directories' tmpfs, their disks on the containers' layers) once the
+    containers are gone. Returns the mount points."""
     path = os.path.realpath(path)
+    loops = _loops_under(path)
     found = []
     try:
         with open("/proc/self/mountinfo") as f:
             for line in f:
-                mp = line.split()[4].replace("\\040", " ")
-                if mp == path or mp.startswith(path + "/"):
+                fields = line.split()
+                mp = fields[4].replace("\\040", " ")
+                source = fields[fields.index("-") + 2] if "-" in fields else ""
+                if mp == path or mp.startswith(path + "/") or source in loops:
                     found.append(mp)
     except OSError:
         return []
     for mp in sorted(found, key=len, reverse=True):
         subprocess.run(["umount", "-l", mp], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, check=False)
+    for dev in loops:
+        subprocess.run(["losetup", "-d", dev], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, check=False)
     return found
 

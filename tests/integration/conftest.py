@@ -101,6 +101,8 @@ def make_broker(request, services, root, **env):
         if not isinstance(node, pytest.Item):  # module/session scoped broker
             failed = failed or request.config._it_failed
         if failed or KEEP:
+            # the logs stay; what was mounted for the sandboxes goes
+            brokerlib.unmount_under(b.state_dir)
             print("\nbroker state kept: %s" % b.state_dir)
         else:
             brokerlib.rmtree_quiet(b.state_dir)

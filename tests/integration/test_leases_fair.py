@@ -27,10 +27,9 @@ import time
 
 import pytest
 
-import conftest
 from brokerlib import wait_until
-from sandboxlib import DOCKER, require_docker
-from sdklib import API_KEYS_ENV, KEY
+from sandboxlib import require_docker
+from sdklib import KEY, start_osb_broker
 from test_sandboxes_fair import acquire
 
 require_docker()
@@ -45,12 +44,11 @@ HTTP_TIMEOUT = 60
 
 @pytest.fixture(scope="module")
 def lb(request, services, it_root):
-    b = conftest.make_broker(request, services, it_root, SANDBOX_PROVIDER="docker",
-                             BROKER_CAPACITY=A_ACQUIRES + 4, IDLE_POLICY="delete",
-                             OPENSANDBOX_API_KEYS=API_KEYS_ENV, FCGI_THREADS=THREADS,
-                             ACQUIRE_WAIT_MS=WAIT_MS, LEASE_TTL_MS=120000)
-    request.addfinalizer(lambda: DOCKER.remove_prefix(b.prefix))
-    return b
+    # the broker goes down before its containers are removed: its
+    # supervisor makes the sandboxes of the acquires that waited
+    return start_osb_broker(request, services, it_root, BROKER_CAPACITY=A_ACQUIRES + 4,
+                            IDLE_POLICY="delete", FCGI_THREADS=THREADS,
+                            ACQUIRE_WAIT_MS=WAIT_MS, LEASE_TTL_MS=120000)
 
 
 def timed(fn, *a, **kw):

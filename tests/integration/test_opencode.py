@@ -33,6 +33,7 @@ installs OpenCode and builds the plugin; without it these tests fail.
 
 import io
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -373,7 +374,8 @@ def test_opencode_multi_user_pool(docker_broker, opencode, model):
     ocb.prompt(sid_b, "SCRIPT:mu_b")
     (_, wb), (_, bb), (_, bgb) = tools_by_name(ocb, sid_b)
     log_b = completed(bgb)["metadata"]["log"]
-    assert log_b.startswith("/tmp/opencode-bg.") and log_b.endswith("/output.log"), bgb
+    # a seat's TMPDIR is its private /tmp/.seats/<uid> (docs/AGENT.md, "Seats")
+    assert re.fullmatch(r"/tmp/\.seats/\d+/opencode-bg\.\w+/output\.log", log_b), bgb
     sandbox_id = completed(wb)["metadata"]["sandboxId"]
     user_b, home_b, mode_b = completed(bb)["output"].split()
     assert (home_b, mode_b) == ("/home/" + user_b, "700"), bb
@@ -424,15 +426,22 @@ def test_opencode_multi_user_pool(docker_broker, opencode, model):
         for t in (ga, gla):
             assert t["status"] == "error", t
             assert t["error"].startswith("Permission denied: %s is outside your working directory %s" % (home_b, home_a)), t
-        # what the plugin made in the sandbox: B's background directory, nothing else in /tmp
+        # what the plugin made in the sandbox: B's background directory in B's
+        # private tmp, nothing else in /tmp but the seats' private tmps
         st, body = DOCKER.call("GET", "/containers/sb-%s/archive?path=/tmp" % sandbox_id)
         assert st == 200, (st, body)
         with tarfile.open(fileobj=io.BytesIO(body)) as t:
             made = {m.name: m for m in t.getmembers() if m.name != "tmp"}
-        bgdir = "tmp/" + os.path.basename(os.path.dirname(log_b))
-        assert sorted(made) == [bgdir, bgdir + "/output.log"], sorted(made)
+        seat_b = "tmp" + os.path.dirname(os.path.dirname(log_b))[len("/tmp"):]
+        bgdir = "tmp" + os.path.dirname(log_b)[len("/tmp"):]
+        seats = sorted(n for n in made if re.fullmatch(r"tmp/\.seats/\d+", n))
+        assert seat_b in seats and len(seats) <= 2, sorted(made)
+        assert sorted(made) == sorted(["tmp/.seats"] + seats + [bgdir, bgdir + "/output.log"]), sorted(made)
+        assert made["tmp/.seats"].uid == 0 and made["tmp/.seats"].mode & 0o777 == 0o711, made
+        for n in seats:
+            assert made[n].mode & 0o777 == 0o700 and made[n].uid == int(n.rsplit("/", 1)[1]), made[n]
         assert made[bgdir].mode & 0o777 == 0o700 and made[bgdir + "/output.log"].mode & 0o777 == 0o600, made
-        assert made[bgdir].uid == made[bgdir + "/output.log"].uid != 0
+        assert made[bgdir].uid == made[bgdir + "/output.log"].uid == made[seat_b].uid != 0
         assert container_file(sandbox_id, home_a + "/mine.txt") == b"erin's\n"
         assert container_file(sandbox_id, home_b + "/secret.txt") == b"frank's secret\n"
         st = sb.b.status()
