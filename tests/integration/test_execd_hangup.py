@@ -21,9 +21,7 @@ reaches it as a half-close). Each runs a foreground command and a session
 run; alpha's also one through curl, bravo's one through the Python SDK.
 """
 
-import http.client
 import json
-import os
 import struct
 import subprocess
 import threading
@@ -36,6 +34,7 @@ from brokerlib import wait_until
 from sandboxlib import DOCKER, require_docker
 from sdklib import KEY, python_sdk_python, start_osb_broker
 from test_execd import execd_sandbox
+from test_execd_session import stream
 
 require_docker()
 
@@ -84,28 +83,16 @@ class Stream(threading.Thread):
         self.events, self.end, self.status = [], None, None
 
     def run(self):
-        c = http.client.HTTPConnection("127.0.0.1", self.ex.port, timeout=120)
         try:
-            c.request("POST", self.ex.url(self.path), body=json.dumps(self.body).encode(),
-                      headers={"X-EXECD-ACCESS-TOKEN": self.ex.token,
-                               "Content-Type": "application/json"})
-            r = c.getresponse()
-            self.status = r.status
-            buf = b""
-            while True:
-                chunk = r.read1(65536)
-                if not chunk:
-                    break
-                buf += chunk
-                while b"\n\n" in buf:
-                    frame, buf = buf.split(b"\n\n", 1)
-                    if frame.startswith(b"data: "):
-                        self.events.append(json.loads(frame[6:]))
+            self.status, _ = stream(self.ex, self.path, self.body, timeout=120,
+                                    on_event=self.event)
             self.end = "complete"
         except Exception as e:  # noqa: BLE001: what the client saw is the result
             self.end = type(e).__name__
-        finally:
-            c.close()
+
+    def event(self, ev):
+        self.status = 200  # events come only in a 200 answer; read before it ends
+        self.events.append(ev)
 
     def types(self):
         return [e["type"] for e in self.events]
