@@ -16,6 +16,7 @@ fills what it can reach, and another tenant's sandbox must keep working.
 """
 
 import os
+import random
 import subprocess
 import time
 
@@ -347,6 +348,13 @@ def test_orphans_are_reaped(docker_broker):
     assert mounts_under(os.path.join(sb.b.state_dir, "agents")) == {}
     # its etc directory with its run directory (through the sb- link to it)
     assert not os.path.exists(etc)
+    # The watch usually sees that container die and tears its sandbox down
+    # first; what only the reconciler can find is a leftover no record
+    # names (a container removed while no supervisor ran): plant one.
+    ghost = os.path.join(sb.b.state_dir, "agents", "%064x" % random.getrandbits(256))
+    os.mkdir(ghost)
+    open(os.path.join(ghost, "stray"), "w").close()
+    wait_until(lambda: not os.path.exists(ghost), 30, 0.2, "the ghost run directory reaped")
     assert "host leftover(s) of removed containers reaped" in sb.b.logs("supervisor")
 
 
