@@ -12,10 +12,10 @@
 - a file name over NAME_MAX (and a path over PATH_MAX) is 400, not 502;
 - POST /v1/metrics/events (the SDKs' telemetry) is 204 with a key, 401
   without; execd routes of the spec the broker does not serve are 501;
-- every path and method of the four spec files (read from the files, so a
-  route added to a spec cannot silently answer "no such route") either
-  works or answers 501 with the reason, and so do the routes the SDKs call
-  beyond the specs (templates, the template sandboxes' networkpolicy);
+- every route of the pinned Python SDK's generated clients (read from the
+  installed package, so a route a release adds cannot silently answer "no
+  such route") is a row of docs/OPENSANDBOX.md's route table and either
+  works or answers 501 with the reason, as its row says;
 - the README's Python and TypeScript quickstarts run verbatim.
 """
 
@@ -31,7 +31,6 @@ import time
 import urllib.parse
 
 import pytest
-import yaml
 
 from brokerlib import REPO, check_error, http_request
 from sandboxlib import BASE_IMAGE, require_docker
@@ -329,75 +328,13 @@ def test_metrics_events_and_unserved_routes(osb_broker, running):
         assert st == 404, (method, path, st, body)
 
 
-# ------------------------------------------------------ every route of the specs
+# ------------------------------------------------------ every route of the SDK
 
-def _spec_dir():
-    """OSB_SPEC_DIR, else the specs beside the checkout (../shared/specs, as
-    on the development machines), else None: the repository holds no copy of
-    them and no registry serves them."""
-    if os.environ.get("OSB_SPEC_DIR"):
-        return os.environ["OSB_SPEC_DIR"]
-    for d in (os.path.join(os.path.dirname(REPO), "shared", "specs", "opensandbox"),
-              "/work/shared/specs/opensandbox"):
-        if os.path.isdir(d):
-            return d
-    return None
-
-
-SPEC_DIR = _spec_dir()
-# spec file -> where the broker serves its paths ({sid}: the walk's sandbox)
-SPEC_BASES = {
-    "sandbox-lifecycle.yml": "/v1",
-    "diagnostic-api.yml": "/v1",
-    "execd-api.yaml": "/v1/sandboxes/{sid}/proxy/44772",
-    "egress-api.yaml": "/v1/sandboxes/{sid}/proxy/18080",
-}
-# (spec file, METHOD, path) answered 501 by design (docs/OPENSANDBOX.md, docs/EXECD.md)
-NOT_SERVED = {("diagnostic-api.yml", m, p) for m, p in (
-    ("GET", "/sandboxes/{sandboxId}/diagnostics/logs"),
-    ("GET", "/sandboxes/{sandboxId}/diagnostics/events"))} | \
-    {("execd-api.yaml", m, p) for m, p in (
-        ("GET", "/code/contexts"), ("DELETE", "/code/contexts"),
-        ("GET", "/code/contexts/{context_id}"), ("DELETE", "/code/contexts/{context_id}"),
-        ("POST", "/code/context"), ("POST", "/code"), ("DELETE", "/code"))} | \
-    {("egress-api.yaml", m, p) for m, p in (
-        ("POST", "/credential-vault"), ("GET", "/credential-vault"),
-        ("PATCH", "/credential-vault"), ("DELETE", "/credential-vault"),
-        ("GET", "/credential-vault/credentials"),
-        ("GET", "/credential-vault/credentials/{credential_name}"),
-        ("GET", "/credential-vault/bindings"),
-        ("GET", "/credential-vault/bindings/{binding_name}"))}
-# what the SDKs and osb call beyond the four specs: (METHOD, path, status)
-BEYOND_SPECS = [
-    ("POST", "/v1/metrics/events", 400),  # served: the walk's {} is no event (test_osb_sdk_surface.py)
-    ("GET", "/version", 200),
-    ("GET", "/v1/templates", 501), ("POST", "/v1/templates", 501),
-    ("GET", "/v1/templates/{id}", 501), ("DELETE", "/v1/templates/{id}", 501),
-    ("GET", "/v1/sandboxes/{sandboxId}/networkpolicy", 501),
-    ("PUT", "/v1/sandboxes/{sandboxId}/networkpolicy", 501),
-    ("PATCH", "/v1/sandboxes/{sandboxId}/networkpolicy", 501),
-    ("DELETE", "/v1/sandboxes/{sandboxId}/networkpolicy", 501),
-]
 NO_SUCH_SANDBOX = "0" * 32
-HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-
-
-def spec_operations():
-    """(spec file, METHOD, path) of every operation of the four spec files."""
-    if SPEC_DIR is None:
-        pytest.skip("no OpenSandbox spec files: not at ../shared/specs/opensandbox beside the "
-                    "checkout nor /work/shared/specs/opensandbox (set OSB_SPEC_DIR)")
-    if not os.path.isdir(SPEC_DIR):
-        pytest.fail("OSB_SPEC_DIR=%s is not a directory" % SPEC_DIR, pytrace=False)
-    ops = []
-    for name in sorted(SPEC_BASES):
-        with open(os.path.join(SPEC_DIR, name), encoding="utf-8") as f:
-            spec = yaml.safe_load(f)
-        for path, item in spec["paths"].items():
-            ops += [(name, m.upper(), path) for m in item if m in HTTP_METHODS]
-    files = {os.path.basename(p) for p in os.listdir(SPEC_DIR) if p.endswith((".yml", ".yaml"))}
-    assert files == set(SPEC_BASES), "a spec file this walk does not know: %s" % (files - set(SPEC_BASES))
-    return ops
+# what the SDKs and osb call beyond the Python SDK's generated clients: (METHOD, path, status)
+BEYOND_SDK_CLIENTS = [
+    ("GET", "/version", 200),
+]
 
 
 def _walk_request(b, method, path, headers):
@@ -438,40 +375,48 @@ def _route_fault(status, code, message, want_501):
     return None
 
 
-def test_every_spec_route_is_served_or_501(osb_broker, running):
-    """Walk the spec files themselves: every (method, path) they name reaches
-    a handler of the broker (never nginx's or the route table's "no such
-    route", never 405), and answers 501 with the reason exactly when it is
-    one of the routes not served by design. Path parameters are an unknown
-    id (the lifecycle routes then answer 404 SANDBOX_NOT_FOUND, past the
-    route table), except the data plane's sandbox: the running one with its
-    token, so the 501s behind the token are reached."""
+def test_every_sdk_route_is_served_or_501(osb_broker, running):
+    """Walk every route of the pinned Python SDK's generated clients (read
+    from the installed package, osb_sdk_routes.py): each is a row of
+    docs/OPENSANDBOX.md's route table, each row is a route of the package,
+    and each route reaches a handler of the broker (never nginx's or the
+    route table's "no such route", never 405) and answers 501 with the
+    reason exactly when its row says 501. Path parameters are an unknown id
+    (the lifecycle routes then answer 404 SANDBOX_NOT_FOUND, past the route
+    table), except the data plane's sandbox: the running one with its token,
+    so the 501s behind the token are reached."""
+    from osb_sdk_routes import BASES, doc_table, sdk_routes
     osb, sid, ex = running
     key = {"OPEN-SANDBOX-API-KEY": KEY["echo"]}
     token = {"X-EXECD-ACCESS-TOKEN": ex.token}
-    faults, table = [], []
-    ops = spec_operations()
-    assert len(ops) >= 45, ops
-    for name, method, path in ops:
-        base = SPEC_BASES[name].format(sid=sid)
+    routes, table = sdk_routes(), doc_table()
+    assert len(routes) >= 80, routes
+    missing = [r for r in routes if r not in table]
+    stale = [k for k in table if k not in set(routes)]
+    assert not missing and not stale, ("routes of the SDK docs/OPENSANDBOX.md does not list: %s; rows no "
+                                       "route of the SDK has: %s (python3 tests/integration/"
+                                       "osb_sdk_routes.py)" % (missing, stale))
+    faults, seen = [], []
+    for api, method, path in routes:
+        base = BASES[api].format(sid=sid)
         url = base + re.sub(r"\{[^}]+\}", NO_SUCH_SANDBOX, path)
         st, code, msg, body = _walk_request(osb_broker, method, url, token if "proxy" in base else key)
-        table.append("%-22s %-6s %-50s %d %s" % (name, method, path, st, code or ""))
-        fault = _route_fault(st, code, msg, (name, method, path) in NOT_SERVED)
+        seen.append("%-10s %-6s %-55s %d %s" % (api, method, path, st, code or ""))
+        fault = _route_fault(st, code, msg, table[(api, method, path)][0] == "501")
         if fault:
-            faults.append("%s %s %s: %s" % (name, method, path, fault))
-        if (name, method, path) == ("execd-api.yaml", "POST", "/session") and st == 200:
+            faults.append("%s %s %s: %s" % (api, method, path, fault))
+        if (api, method, path) == ("execd", "POST", "/session") and st == 200:
             # the walk made a session: end it ({} is a valid create)
             assert ex.json("DELETE", "/session/" + body["session_id"])[0] == 200
-    print("\n" + "\n".join(table))
+    print("\n" + "\n".join(seen))
     assert not faults, "\n".join(faults)
 
 
-def test_sdk_routes_beyond_the_specs_are_served_or_501(osb_broker):
-    """What the SDKs and osb call beyond the four spec files (runs without them)."""
+def test_routes_beyond_the_sdk_clients_are_served(osb_broker):
+    """What the SDKs call beyond the Python SDK's generated clients."""
     key = {"OPEN-SANDBOX-API-KEY": KEY["echo"]}
     faults = []
-    for method, path, want in BEYOND_SPECS:
+    for method, path, want in BEYOND_SDK_CLIENTS:
         url = re.sub(r"\{[^}]+\}", NO_SUCH_SANDBOX, path)
         st, code, msg, _ = _walk_request(osb_broker, method, url, key)
         fault = _route_fault(st, code, msg, want == 501)
