@@ -9,6 +9,11 @@ that adds one makes test_osb_fidelity's walk fail until the table says
 whether the broker serves it; nothing is read from outside the repository
 and its pinned packages.
 
+The TypeScript SDK (npm `@alibaba-group/opensandbox`, pinned in
+scripts/sdk-install) carries its APIs as openapi-typescript `paths`
+interfaces (src/api/<api>.ts); each of its routes must be one of the
+table's too (path parameters named apart, so compared as `{}`).
+
 Run as a script, it prints the table rows for the routes the table lacks
 (status `?`, for a person to decide) and the rows no route of the package
 has any more.
@@ -21,8 +26,10 @@ import re
 import sys
 
 PINNED = "1.1.1"  # tests/integration/requirements.txt
+TS_PINNED = "0.1.11"  # scripts/sdk-install
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = os.path.join(REPO, "docs", "OPENSANDBOX.md")
+TS_SDK = os.path.join(REPO, ".cache", "node", "node_modules", "@alibaba-group", "opensandbox")
 BEGIN, END = "<!-- sdk-routes -->", "<!-- /sdk-routes -->"
 # the SDK's API -> where the broker serves its paths ({sid}: a sandbox)
 BASES = {
@@ -81,6 +88,43 @@ def sdk_routes():
     return sorted(routes)
 
 
+def ts_sdk_routes():
+    """Sorted (api, METHOD, path) of the installed TypeScript SDK's
+    openapi-typescript `paths` (an operation, not `?: never`)."""
+    import json
+    with open(os.path.join(TS_SDK, "package.json"), encoding="utf-8") as f:
+        version = json.load(f)["version"]
+    if version != TS_PINNED:
+        raise AssertionError("@alibaba-group/opensandbox %s is installed, the route table is of %s: pin it "
+                             "in scripts/sdk-install, or update TS_PINNED and the table" % (version, TS_PINNED))
+    root = os.path.join(TS_SDK, "src", "api")
+    routes = set()
+    for name in sorted(os.listdir(root)):
+        api = name[:-3]
+        if not name.endswith(".ts"):
+            continue
+        if api not in BASES:
+            raise AssertionError("the TypeScript SDK speaks an API this table does not know: %s" % api)
+        with open(os.path.join(root, name), encoding="utf-8") as f:
+            text = f.read()
+        m = re.search(r"^export interface paths \{\n(.*?)^\}", text, re.S | re.M)
+        if not m:
+            raise AssertionError("%s: no `export interface paths`" % name)
+        for item in re.finditer(r'^    "(/[^"]*)": \{\n(.*?)^    \};', m.group(1), re.S | re.M):
+            for op in re.finditer(r"^        (get|put|post|delete|patch|head|options|trace): operations",
+                                  item.group(2), re.M):
+                routes.add((api, op.group(1).upper(), item.group(1)))
+    if not routes:
+        raise AssertionError("no route read from %s" % root)
+    return sorted(routes)
+
+
+def shape(route):
+    """A route with its path parameters unnamed: (api, METHOD, path with {})."""
+    api, method, path = route
+    return api, method, re.sub(r"\{[^}]+\}", "{}", path)
+
+
 def doc_table():
     """{(api, METHOD, path): (status, how)} from docs/OPENSANDBOX.md."""
     with open(DOC, encoding="utf-8") as f:
@@ -117,6 +161,11 @@ def main():
         print(row(*r))
     for k in stale:
         print("stale: " + row(*k, *table[k]), file=sys.stderr)
+    shapes = {shape(k) for k in table}
+    ts_missing = [r for r in ts_sdk_routes() if shape(r) not in shapes]
+    for r in ts_missing:
+        print("TypeScript SDK only: " + row(*r))
+    missing += ts_missing
     print("%d route(s) in opensandbox %s, %d listed, %d missing, %d stale"
           % (len(routes), PINNED, len(table), len(missing), len(stale)), file=sys.stderr)
     return 1 if missing or stale else 0

@@ -377,7 +377,8 @@ def _route_fault(status, code, message, want_501):
 
 def test_every_sdk_route_is_served_or_501(osb_broker, running):
     """Walk every route of the pinned Python SDK's generated clients (read
-    from the installed package, osb_sdk_routes.py): each is a row of
+    from the installed package, osb_sdk_routes.py; the TypeScript SDK's are
+    among them): each is a row of
     docs/OPENSANDBOX.md's route table, each row is a route of the package,
     and each route reaches a handler of the broker (never nginx's or the
     route table's "no such route", never 405) and answers 501 with the
@@ -385,7 +386,7 @@ def test_every_sdk_route_is_served_or_501(osb_broker, running):
     (the lifecycle routes then answer 404 SANDBOX_NOT_FOUND, past the route
     table), except the data plane's sandbox: the running one with its token,
     so the 501s behind the token are reached."""
-    from osb_sdk_routes import BASES, doc_table, sdk_routes
+    from osb_sdk_routes import BASES, doc_table, sdk_routes, shape, ts_sdk_routes
     osb, sid, ex = running
     key = {"OPEN-SANDBOX-API-KEY": KEY["echo"]}
     token = {"X-EXECD-ACCESS-TOKEN": ex.token}
@@ -396,6 +397,11 @@ def test_every_sdk_route_is_served_or_501(osb_broker, running):
     assert not missing and not stale, ("routes of the SDK docs/OPENSANDBOX.md does not list: %s; rows no "
                                        "route of the SDK has: %s (python3 tests/integration/"
                                        "osb_sdk_routes.py)" % (missing, stale))
+    # the TypeScript SDK's routes are routes of the table too
+    shapes = {shape(k) for k in table}
+    ts = ts_sdk_routes()
+    assert len(ts) >= 40, ts
+    assert all(shape(r) in shapes for r in ts), [r for r in ts if shape(r) not in shapes]
     faults, seen = [], []
     for api, method, path in routes:
         base = BASES[api].format(sid=sid)
