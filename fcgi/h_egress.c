@@ -1,6 +1,9 @@
 /* h_egress: the egress API (egress-api.yaml of OpenSandbox) served by the
  * broker at /v1/sandboxes/{id}/proxy/18080/policy: GET, PATCH (merge) and
- * DELETE (by target) of the sandbox's egress policy, which lives in its
+ * DELETE (by target) of the sandbox's egress policy; the same policy through
+ * the lifecycle API at /v1/sandboxes/{id}/networkpolicy (what OpenSandbox
+ * 1.1.1's server serves for its template sandboxes): GET, PATCH, DELETE and
+ * PUT (replace the whole policy). The policy lives in its
  * Redis record (egress_store.h) and is enforced by the egress proxy
  * (docs/EGRESS.md). Authenticated as every data-plane route (execd_open:
  * the sandbox's token, or an API key of its owner); a paused sandbox's
@@ -130,5 +133,37 @@ void h_egress_policy_change(struct request *req)
 out:
         free(targets);
         free(rules);
+        free(p);
+}
+
+/* PUT (lifecycle networkpolicy): the body is a whole NetworkPolicy, as at
+ * create; it replaces the policy (compare-and-set, egress_store_set). */
+void h_egress_policy_replace(struct request *req)
+{
+        struct egress_policy *p = NULL;
+        char err[320] = "";
+        struct execd x;
+        size_t max = EGRESS_JSON_MAX < req->w->max_body ? EGRESS_JSON_MAX : req->w->max_body;
+        int r;
+
+        if (execd_open(req, &x, false) < 0 || request_read_json_body(req, max) < 0)
+                return;
+        p = malloc(sizeof(*p));
+        if (!p) {
+                reply_error(req, API_INTERNAL, "out of memory");
+                return;
+        }
+        r = egress_policy_parse(req->body, req->body_len, p, err, sizeof(err));
+        if (r == 0)
+                r = egress_store_set(req->w->redis, req->w->cfg, x.sandbox_id, p);
+        if (r < 0) {
+                if (r == -EAGAIN && !err[0])
+                        snprintf(err, sizeof(err), "the policy changed too often meanwhile; try again");
+                reply_store_error(req, &x, r, err);
+        } else {
+                log_info(execd_kv(req, &x), "egress policy replaced: now %zu rules, default %s", p->n,
+                         p->default_allow ? "allow" : "deny");
+                reply_policy(req, p);
+        }
         free(p);
 }

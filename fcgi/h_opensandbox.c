@@ -513,15 +513,3 @@ void h_osb_not_implemented(struct request *req)
                             req->method, req->route);
 }
 
-/* The SDKs' egress path for sandboxes of origin "template" (the
- * OPEN-SANDBOX-ORIGIN answer header, which the broker never sends): 501;
- * every other sandbox's egress policy is the egress API under
- * /proxy/18080/policy. */
-void h_osb_networkpolicy_not_implemented(struct request *req)
-{
-        reply_error(req, API_NOT_IMPLEMENTED,
-                    "%s %s: not implemented: the network policy of template sandboxes is not served "
-                    "(there are no templates here); a sandbox's egress policy is the egress API at "
-                    "GET/PATCH/DELETE /v1/sandboxes/{id}/proxy/18080/policy",
-                    req->method, req->route);
-}

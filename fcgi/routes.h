@@ -23,7 +23,6 @@ int leases_queue_ticket(struct request *req, const struct lease_request *lr,
 void h_health(struct request *req);
 void h_version(struct request *req);
 void h_osb_not_implemented(struct request *req);
-void h_osb_networkpolicy_not_implemented(struct request *req);
 void h_snap_create(struct request *req);
 void h_snap_list(struct request *req);
 void h_snap_get(struct request *req);
@@ -78,4 +77,5 @@ void h_execd_metrics_watch(struct request *req);
 void h_egress_policy_get(struct request *req);
 void h_ingress_auth(struct request *req);
 void h_egress_policy_change(struct request *req);
+void h_egress_policy_replace(struct request *req);
 void h_execd_not_implemented(struct request *req);

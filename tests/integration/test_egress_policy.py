@@ -442,3 +442,77 @@ def test_python_sdk_network_policy_and_egress_calls(mb, tmp_path):
                                     "egress": rules(("allow", "pypi.org"))}, out
     assert norm(out["after"]) == {"defaultAction": "deny",
                                   "egress": rules(("allow", "*.github.com"))}, out
+
+
+# ------------------------------------ the lifecycle API's networkpolicy routes
+
+def lifecycle_client(b, tenant):
+    """The Python SDK's generated lifecycle client (what its
+    NetworkPolicyAdapter uses), on this broker with tenant's key."""
+    from opensandbox.api.lifecycle import AuthenticatedClient
+    return AuthenticatedClient(base_url="http://127.0.0.1:%d/v1" % b.port, token=KEY[tenant], prefix="",
+                               auth_header_name="OPEN-SANDBOX-API-KEY")
+
+
+def test_lifecycle_networkpolicy_is_the_same_policy(mb, one):
+    """GET/PUT/PATCH/DELETE /v1/sandboxes/{id}/networkpolicy, called through
+    the SDK's own generated client, read and change the very policy the
+    egress API serves and the proxy enforces; PUT replaces it whole."""
+    from opensandbox.api.lifecycle.api.sandboxes import delete_sandbox_network_policy_rules, \
+        get_sandbox_network_policy, patch_sandbox_network_policy, replace_sandbox_network_policy
+    from opensandbox.api.lifecycle.models import NetworkPolicy, NetworkRule, PolicyStatusResponse
+    o, sid = one
+    reset(mb, sid, {"defaultAction": "deny", "egress": rules(("allow", "old.com"))})
+    c = lifecycle_client(mb, "charlie")
+    want = {"defaultAction": "allow", "egress": rules(("deny", "bad.com"), ("deny", "*.worse.com"))}
+    r = replace_sandbox_network_policy.sync_detailed(sid, client=c, body=NetworkPolicy.from_dict(
+        {"defaultAction": "allow", "egress": rules(("deny", "Bad.COM."), ("deny", "*.worse.com"))}))
+    assert r.status_code == 200 and isinstance(r.parsed, PolicyStatusResponse), r
+    assert r.parsed.policy.to_dict() == want and r.parsed.mode == "allow_all", r.parsed
+    assert stored(mb, sid) == want
+    check_status(Egress(o, sid).get(), want)
+    r = patch_sandbox_network_policy.sync_detailed(sid, client=c,
+                                                  body=[NetworkRule.from_dict({"action": "allow",
+                                                                               "target": "good.com"})])
+    assert r.status_code == 200, r
+    r = delete_sandbox_network_policy_rules.sync_detailed(sid, client=c, body=["bad.com"])
+    assert r.status_code == 200, r
+    want = {"defaultAction": "allow", "egress": rules(("allow", "good.com"), ("deny", "*.worse.com"))}
+    assert stored(mb, sid) == want
+    r = get_sandbox_network_policy.sync_detailed(sid, client=c)
+    assert r.status_code == 200 and r.parsed.policy.to_dict() == want, r
+    check_status(Egress(o, sid).get(), want)
+
+
+LIFECYCLE_BAD_PUTS = {
+    "bad default": {"defaultAction": "maybe", "egress": []},
+    "cidr": {"defaultAction": "deny", "egress": rules(("allow", "10.0.0.0/8"))},
+    "unknown member": {"defaultAction": "deny", "egress": [], "x": 1},
+    "array": rules(("allow", "a.com")),
+    "too many": {"defaultAction": "deny", "egress": rules(*[("allow", "h%d.a.com" % i) for i in range(257)])},
+}
+
+
+def test_lifecycle_networkpolicy_refuses_and_isolates(mb, one):
+    """A bad PUT is 400 and changes nothing; another tenant's key, no key and
+    an unknown sandbox change nothing either."""
+    o, sid = one
+    keep = {"defaultAction": "deny", "egress": rules(("allow", "keep.com"))}
+    reset(mb, sid, keep)
+    path = "/v1/sandboxes/%s/networkpolicy" % sid
+
+    def call(method, body, tenant="charlie", p=path):
+        h = {"Content-Type": "application/json"}
+        if tenant:
+            h["OPEN-SANDBOX-API-KEY"] = KEY[tenant]
+        return http_request(mb.port, method, p, None if body is None else json.dumps(body), h)
+
+    for name, body in sorted(LIFECYCLE_BAD_PUTS.items()):
+        r = call("PUT", body)
+        assert r.status == 400 and r.json.get("message"), (name, r)
+    for method, body in (("GET", None), ("PUT", keep), ("PATCH", rules(("allow", "evil.com"))),
+                         ("DELETE", ["keep.com"])):
+        assert call(method, body, tenant="delta").status == 404, method
+        assert call(method, body, tenant=None).status == 401, method
+        assert call(method, body, p=path.replace(sid, "0" * 32)).status == 404, method
+    assert stored(mb, sid) == keep
