@@ -287,6 +287,62 @@ static int parse_runtime(const struct broker_config *cfg, struct json_object *bo
         return 0;
 }
 
+/* extensions: bounded, strings only, kept as given; OSB_EXT_RENEW checked
+ * (opensandbox.h). Runs after parse_runtime, whose messages come first. */
+static int parse_extensions(const struct broker_config *cfg, struct json_object *body,
+                            struct osb_create *c, char *err)
+{
+        struct json_object *ext;
+        size_t n = 0;
+
+        if (!json_object_object_get_ex(body, "extensions", &ext) || json_object_is_type(ext, json_type_null))
+                return 0;
+        if (!json_object_is_type(ext, json_type_object)) {
+                snprintf(err, OSB_ERR_MAX, "extensions must be an object of strings");
+                return -EINVAL;
+        }
+        json_object_object_foreach(ext, k, v) {
+                size_t klen = strlen(k);
+
+                if (++n > OSB_EXT_KEYS_MAX) {
+                        snprintf(err, OSB_ERR_MAX, "extensions: at most %d keys", OSB_EXT_KEYS_MAX);
+                        return -EINVAL;
+                }
+                if (klen == 0 || klen > OSB_EXT_KEY_MAX) {
+                        snprintf(err, OSB_ERR_MAX, "extensions: a key must be 1 to %d bytes", OSB_EXT_KEY_MAX);
+                        return -EINVAL;
+                }
+                if (!json_object_is_type(v, json_type_string)) {
+                        snprintf(err, OSB_ERR_MAX, "extensions.%.64s: the value must be a string", k);
+                        return -EINVAL;
+                }
+                if (strcmp(k, OSB_EXT_RENEW) == 0) {
+                        const char *s = json_object_get_string(v);
+                        size_t len = strlen(s);
+                        long long secs = 0;
+
+                        for (size_t i = 0; i < len && len <= 6; i++)
+                                secs = isdigit((unsigned char)s[i]) ? secs * 10 + (s[i] - '0') : -1;
+                        if (len == 0 || len > 6 || secs < OSB_RENEW_EXTEND_MIN_S || secs > OSB_RENEW_EXTEND_MAX_S) {
+                                snprintf(err, OSB_ERR_MAX,
+                                         "extensions[\"" OSB_EXT_RENEW "\"]: a base-10 integer string from %d "
+                                         "to %d (seconds), got \"%.16s\"",
+                                         OSB_RENEW_EXTEND_MIN_S, OSB_RENEW_EXTEND_MAX_S, s);
+                                return -EINVAL;
+                        }
+                        if (secs > cfg->osb_max_timeout_s) {
+                                snprintf(err, OSB_ERR_MAX,
+                                         "extensions[\"" OSB_EXT_RENEW "\"]: %lld s is beyond the longest "
+                                         "timeout this server allows (%d s, OPENSANDBOX_MAX_TIMEOUT_S)",
+                                         secs, cfg->osb_max_timeout_s);
+                                return -EINVAL;
+                        }
+                        snprintf(c->renew_extend_ms, sizeof(c->renew_extend_ms), "%lld", secs * 1000);
+                }
+        }
+        return store_json(ext, c->extensions, sizeof(c->extensions), "extensions", err);
+}
+
 /* resourceLimits OSB_LIMIT_DISK (opensandbox.h). */
 static int parse_disk(const struct broker_config *cfg, const char *s, struct osb_create *c, char *err)
 {
@@ -426,9 +482,10 @@ rest:
         }
         if (parse_runtime(cfg, body, c, err) < 0)
                 return -EINVAL;
+        if (parse_extensions(cfg, body, c, err) < 0)
+                return -EINVAL;
         /* networkPolicy is validated and stored by egress_policy_for_create
-         * (egress_store.h), volumes by volume_for_create (volume.h);
-         * the other extensions are opaque. */
+         * (egress_store.h), volumes by volume_for_create (volume.h). */
         return 0;
 }
 
@@ -501,6 +558,8 @@ int osb_sandbox_json(const redisReply *h, bool full, struct json_object **ret)
                 json_object_object_add(st, "lastTransitionAt", iso_time(v));
         json_object_object_add(o, "status", st);
         json_object_object_add(o, "metadata", parsed(hash_get(h, "metadata"), "{}"));
+        if ((v = hash_get(h, "extensions")) && *v)
+                json_object_object_add(o, "extensions", parsed(v, "{}"));
         json_object_object_add(o, "entrypoint", parsed(hash_get(h, "entrypoint"), "[\"sleep\",\"infinity\"]"));
         /* expiresAt is omitted for manual cleanup, as the spec says */
         if ((v = hash_get(h, "expiresAt")) && *v)

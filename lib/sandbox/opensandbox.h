@@ -23,6 +23,18 @@
  * SANDBOX_RUNTIMES. OpenSandbox's own server picks its secure runtime
  * server-wide and names no key for it. */
 #define OSB_EXT_RUNTIME "runtime"
+/* extensions (a JSON object of strings, kept on the record and answered
+ * back as the reference server does): at most OSB_EXT_KEYS_MAX keys of
+ * 1..OSB_EXT_KEY_MAX bytes, OSB_EXTENSIONS_MAX bytes as JSON. */
+#define OSB_EXTENSIONS_MAX 4096
+#define OSB_EXT_KEYS_MAX 32
+#define OSB_EXT_KEY_MAX 128
+/* renew-on-access (OSEP-0009): a decimal string of seconds, 300..86400; an
+ * access through the data plane of a Running sandbox moves its expiry to
+ * now + that, at most once a minute (token_check.lua) */
+#define OSB_EXT_RENEW "access.renew.extend.seconds"
+#define OSB_RENEW_EXTEND_MIN_S 300
+#define OSB_RENEW_EXTEND_MAX_S 86400
 /* The resourceLimits key of a sandbox's disk (its root filesystem's bound;
  * docs/OPENSANDBOX.md, "Disks"): Kubernetes' name for a container's local
  * writable storage; the spec's resourceLimits is an open map of strings. */
@@ -66,6 +78,8 @@ struct osb_create {
         /* extensions.runtime (OSB_EXT_RUNTIME), else SANDBOX_RUNTIME_EXCLUSIVE,
          * else SANDBOX_RUNTIME; "" = dockerd's default */
         char runtime[CONFIG_RUNTIME_MAX];
+        char extensions[OSB_EXTENSIONS_MAX]; /* JSON object; "" = none given */
+        char renew_extend_ms[24];            /* OSB_EXT_RENEW in ms; "" = off */
         /* image.auth: for the pull only, never stored or logged; wipe
          * with osb_create_wipe when done */
         bool has_auth;
@@ -110,8 +124,10 @@ const char *osb_create_pool(const struct broker_config *cfg, const struct osb_cr
 void osb_create_wipe(struct osb_create *c);
 
 /* Validate a CreateSandboxRequest body. Returns 0, or -EINVAL with err.
- * extensions: only OSB_EXT_RUNTIME is read (an allowed runtime, and only
- * with the Docker provider). The other keys stay opaque. resourceLimits
+ * extensions: an object of strings (bounds above), kept as given;
+ * OSB_EXT_RUNTIME is an allowed runtime (Docker provider only), OSB_EXT_RENEW
+ * a number of seconds in its range and at most OPENSANDBOX_MAX_TIMEOUT_S;
+ * the other keys stay opaque. resourceLimits
  * OSB_LIMIT_DISK: a quantity of CONFIG_DISK_MIN_MB MiB to
  * SANDBOX_DISK_MAX_MB, only with the Docker provider and disks on
  * (SANDBOX_DISK_MB > 0); the tenant's own cap is the store's to check

@@ -20,6 +20,10 @@ real Docker broker, and attacked:
 - FileInfo.type: the SDK's get_file_info and search see file, directory,
   symlink and other (a FIFO); replace_contents_detailed answers
   {path: {replacedCount}}.
+- extensions: kept and answered back (create answer, GET, list, the SDK's
+  SandboxInfo), bounded, strings only; "access.renew.extend.seconds"
+  renews a Running sandbox's expiry on data-plane access, at most once a
+  minute, and only for a sandbox that asked for it.
 """
 
 import base64
@@ -33,7 +37,7 @@ import pytest
 
 from brokerlib import REPO, http_request, wait_until
 from sandboxlib import require_docker
-from sdklib import KEY, python_sdk_python, start_osb_broker
+from sdklib import KEY, OSB, parse_iso_ms, python_sdk_python, start_osb_broker
 from test_execd import execd_sandbox, out_texts
 
 require_docker()
@@ -425,3 +429,105 @@ def test_sdk_file_types_and_replace_counts(sb, base):
     st, _, raw = base.request("POST", "/files/replace", json.dumps({"/workspace/ty/f": {"old": "c", "new": "d"}}),
                               {"Content-Type": "application/json"})
     assert st == 200 and raw == b"", raw
+
+
+# --------------------------------------------------------------- extensions
+
+RENEW = "access.renew.extend.seconds"
+
+PY_EXTENSIONS = r"""
+import json, sys
+from datetime import timedelta
+from opensandbox import SandboxSync
+from opensandbox.config import ConnectionConfigSync
+cfg = ConnectionConfigSync(domain=sys.argv[1], api_key=sys.argv[2], protocol="http")
+sb = SandboxSync.create(sys.argv[3], connection_config=cfg, entrypoint=["sleep", "infinity"],
+                        timeout=timedelta(minutes=5), ready_timeout=timedelta(seconds=90),
+                        extensions=json.loads(sys.argv[4]))
+info = sb.get_info()
+out = {"id": sb.id, "extensions": info.extensions, "expires": info.expires_at.isoformat()}
+sb.kill()
+print(json.dumps(out))
+"""
+
+
+def expires_ms(o, sid):
+    r = o.get(sid)
+    assert r.status == 200, r
+    return parse_iso_ms(r.json["expiresAt"])
+
+
+def test_extensions_are_kept_and_answered(sb):
+    ext = {RENEW: "600", "storage.id": "ws-1", "x.note": "ünï ✓ \"quoted\""}
+    res = sdk(PY_EXTENSIONS, "127.0.0.1:%d" % sb.port, KEY["delta"], TINY, json.dumps(ext))
+    assert res["extensions"] == ext, res
+    o = OSB(sb, "delta")
+    r = o.create_raw({"image": {"uri": TINY}, "entrypoint": ["sleep", "infinity"], "timeout": 120,
+                      "extensions": {"storage.id": "ws-2"}})
+    try:
+        assert r.status == 202 and r.json["extensions"] == {"storage.id": "ws-2"}, r
+        assert o.get(r.json["id"]).json["extensions"] == {"storage.id": "ws-2"}
+        items = [i for i in o.list().json["items"] if i["id"] == r.json["id"]]
+        assert items and items[0]["extensions"] == {"storage.id": "ws-2"}, items
+    finally:
+        o.delete(r.json["id"])
+    # none given: none answered
+    r = o.create_raw({"image": {"uri": TINY}, "entrypoint": ["sleep", "infinity"], "timeout": 120})
+    try:
+        assert r.status == 202 and "extensions" not in r.json, r
+    finally:
+        o.delete(r.json["id"])
+
+
+BAD_EXTENSIONS = {
+    "renew too short": {RENEW: "299"},
+    "renew too long": {RENEW: "86401"},
+    "renew not digits": {RENEW: "5m"},
+    "renew empty": {RENEW: ""},
+    "renew signed": {RENEW: "+600"},
+    "renew a number": {RENEW: 600},
+    "not an object": ["a"],
+    "a number value": {"storage.id": 7},
+    "too many keys": {"k%d" % i: "v" for i in range(33)},
+    "a long key": {"k" * 129: "v"},
+    "too large": {"k%d" % i: "v" * 200 for i in range(30)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_EXTENSIONS))
+def test_bad_extensions_are_400_and_make_nothing(sb, name):
+    o = OSB(sb, "echo")
+    before = {i["id"] for i in o.list().json["items"]}
+    r = o.create_raw({"image": {"uri": TINY}, "entrypoint": ["sleep", "infinity"], "timeout": 120,
+                      "extensions": BAD_EXTENSIONS[name]})
+    assert r.status == 400 and r.json["code"] == "INVALID_REQUEST" and "extensions" in r.json["message"], r
+    assert {i["id"] for i in o.list().json["items"]} == before
+
+
+def test_renew_on_access(sb):
+    """A sandbox that asked for renew-on-access (300 s) with a 60 s timeout:
+    a data-plane access moves its expiry to now + 300 s; another one within
+    the minute moves nothing; a sandbox that did not ask is never moved."""
+    renewing = execd_sandbox(sb, TINY, "foxtrot", timeout=60, extensions={RENEW: "300"})
+    plain = execd_sandbox(sb, TINY, "foxtrot", timeout=60)
+    o = OSB(sb, "foxtrot")
+    try:
+        e0, p0 = expires_ms(o, renewing.sid), expires_ms(o, plain.sid)
+        assert e0 - time.time() * 1000 < 61000, e0
+        for ex in (renewing, plain):
+            st = ex.json("GET", "/ping")[0]
+            assert st == 200
+        t = time.time() * 1000
+        e1 = expires_ms(o, renewing.sid)
+        assert t + 300000 - 30000 <= e1 <= t + 300000, (e1 - t)
+        assert expires_ms(o, plain.sid) == p0
+        # within the minute: no second move, whatever the traffic
+        for _ in range(3):
+            assert renewing.json("GET", "/ping")[0] == 200
+        assert expires_ms(o, renewing.sid) == e1
+        # the lease the reaper follows moved with the record
+        lease = sb.redis.get(sb.key("session:foxtrot/*osb:%s" % renewing.sid))
+        assert lease and int(sb.redis.hget(sb.key("lease:%s" % lease), "expiresAt")) == e1
+    finally:
+        o.delete(renewing.sid)
+        o.delete(plain.sid)

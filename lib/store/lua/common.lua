@@ -494,6 +494,19 @@ local function osb_end(sid, tenant, reason, message)
   end
 end
 
+-- Move OpenSandbox sandbox sid's expiry (of tenant) to new ms: its record and
+-- its lease (the reaper's schedule) alike. Returns the lease id, or nil.
+local function osb_expiry_move(sid, tenant, new)
+  redis.call('HSET', sandbox_key(sid), 'expiresAt', new)
+  local lease = redis.call('GET', session_key(osb_user(tenant), sid))
+  if lease and redis.call('EXISTS', lease_key(lease)) == 1 then
+    redis.call('HSET', lease_key(lease), 'expiresAt', new)
+    redis.call('ZADD', K_LEASES, new, lease)
+    return lease
+  end
+  return nil
+end
+
 -- A snapshot (key P..snapshot:<id>, state h_state since h_since) Creating for
 -- longer than stale ms lost the process committing it (the handler died, or
 -- the commit outlived SNAPSHOT_TIMEOUT_MS): it turns Failed, and its record

@@ -10,12 +10,7 @@ if new <= now then return { 'invalid', 'expiresAt must be in the future' } end
 -- Any future time up to the maximum, shorter than the current one included
 -- (OpenSandbox's reference server; the SDK's pool shortens a 24 h idle life).
 if new > latest then return { 'invalid', 'expiresAt is beyond the longest timeout this server allows' } end
-redis.call('HSET', sandbox_key(sid), 'expiresAt', new)
-local lease = redis.call('GET', session_key(osb_user(tenant), sid))
-if lease and redis.call('EXISTS', lease_key(lease)) == 1 then
-  redis.call('HSET', lease_key(lease), 'expiresAt', new)
-  redis.call('ZADD', K_LEASES, new, lease)
-end
+osb_expiry_move(sid, tenant, new)
 local tid = redis.call('GET', tsession_key(osb_user(tenant), sid))
 if tid and redis.call('ZSCORE', K_TPOLL, tid) then
   -- a queued create now waits until the new expiry (see acquire.lua)
