@@ -248,6 +248,61 @@ static int create(const char *body, struct osb_create *c, char *err)
 
 static void expect_create_refused(const char *body, const char *want);
 
+/* extensions: kept as given (an object of strings, bounded); the renewal
+ * key's value in ms, checked against its range and the longest timeout. */
+static void test_create_extensions(void **state)
+{
+        struct osb_create *c = malloc(sizeof(*c));
+        char err[OSB_ERR_MAX], big[2 * OSB_EXTENSIONS_MAX], *p = big;
+
+        (void)state;
+        assert_non_null(c);
+        assert_int_equal(create("{" MIN_BODY "}", c, err), 0);
+        assert_string_equal(c->extensions, "");
+        assert_string_equal(c->renew_extend_ms, "");
+        assert_int_equal(create("{" MIN_BODY ",\"extensions\":null}", c, err), 0);
+        assert_string_equal(c->extensions, "");
+        assert_int_equal(create("{" MIN_BODY ",\"extensions\":{\"a.b\":\"x\",\"" OSB_EXT_RENEW "\":\"300\"}}",
+                                c, err), 0);
+        assert_string_equal(c->extensions, "{\"a.b\":\"x\",\"" OSB_EXT_RENEW "\":\"300\"}");
+        assert_string_equal(c->renew_extend_ms, "300000");
+        assert_int_equal(create("{" MIN_BODY ",\"extensions\":{\"" OSB_EXT_RENEW "\":\"86400\"}}", c, err), 0);
+        assert_string_equal(c->renew_extend_ms, "86400000");
+
+        expect_create_refused("{" MIN_BODY ",\"extensions\":{\"" OSB_EXT_RENEW "\":\"299\"}}",
+                              "from 300 to 86400");
+        expect_create_refused("{" MIN_BODY ",\"extensions\":{\"" OSB_EXT_RENEW "\":\"86401\"}}",
+                              "from 300 to 86400");
+        expect_create_refused("{" MIN_BODY ",\"extensions\":{\"" OSB_EXT_RENEW "\":\"0000300\"}}",
+                              "from 300 to 86400");
+        expect_create_refused("{" MIN_BODY ",\"extensions\":{\"" OSB_EXT_RENEW "\":\" 300\"}}",
+                              "from 300 to 86400");
+        expect_create_refused("{" MIN_BODY ",\"extensions\":{\"" OSB_EXT_RENEW "\":300}}",
+                              "the value must be a string");
+        expect_create_refused("{" MIN_BODY ",\"extensions\":[]}", "extensions must be an object");
+        expect_create_refused("{" MIN_BODY ",\"extensions\":{\"\":\"x\"}}", "a key must be 1 to 128");
+        cfg.osb_max_timeout_s = 3600;
+        expect_create_refused("{" MIN_BODY ",\"extensions\":{\"" OSB_EXT_RENEW "\":\"7200\"}}",
+                              "beyond the longest timeout");
+        cfg.osb_max_timeout_s = 86400;
+        /* 33 keys; then 4 KiB and more as JSON */
+        p += sprintf(p, "{" MIN_BODY ",\"extensions\":{");
+        for (int i = 0; i < 33; i++)
+                p += sprintf(p, "%s\"k%d\":\"v\"", i ? "," : "", i);
+        strcpy(p, "}}");
+        expect_create_refused(big, "at most 32 keys");
+        p = big + sprintf(big, "{" MIN_BODY ",\"extensions\":{");
+        for (int i = 0; i < 9; i++) {
+                p += sprintf(p, "%s\"k%d\":\"", i ? "," : "", i);
+                memset(p, 'v', 500);
+                p += 500;
+                *p++ = '"';
+        }
+        strcpy(p, "}}");
+        expect_create_refused(big, "extensions is larger than 4095 bytes");
+        free(c);
+}
+
 /* extensions.runtime: an allowed runtime (SANDBOX_RUNTIME, SANDBOX_RUNTIMES),
  * Docker only; networkPolicy refused under runsc; never a warm-pool member
  * of another runtime. Other extensions stay opaque. */
@@ -396,7 +451,7 @@ static void test_create_minimal_and_full(void **state)
                                 "\"resourceLimits\":{\"cpu\":\"250m\",\"memory\":\"128Mi\",\"gpu\":\"0\"},"
                                 "\"env\":{\"A_1\":\"x=y\",\"_B\":\"\"},\"metadata\":{\"team\":\"t\"},"
                                 "\"platform\":{\"os\":\"linux\",\"arch\":\"amd64\"},\"volumes\":[],"
-                                "\"extensions\":{\"anything\":1}}",
+                                "\"extensions\":{\"anything\":\"1\"}}",
                                 c, err),
                          0);
         assert_int_equal(c->timeout_s, 60);
@@ -865,6 +920,7 @@ int main(void)
                 cmocka_unit_test(test_idempotency_key),
                 cmocka_unit_test(test_metrics_event),
                 cmocka_unit_test(test_create_fingerprint),
+                cmocka_unit_test_setup(test_create_extensions, setup),
         };
         return cmocka_run_group_tests_name("opensandbox", tests, NULL, NULL);
 }
