@@ -560,6 +560,15 @@ int osb_sandbox_json(const redisReply *h, bool full, struct json_object **ret)
         json_object_object_add(o, "metadata", parsed(hash_get(h, "metadata"), "{}"));
         if ((v = hash_get(h, "extensions")) && *v)
                 json_object_object_add(o, "extensions", parsed(v, "{}"));
+        /* a sandbox served by a warm-pool member: the spec's AllocationSummary */
+        if (full && (v = hash_get(h, "poolRef")) && *v) {
+                struct json_object *a = json_object_new_object();
+
+                json_object_object_add(a, "mode", json_object_new_string("pool"));
+                json_object_object_add(a, "poolRef", json_object_new_string(v));
+                json_object_object_add(a, "state", json_object_new_string("allocated"));
+                json_object_object_add(o, "allocation", a);
+        }
         json_object_object_add(o, "entrypoint", parsed(hash_get(h, "entrypoint"), "[\"sleep\",\"infinity\"]"));
         /* expiresAt is omitted for manual cleanup, as the spec says */
         if ((v = hash_get(h, "expiresAt")) && *v)

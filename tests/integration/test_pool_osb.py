@@ -97,6 +97,9 @@ def test_create_takes_a_member_applies_the_request_and_refills(request, services
     g = osb.get(sid)
     assert g.status == 200 and g.json["metadata"] == {"team": "pool"}, g
     assert g.json["expiresAt"] and g.json["status"]["state"] == "Running", g.json
+    # the spec's AllocationSummary names the pool (as POOL does) on GET
+    assert g.json["allocation"] == {"mode": "pool", "poolRef": BASE_IMAGE, "state": "allocated"}, g.json
+    assert "allocation" not in r.json, r.json  # not a member of CreateSandboxResponse
     rec = b.redis.hgetall(b.key("sandbox:" + sid))
     assert rec["tenant"] == "alpha" and rec["poolLimits"], rec
     assert not b.redis.exists(b.key("wpoolm:" + sid))
@@ -123,6 +126,7 @@ def test_empty_pool_is_a_cold_create(request, services, it_root):
     osb.wait_state(sid, "Running")
     rec = b.redis.hgetall(b.key("sandbox:" + sid))
     assert not rec.get("poolLimits"), rec
+    assert "allocation" not in osb.get(sid).json
     check_applied(b, osb, sid)
     stat = pool_stat(b)
     assert stat.get("cold") == "1" and not stat.get("warm"), stat

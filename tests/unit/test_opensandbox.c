@@ -668,7 +668,8 @@ static void test_sandbox_json(void **state)
                 "sandboxId", "s1", "state", "Failed", "reason", "OOM_KILLED", "message", "out of memory",
                 "lastTransitionAt", "1763303445000", "image", "busybox:1", "metadata", "{\"team\":\"t\"}",
                 "entrypoint", "[\"sh\"]", "expiresAt", "", "createdAt", "1763303445123",
-                "auth_pass", "never-shown",
+                "auth_pass", "never-shown", "extensions", "{\"storage.id\":\"w\"}", "poolRef", "busybox:1",
+                "renewExtendMs", "300000",
         };
         redisReply *h = hash_of(kv, sizeof(kv) / sizeof(kv[0]));
         struct json_object *o = NULL, *v;
@@ -685,10 +686,17 @@ static void test_sandbox_json(void **state)
         assert_string_equal(str_at(o, "metadata", "team"), "t");
         assert_false(json_object_object_get_ex(o, "expiresAt", &v)); /* manual cleanup */
         assert_null(strstr(json_object_to_json_string(o), "never-shown")); /* only known fields */
+        assert_null(strstr(json_object_to_json_string(o), "renewExtendMs"));
+        assert_string_equal(str_at(o, "extensions", "storage.id"), "w");
+        assert_string_equal(str_at(o, "allocation", "mode"), "pool");
+        assert_string_equal(str_at(o, "allocation", "poolRef"), "busybox:1");
+        assert_string_equal(str_at(o, "allocation", "state"), "allocated");
         json_object_put(o);
-        /* the create answer's subset: no image */
+        /* the create answer's subset: no image, no allocation; extensions */
         assert_int_equal(osb_sandbox_json(h, false, &o), 0);
         assert_false(json_object_object_get_ex(o, "image", &v));
+        assert_false(json_object_object_get_ex(o, "allocation", &v));
+        assert_string_equal(str_at(o, "extensions", "storage.id"), "w");
         json_object_put(o);
         hash_free(h);
 }

@@ -10,7 +10,8 @@
 -- create.
 -- With poolImage, a ready member of that image's warm pool (wpool_take, common.lua) is taken in
 -- this script, so that no member is ever handed out twice: the record gets the member's id
--- (its container's label), its container (ref) and poolLimits (the limits it was made with);
+-- (its container's label), its container (ref), poolLimits (the limits it was made with) and
+-- poolRef (the pool's image, as POOL names it: the answer's allocation.poolRef);
 -- an empty pool is a cold create with sandboxId.
 -- Idempotency: a key the tenant used before (within idempotencyTtlMs) answers the sandbox it
 -- made instead of making another; the key is stored in this script with the record, so no
@@ -90,7 +91,7 @@ local answer_by = now + unanswered
 redis.call('HSET', sandbox_key(sid), 'sandboxId', sid, 'tenant', tenant, 'mode', 'exclusive',
   'createdAt', now, 'ref', ref, 'expiresAt', timeout == '' and '' or (now + tonumber(timeout)),
   'diskMb', disk, 'answerBy', answer_by, unpack(fields))
-if warm then redis.call('HSET', sandbox_key(sid), 'poolLimits', warm) end
+if warm then redis.call('HSET', sandbox_key(sid), 'poolLimits', warm, 'poolRef', pool_image) end
 sandbox_set_state(sid, 'Pending', 'CREATING', 'waiting for admission', now)
 redis.call('ZADD', K_SANDBOXES, now, sid)
 redis.call('ZADD', idx, now, sid)
