@@ -343,6 +343,50 @@ static int parse_extensions(const struct broker_config *cfg, struct json_object 
         return store_json(ext, c->extensions, sizeof(c->extensions), "extensions", err);
 }
 
+/* resourceRequests: what a scheduler would reserve. Checked as the limits
+ * are (cpu, memory; each at most its limit, as Kubernetes requires); the
+ * Docker provider places nothing (one host), so nothing is kept. */
+static int parse_requests(struct json_object *body, const struct osb_create *c, char *err)
+{
+        struct json_object *req;
+
+        if (!json_object_object_get_ex(body, "resourceRequests", &req) || json_object_is_type(req, json_type_null))
+                return 0;
+        if (!json_object_is_type(req, json_type_object)) {
+                snprintf(err, OSB_ERR_MAX, "resourceRequests must be an object of strings");
+                return -EINVAL;
+        }
+        json_object_object_foreach(req, k, v) {
+                const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+                int64_t n;
+
+                if (strcmp(k, "cpu") == 0) {
+                        if (!s || osb_parse_cpu(s, &n) < 0) {
+                                snprintf(err, OSB_ERR_MAX, "resourceRequests.cpu must be like \"500m\" or \"1\" (0.01 to 64 CPUs)");
+                                return -EINVAL;
+                        }
+                        if (n > c->nano_cpus) {
+                                snprintf(err, OSB_ERR_MAX, "resourceRequests.cpu is more than the sandbox's cpu limit");
+                                return -EINVAL;
+                        }
+                } else if (strcmp(k, "memory") == 0) {
+                        if (!s || osb_parse_memory(s, &n) < 0) {
+                                snprintf(err, OSB_ERR_MAX, "resourceRequests.memory must be like \"512Mi\" or \"2Gi\" (6Mi to 1Ti)");
+                                return -EINVAL;
+                        }
+                        if (n > c->memory_bytes) {
+                                snprintf(err, OSB_ERR_MAX, "resourceRequests.memory is more than the sandbox's memory limit");
+                                return -EINVAL;
+                        }
+                } else {
+                        snprintf(err, OSB_ERR_MAX, "resourceRequests.%.64s is not a resource this server knows "
+                                 "(cpu, memory)", k);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
 /* resourceLimits OSB_LIMIT_DISK (opensandbox.h). */
 static int parse_disk(const struct broker_config *cfg, const char *s, struct osb_create *c, char *err)
 {
@@ -459,6 +503,15 @@ rest:
                                 return -EINVAL;
                         }
                 }
+        }
+        if (parse_requests(body, c, err) < 0)
+                return -EINVAL;
+        /* hooks would run silently never: refused, as the reference's own
+         * Docker provider refuses them */
+        if (json_object_object_get_ex(body, "lifecycle", &v) && !json_object_is_type(v, json_type_null)) {
+                snprintf(err, OSB_ERR_MAX, "lifecycle hooks (preStart, periodic) are not supported by this "
+                         "server; run setup commands through execd once the sandbox is Running");
+                return -EINVAL;
         }
         if (parse_env(json_object_object_get_ex(body, "env", &v) ? v : NULL, c, err) < 0)
                 return -EINVAL;

@@ -531,3 +531,24 @@ def test_renew_on_access(sb):
     finally:
         o.delete(renewing.sid)
         o.delete(plain.sid)
+
+
+def test_resource_requests_checked_and_lifecycle_refused(sb):
+    """resourceRequests are checked as the limits are (never above them); a
+    lifecycle hook, which nothing here would run, is a 400, not silence.
+    Either refusal makes nothing."""
+    o = OSB(sb, "golf")
+    base = {"image": {"uri": TINY}, "entrypoint": ["sleep", "infinity"], "timeout": 120,
+            "resourceLimits": {"cpu": "500m", "memory": "256Mi"}}
+    before = {i["id"] for i in o.list().json["items"]}
+    for extra, words in (({"resourceRequests": {"cpu": "1"}}, "resourceRequests.cpu is more than"),
+                         ({"resourceRequests": {"memory": "lots"}}, "resourceRequests.memory must be"),
+                         ({"lifecycle": {"preStart": {"command": ["true"]}}}, "lifecycle hooks"),
+                         ({"lifecycle": {"periodic": [{"name": "p", "schedule": "@every 5s",
+                                                       "command": ["true"]}]}}, "lifecycle hooks")):
+        r = o.create_raw(dict(base, **extra))
+        assert r.status == 400 and words in r.json["message"], (extra, r)
+    assert {i["id"] for i in o.list().json["items"]} == before
+    r = o.create_raw(dict(base, resourceRequests={"cpu": "250m", "memory": "128Mi"}))
+    assert r.status == 202, r
+    o.delete(r.json["id"])

@@ -279,6 +279,21 @@ static void test_create_extensions(void **state)
                               "from 300 to 86400");
         expect_create_refused("{" MIN_BODY ",\"extensions\":{\"" OSB_EXT_RENEW "\":300}}",
                               "the value must be a string");
+        /* resourceRequests: checked like the limits, never above them */
+        assert_int_equal(create("{" MIN_BODY ",\"resourceLimits\":{\"cpu\":\"1\",\"memory\":\"1Gi\"},"
+                                "\"resourceRequests\":{\"cpu\":\"500m\",\"memory\":\"1Gi\"}}", c, err), 0);
+        assert_int_equal(create("{" MIN_BODY ",\"resourceRequests\":null}", c, err), 0);
+        expect_create_refused("{" MIN_BODY ",\"resourceLimits\":{\"cpu\":\"1\"},\"resourceRequests\":{\"cpu\":\"2\"}}",
+                              "resourceRequests.cpu is more than");
+        expect_create_refused("{" MIN_BODY ",\"resourceRequests\":{\"memory\":\"1Ti\"}}",
+                              "resourceRequests.memory is more than");
+        expect_create_refused("{" MIN_BODY ",\"resourceRequests\":{\"gpu\":\"1\"}}", "resourceRequests.gpu is not");
+        expect_create_refused("{" MIN_BODY ",\"resourceRequests\":{\"cpu\":1}}", "resourceRequests.cpu must be");
+        expect_create_refused("{" MIN_BODY ",\"resourceRequests\":[]}", "resourceRequests must be an object");
+        /* lifecycle hooks: refused, never silently dropped */
+        expect_create_refused("{" MIN_BODY ",\"lifecycle\":{\"preStart\":{\"command\":[\"true\"]}}}",
+                              "lifecycle hooks (preStart, periodic) are not supported");
+        assert_int_equal(create("{" MIN_BODY ",\"lifecycle\":null}", c, err), 0);
         expect_create_refused("{" MIN_BODY ",\"extensions\":[]}", "extensions must be an object");
         expect_create_refused("{" MIN_BODY ",\"extensions\":{\"\":\"x\"}}", "a key must be 1 to 128");
         cfg.osb_max_timeout_s = 3600;
