@@ -85,8 +85,25 @@ def _state_dir(root, name):
     return os.path.join(root, "%03d-%s" % (_counter[0], short))
 
 
+def _remove_containers(b):
+    """Force-remove every Docker container labelled with b's Redis prefix
+    (only what b made; sandboxlib.Docker.remove_prefix), when dockerd runs."""
+    from sandboxlib import DOCKER, DOCKER_SOCK
+    if not os.path.exists(DOCKER_SOCK):
+        return
+    try:
+        n = DOCKER.remove_prefix(b.prefix)
+    except Exception as e:  # the state dir's own cleanup still runs
+        print("\ncontainer cleanup of %s failed: %r" % (b.prefix, e))
+        return
+    if n:
+        print("\n%d container(s) of %s removed at teardown" % (n, b.prefix))
+
+
 def make_broker(request, services, root, **env):
-    """Start a broker; register it for log dumps and teardown on `request`."""
+    """Start a broker; register it for log dumps and teardown on `request`:
+    `scripts/stack down`, then its containers removed, then its state dir
+    (mounts first) removed or, after a failure, kept."""
     b = Broker(services, _state_dir(root, request.node.name), **env)
     node = request.node
     if not hasattr(node, "_it_brokers"):
@@ -94,7 +111,12 @@ def make_broker(request, services, root, **env):
     node._it_brokers.append(b)
 
     def fin():
-        b.down()
+        try:
+            b.down()
+        finally:
+            # whatever it made, even when the test failed midway: its
+            # supervisor is down, so nothing makes more
+            _remove_containers(b)
         failed = any(getattr(node, "rep_" + w, None) is not None
                      and getattr(node, "rep_" + w).failed
                      for w in ("setup", "call"))

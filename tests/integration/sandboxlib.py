@@ -24,7 +24,7 @@ import urllib.parse
 
 import pytest
 
-from brokerlib import BUILD_DIR, http_request, unmount_under, wait_until
+from brokerlib import BUILD_DIR, http_request, wait_until
 
 DOCKER_SOCK = os.environ.get("IT_DOCKER_SOCK", "/var/run/docker.sock")
 LABEL_MANAGED = "io.sandbox-broker.managed"
@@ -191,36 +191,14 @@ DOCKER_DEFAULTS = {
 @pytest.fixture
 def docker_broker(request, broker):
     """Factory: docker_broker(BROKER_CAPACITY=2, ...) -> SB (wrapping a
-    running brokerlib.Broker with the Docker provider). Teardown stops the
-    broker first (nothing makes containers any more), then removes every
-    container labelled with its prefix."""
-    made = []
-
-    def fin():
-        errors = []
-        for sb in made:
-            try:
-                sb.b.down()
-            except Exception as e:  # still remove the containers
-                errors.append("down: %r" % e)
-            try:
-                DOCKER.remove_prefix(sb.b.prefix)
-            except Exception as e:
-                errors.append("container cleanup %s: %r" % (sb.b.prefix, e))
-            # the run directories' tmpfs of the removed containers (sandbox-mountd),
-            # also when the state dir is kept for a failure
-            unmount_under(sb.b.state_dir)
-        if errors:
-            print("\nsandbox fixture teardown problems: %s" % errors)
-    request.addfinalizer(fin)
+    running brokerlib.Broker with the Docker provider). Its teardown
+    (conftest.make_broker) stops the broker, then removes every container
+    labelled with its prefix and what was mounted for them."""
 
     def factory(**env):
         cfg = dict(DOCKER_DEFAULTS)
         cfg.update(env)
-        b = broker(**cfg)
-        sb = SB(b)
-        made.append(sb)
-        return sb
+        return SB(broker(**cfg))
     return factory
 
 

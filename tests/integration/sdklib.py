@@ -57,17 +57,10 @@ def osb_env(**extra):
 
 
 def start_osb_broker(request, services, it_root, **env):
-    """A broker (any scope) whose teardown also force-removes every
-    container labelled with its Redis prefix (only what it made)."""
-    b = conftest.make_broker(request, services, it_root, **osb_env(**env))
-
-    def fin():
-        try:
-            b.down()
-        finally:
-            DOCKER.remove_prefix(b.prefix)
-    request.addfinalizer(fin)
-    return b
+    """A broker (any scope) for the OpenSandbox API; its teardown
+    (conftest.make_broker) also force-removes every container labelled with
+    its Redis prefix (only what it made)."""
+    return conftest.make_broker(request, services, it_root, **osb_env(**env))
 
 
 # ------------------------------------------------------------------ lifecycle

@@ -51,15 +51,7 @@ def rt(request, services, it_root):
            "EXEC_RECORD_MAX_OUTPUT": str(RECORD_MAX_OUTPUT),
            "OPENSANDBOX_API_KEYS": "%s:%s" % (OTHER_KEY, OTHER_TENANT)}
     b = conftest.make_broker(request, services, it_root, **env)
-    sb = SB(b)
-
-    def fin():
-        try:
-            b.down()
-        finally:
-            DOCKER.remove_prefix(b.prefix)
-    request.addfinalizer(fin)
-    return sb
+    return SB(b)
 
 
 @pytest.fixture(autouse=True)

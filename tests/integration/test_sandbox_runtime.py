@@ -29,15 +29,7 @@ def rt(request, services, it_root):
     env = {"SANDBOX_PROVIDER": "docker", "BROKER_CAPACITY": "12",
            "EXEC_MAX_OUTPUT": str(EXEC_MAX_OUTPUT), "IDLE_POLICY": "stop_keep"}
     b = conftest.make_broker(request, services, it_root, **env)
-    sb = SB(b)
-
-    def fin():
-        try:
-            b.down()
-        finally:
-            DOCKER.remove_prefix(b.prefix)
-    request.addfinalizer(fin)
-    return sb
+    return SB(b)
 
 
 @pytest.fixture(autouse=True)
