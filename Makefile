@@ -161,7 +161,10 @@ FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARN) -D_GNU_SOURCE $(LIB_INC) -I$(BUILD) \
 FUZZ_LIB    := $(BUILD)/fuzz-obj/libbroker-fuzz.a
 FUZZ_OBJ    := $(LIB_SRC:%.c=$(BUILD)/fuzz-obj/%.o) $(BUILD)/fuzz-obj/lua_scripts.o
 
+# First the checks of the source itself: no provider ops called around the
+# facade (scripts/check-provider-calls).
 unit: $(UNIT_BIN) $(FUZZ_REPLAY)
+	scripts/check-provider-calls
 	scripts/run-unit $(UNIT_BIN) $(FUZZ_REPLAY)
 
 $(BUILD)/fuzz-replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libbroker.a

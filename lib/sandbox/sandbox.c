@@ -219,7 +219,7 @@ int sandbox_follow(struct redis_conn *rc, struct provider *pv, const struct brok
         /* read before the container: a pause, resume or restart of the
          * broker's own that lands in between moves the record, and seen no
          * longer holds */
-        r = pv->ops->inspect(pv, ref, &info, err);
+        r = provider_inspect(pv, ref, &info, err);
         if (r == -ENOENT) {
                 memset(&info, 0, sizeof(info));
                 info.state = SANDBOX_RUN_MISSING;
@@ -436,7 +436,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
         spec.agent_dials = config_runtime_dials(spec.runtime);
         spec_from_record(rec, sid, env_sid, &ep_obj, &env_obj, argv, envbuf, envp);
         spec.entrypoint = argv[0] ? argv : NULL;
-        r = pv_err(pv->ops->create(pv, &spec, ref, err));
+        r = pv_err(provider_create(pv, &spec, ref, err));
         json_put(ep_obj);
         json_put(env_obj);
         volume_mounts_free(&mounts);
@@ -445,7 +445,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
         if (r == -EBUSY) {
                 /* The name is taken: an earlier attempt created it. Adopt it. */
                 snprintf(name, sizeof(name), "sb-%s", sid);
-                r = pv_err(pv->ops->inspect(pv, name, &info, err));
+                r = pv_err(provider_inspect(pv, name, &info, err));
                 if (r == 0)
                         snprintf(ref, PROVIDER_REF_MAX, "%s", info.ref);
                 else if (r == -ENOENT)
@@ -458,7 +458,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
         if (r == -EBUSY || r == -ENOENT) {
                 /* deleted while we created it: its teardown never saw this container */
                 char ignored[PROVIDER_ERR_MAX];
-                pv->ops->remove(pv, ref, ignored);
+                provider_remove(pv, ref, ignored);
                 snprintf(err, SANDBOX_ERR_MAX, "sandbox %s was deleted while being created", sid);
                 return -ECANCELED;
         }
@@ -473,9 +473,9 @@ static int warm_limits(struct provider *pv, const struct record *rec, const char
         struct sandbox_limits l = { rec->nano_cpus, rec->memory, rec->pids, 0 }; /* the disk stays */
 
         snprintf(want, sizeof(want), "%lld,%lld,%lld", rec->nano_cpus, rec->memory, rec->pids);
-        if (strcmp(want, rec->pool_limits) == 0 || !pv->ops->update_limits)
+        if (strcmp(want, rec->pool_limits) == 0 || !provider_can_update_limits(pv))
                 return 0;
-        return pv_err(pv->ops->update_limits(pv, ref, &l, err));
+        return pv_err(provider_update_limits(pv, ref, &l, err));
 }
 
 /* A claimed warm-pool member runs the agent alone: start the record's
@@ -562,7 +562,7 @@ static int provision_steps(struct redis_conn *rc, struct provider *pv,
                                 return r;
                         warm = true;
                 }
-                r = pv_err(pv->ops->start(pv, ref, err));
+                r = pv_err(provider_start(pv, ref, err));
                 if (r != -ENOENT)
                         break;
                 ref[0] = '\0'; /* the container vanished since: make it again */
@@ -635,7 +635,7 @@ static int provision(struct redis_conn *rc, struct provider *pv, const struct br
                         /* A provider failure: nothing half-made stays behind. */
                         char ignored[PROVIDER_ERR_MAX];
                         if (record_read(rc, cfg, sid, &rec) == 0 && rec.ref[0])
-                                pv->ops->remove(pv, rec.ref, ignored);
+                                provider_remove(pv, rec.ref, ignored);
                         sandbox_transition(rc, sid, "", "Failed", "PROVIDER_ERROR", err, "");
                 }
                 lock_keeper_remove(lock, token);
@@ -709,7 +709,7 @@ static int prepare_workdir(struct provider *pv, const struct broker_config *cfg,
 
         if (strncmp(c->workdir, "/workspace/", 11) != 0)
                 return 0;
-        r = pv_err(pv->ops->exec(pv, ref, &spec, &res, err));
+        r = pv_err(provider_exec(pv, ref, &spec, &res, err));
         if (r == 0 && res.exit_code != 0) {
                 snprintf(err, SANDBOX_ERR_MAX, "cannot create %s: %s", c->workdir,
                          res.err ? res.err : "mkdir failed");
@@ -832,7 +832,7 @@ int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
                 /* a Failed lease sandbox's dead container: the record stays Failed */
                 const char *argv[] = { ret_sid };
                 if (ref[0]) {
-                        r = pv->ops->remove(pv, ref, err);
+                        r = provider_remove(pv, ref, err);
                         if (r < 0 && r != -ENOENT)
                                 return r; /* left in the busy list: the reconciler retries */
                 }
@@ -841,7 +841,7 @@ int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
                 return r < 0 ? r : 1;
         }
         if (strcmp(action, "stop") == 0 && ref[0]) {
-                r = pv->ops->stop(pv, ref, err);
+                r = provider_stop(pv, ref, err);
                 if (r == 0)
                         r = sandbox_transition(rc, ret_sid, "Stopping", "Stopped", "",
                                                "stopped; kept for its slot's next lease", "");
@@ -849,7 +849,7 @@ int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
                         return r < 0 ? r : 1;
         }
         if (ref[0]) {
-                r = pv->ops->remove(pv, ref, err);
+                r = provider_remove(pv, ref, err);
                 if (r < 0 && r != -ENOENT)
                         return r; /* left in the busy list: the reconciler retries */
         }
@@ -1086,7 +1086,7 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
         if (r < 0)
                 return r;
         listed = timeutil_mono_ms();
-        r = pv->ops->list_managed(pv, collect_managed, &l, err);
+        r = provider_list_managed(pv, collect_managed, &l, err);
         if (r < 0 || l.oom) {
                 free(l.items);
                 return r < 0 ? r : -ENOMEM;
@@ -1103,7 +1103,7 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
                         continue;
                 if (!state[0] && pool_is_member(rc, c->sandbox_id))
                         continue; /* a warm pool member (pool.h keeps those) */
-                if (pv->ops->remove(pv, c->ref, ignored) == 0) {
+                if (provider_remove(pv, c->ref, ignored) == 0) {
                         st->orphans_removed++;
                         log_info(LOG_KV({ "SANDBOX_ID", c->sandbox_id }),
                                  "reconciler: removed orphan container %.12s (record %s)", c->ref,
