@@ -34,6 +34,7 @@ all: $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin $(BUI
 	$(BUILD)/sandbox-ingress $(BUILD)/sandbox-mountd
 
 $(BUILD)/libbroker.a: $(LIB_OBJ)
+	rm -f $@
 	$(AR) rcs $@ $^
 
 $(BUILD)/broker-fcgi: $(FCGI_OBJ) $(BUILD)/libbroker.a
@@ -182,6 +183,7 @@ $(BUILD)/fuzz-obj/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CLANG) $(FUZZ_CFLAGS) -c -o $@ $<
 
 $(FUZZ_LIB): $(FUZZ_OBJ)
+	rm -f $@
 	$(AR) rcs $@ $^
 
 $(BUILD)/fuzzer-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB)
