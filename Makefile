@@ -34,6 +34,7 @@ all: $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin $(BUI
 	$(BUILD)/sandbox-ingress $(BUILD)/sandbox-mountd
 
 $(BUILD)/libbroker.a: $(LIB_OBJ)
+	rm -f $@
 	$(AR) rcs $@ $^
 
 $(BUILD)/broker-fcgi: $(FCGI_OBJ) $(BUILD)/libbroker.a
@@ -161,7 +162,10 @@ FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARN) -D_GNU_SOURCE $(LIB_INC) -I$(BUILD) \
 FUZZ_LIB    := $(BUILD)/fuzz-obj/libbroker-fuzz.a
 FUZZ_OBJ    := $(LIB_SRC:%.c=$(BUILD)/fuzz-obj/%.o) $(BUILD)/fuzz-obj/lua_scripts.o
 
+# First the checks of the source itself: no provider ops called around the
+# facade (scripts/check-provider-calls).
 unit: $(UNIT_BIN) $(FUZZ_REPLAY)
+	scripts/check-provider-calls
 	scripts/run-unit $(UNIT_BIN) $(FUZZ_REPLAY)
 
 $(BUILD)/fuzz-replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libbroker.a
@@ -179,6 +183,7 @@ $(BUILD)/fuzz-obj/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CLANG) $(FUZZ_CFLAGS) -c -o $@ $<
 
 $(FUZZ_LIB): $(FUZZ_OBJ)
+	rm -f $@
 	$(AR) rcs $@ $^
 
 $(BUILD)/fuzzer-%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(FUZZ_LIB)

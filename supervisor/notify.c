@@ -40,7 +40,7 @@ static int deps_check(struct sup *s, char *why, size_t whysz)
                 return r;
         }
         if (s->provider) {
-                r = s->provider->ops->ping(s->provider, err);
+                r = provider_ping(s->provider, err);
                 if (r == -EACCES) {
                         /* It answers but refuses our credentials: waiting
                          * will not fix that. Go on, so that every sandbox

@@ -137,7 +137,7 @@ int sup_watch_start(struct sup *s)
         char err[PROVIDER_ERR_MAX];
         struct sup_watch *w;
 
-        if (!s->provider || !s->provider->ops->watch_events)
+        if (!s->provider || !provider_can_watch_events(s->provider))
                 return 0;
         w = calloc(1, sizeof(*w));
         if (!w)

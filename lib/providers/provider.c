@@ -212,6 +212,62 @@ int provider_write_file(struct provider *p, const char *ref, const char *path, c
                                   ret_err);
 }
 
+int provider_create(struct provider *p, const struct sandbox_spec *spec, char *ret_ref,
+                    char *ret_err)
+{
+        return p->ops->create(p, spec, ret_ref, ret_err);
+}
+
+int provider_remove(struct provider *p, const char *ref, char *ret_err)
+{
+        return p->ops->remove(p, ref, ret_err);
+}
+
+int provider_inspect(struct provider *p, const char *ref, struct sandbox_info *ret, char *ret_err)
+{
+        return p->ops->inspect(p, ref, ret, ret_err);
+}
+
+int provider_list_managed(struct provider *p, void (*fn)(void *ud, const struct sandbox_info *info),
+                          void *ud, char *ret_err)
+{
+        return p->ops->list_managed(p, fn, ud, ret_err);
+}
+
+int provider_ping(struct provider *p, char *ret_err)
+{
+        return p->ops->ping(p, ret_err);
+}
+
+bool provider_can_update_limits(const struct provider *p)
+{
+        return p->ops->update_limits != NULL;
+}
+
+int provider_update_limits(struct provider *p, const char *ref, const struct sandbox_limits *l,
+                           char *ret_err)
+{
+        if (!p->ops->update_limits) {
+                provider_errf(ret_err, "%s: limits cannot be changed in place", p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return p->ops->update_limits(p, ref, l, ret_err);
+}
+
+int provider_image_id(struct provider *p, const char *image, char *ret_id, char *ret_err)
+{
+        if (!p->ops->image_id) {
+                provider_errf(ret_err, "%s: no image ids", p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        return p->ops->image_id(p, image, ret_id, ret_err);
+}
+
+bool provider_can_watch_events(const struct provider *p)
+{
+        return p->ops->watch_events != NULL;
+}
+
 int provider_start(struct provider *p, const char *ref, char *ret_err)
 {
         return p->ops->start(p, ref, ret_err);

@@ -500,11 +500,39 @@ int provider_volume_list(struct provider *p, const char *prefix, const char *ten
                          void (*fn)(void *ud, const struct volume_info *v), void *ud, char *ret_err);
 int provider_volume_remove(struct provider *p, const char *name, char *ret_err);
 
-/* Lifecycle of one sandbox, as the ops of the same names; errors above. */
+/* Lifecycle of one sandbox, as the ops of the same names; errors above.
+ * provider_create writes the backend's id of the new sandbox into ret_ref
+ * (PROVIDER_REF_MAX); -EBUSY when its name is taken. */
+int provider_create(struct provider *p, const struct sandbox_spec *spec, char *ret_ref,
+                    char *ret_err);
+int provider_remove(struct provider *p, const char *ref, char *ret_err);
+int provider_inspect(struct provider *p, const char *ref, struct sandbox_info *ret, char *ret_err);
 int provider_start(struct provider *p, const char *ref, char *ret_err);
 int provider_stop(struct provider *p, const char *ref, char *ret_err);
 int provider_pause(struct provider *p, const char *ref, char *ret_err);
 int provider_resume(struct provider *p, const char *ref, char *ret_err);
+
+/* ops->list_managed: fn for every sandbox the backend holds with the
+ * managed label. */
+int provider_list_managed(struct provider *p, void (*fn)(void *ud, const struct sandbox_info *info),
+                          void *ud, char *ret_err);
+
+/* ops->ping: is the backend there and does it take our credentials
+ * (-EACCES when it refuses them)? */
+int provider_ping(struct provider *p, char *ret_err);
+
+/* Can p change a created sandbox's limits in place (ops->update_limits)? */
+bool provider_can_update_limits(const struct provider *p);
+
+/* ops->update_limits (see there), or -EOPNOTSUPP when the backend has none. */
+int provider_update_limits(struct provider *p, const char *ref, const struct sandbox_limits *l,
+                           char *ret_err);
+
+/* ops->image_id (see there), or -EOPNOTSUPP when the backend has none. */
+int provider_image_id(struct provider *p, const char *image, char *ret_id, char *ret_err);
+
+/* Does p follow its events (ops->watch_events)? */
+bool provider_can_watch_events(const struct provider *p);
 
 /* A failed provider call as an API error, the one mapping every route uses:
  *   -ECONNREFUSED  API_UNAVAILABLE          the backend is unreachable

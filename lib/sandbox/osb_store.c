@@ -248,7 +248,7 @@ int osb_store_list(struct redis_conn *c, const char *tenant, long page, long siz
 int osb_store_pause_resume(struct redis_conn *c, struct provider *pv, const char *sid,
                            const char *ref, bool pause, char *err)
 {
-        int r = pause ? pv->ops->pause(pv, ref, err) : pv->ops->resume(pv, ref, err);
+        int r = pause ? provider_pause(pv, ref, err) : provider_resume(pv, ref, err);
 
         if (r < 0)
                 return r;

@@ -162,7 +162,7 @@ static void remove_container(struct provider *pv, const char *sid, const char *r
         char name[48], err[PROVIDER_ERR_MAX];
 
         snprintf(name, sizeof(name), "sb-%s", sid);
-        pv->ops->remove(pv, ref && ref[0] ? ref : name, err);
+        provider_remove(pv, ref && ref[0] ? ref : name, err);
 }
 
 static void stat_set(struct redis_conn *rc, const char *image, const char *k1, const char *v1,
@@ -199,9 +199,9 @@ static const char *current_id(struct provider *pv, const struct broker_config *c
         char err[PROVIDER_ERR_MAX];
         int i = config_pool_find(cfg, image);
 
-        if (i < 0 || !pv->ops->image_id)
+        if (i < 0)
                 return "";
-        if (!known[i] && pv->ops->image_id(pv, image, ids[i], err) < 0)
+        if (!known[i] && provider_image_id(pv, image, ids[i], err) < 0)
                 ids[i][0] = '\0';
         known[i] = true;
         return ids[i];
@@ -217,7 +217,7 @@ static bool container_lost(struct provider *pv, const char *sid)
         int r;
 
         snprintf(name, sizeof(name), "sb-%s", sid);
-        r = pv->ops->inspect(pv, name, &info, err);
+        r = provider_inspect(pv, name, &info, err);
         if (r == -ENOENT)
                 return true;
         return r == 0 && (info.state == SANDBOX_RUN_EXITED || info.state == SANDBOX_RUN_MISSING);
@@ -338,7 +338,7 @@ static int make_member(struct redis_conn *rc, struct provider *pv, const struct 
         rep = NULL;
         snprintf(env_sid, sizeof(env_sid), "SANDBOX_ID=%s", sid);
         /* what the name means now: a later re-tag replaces the member */
-        if (pv->ops->image_id && pv->ops->image_id(pv, image, image_id, err) < 0)
+        if (provider_image_id(pv, image, image_id, err) < 0)
                 image_id[0] = err[0] = '\0';
         struct sandbox_limits lim;
         member_limits(rc, cfg, image, &lim);
@@ -354,9 +354,9 @@ static int make_member(struct redis_conn *rc, struct provider *pv, const struct 
                 .agent_dials = config_runtime_dials(cfg->sandbox_runtime),
                 .limits = lim,
         };
-        r = pv->ops->create(pv, &spec, ref, err);
+        r = provider_create(pv, &spec, ref, err);
         if (r == 0)
-                r = pv->ops->start(pv, ref, err);
+                r = provider_start(pv, ref, err);
         if (r == 0) {
                 snprintf(limits, sizeof(limits), "%lld,%lld,%lld", (long long)lim.nano_cpus,
                          (long long)lim.memory_bytes, (long long)lim.pids);

@@ -106,7 +106,7 @@ int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code, bool o
 /* The provider says sid's container (ref) changed: it stopped (exit_code,
  * -1 unknown; oom when the backend reported it out of memory just before),
  * or was paused or unpaused. The record follows what the container is now
- * (ops->inspect), not what the event said, since events can arrive late (a
+ * (provider_inspect), not what the event said, since events can arrive late (a
  * pause the broker has already undone, a stop before a restart, must not
  * move the record):
  *   stopped or gone   a Running or Paused record goes Failed as by

@@ -262,7 +262,7 @@ int volume_for_create(struct provider *pv, const struct broker_config *cfg, cons
                 goto out;
         if (!provider_has_volumes(pv)) {
                 snprintf(err, VOLUME_ERR_MAX, "volumes are not supported by this provider (%s)",
-                         pv->ops->name);
+                         provider_name(pv));
                 r = -EOPNOTSUPP;
                 goto out;
         }

@@ -48,7 +48,7 @@ static void on_item(void *ud, const struct sandbox_info *info)
         CHECK(c->calls <= c->max);
 }
 
-/* docker.c reads Ids into PROVIDER_REF_MAX and 65-byte buffers; also try the
+/* docker.c and docker_exec_fallback.c read Ids into PROVIDER_REF_MAX and 65-byte buffers; also try the
  * edges. */
 static void check_id(const char *body, size_t size)
 {

@@ -1,4 +1,4 @@
-/* The Docker provider (lib/providers/docker/docker.c) against the real daemon on
+/* The Docker provider (lib/providers/docker/) against the real daemon on
  * /var/run/docker.sock (DOCKER_SOCK to change it): lifecycle, exec (exit
  * codes, stderr, capped output, timeouts, stdin, users), archives, pause,
  * stop, list by label, remove, and the errno mapping of Docker errors.

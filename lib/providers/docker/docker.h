@@ -7,7 +7,7 @@
  * (curl_global_init(CURL_GLOBAL_DEFAULT)) before threads start.
  *
  * exec needs `timeout` (coreutils or busybox) in the image, and /bin/sh when
- * stdin_data is given; see docker_exec() in docker.c for how stdin works.
+ * stdin_data is given; see stdin_stage() in docker_exec_fallback.c for how stdin works.
  *
  * create puts spec->runtime into HostConfig.Runtime: the broker's default,
  * sandbox-runc (runtime/sandbox-runc.c), mounts the sandbox's /proc

@@ -1,5 +1,11 @@
-/* sandbox: see sandbox.h. */
+/* sandbox_provision: a lease's sandbox made to run (sandbox.h): the claim
+ * of a slot's sandbox, then, under the sandbox's Redis lock, its container
+ * created from the record (or a warm-pool member's taken over) and
+ * started, the lease's working directory made, and the lease activated; a
+ * pull of its image ahead of it (sandbox_lease_pull_then_queue), and the
+ * image checks of an admission. */
 #include "sandbox.h"
+#include "sandbox_internal.h"
 #include "image_policy.h"
 
 #include <errno.h>
@@ -8,13 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "auth.h"
 #include "egress_store.h"
 #include "json_input.h"
 #include "lease.h"
 #include "lock_keeper.h"
 #include "opensandbox.h"
-#include "log.h"
 #include "metrics.h"
 #include "pool.h"
 #include "provider_factory.h"
@@ -22,15 +26,6 @@
 #include "volume.h"
 
 #define WAIT_STEP_US 100000
-#define SCAN_LIMIT 10000
-
-static int copy_str(const redisReply *r, char *buf, size_t size)
-{
-        if (!reply_is_str(r, NULL) || r->len >= size)
-                return -EPROTO;
-        memcpy(buf, r->str, r->len + 1);
-        return 0;
-}
 
 /* A provider's -EIO is the backend's error, not Redis's: keep the two apart
  * so that a failed create fails its record instead of looking like an outage. */
@@ -73,168 +68,6 @@ static void lock_drop(struct redis_conn *rc, const char *name, const char *token
 
         redis_conn_script(rc, LUA_UNLOCK, 2, argv, &rep);
         reply_free(rep);
-}
-
-/* One transition; seen ("" = any) is the lastTransitionAt the caller read:
- * a record moved since is a conflict. *ret_ended (may be NULL) gets the
- * number of leases the transition ended (a lease sandbox that failed). */
-static int transition_seen(struct redis_conn *rc, const char *sid, const char *from, const char *to,
-                           const char *reason, const char *message, const char *ref, const char *seen,
-                           long long *ret_ended)
-{
-        redisReply *rep = NULL;
-        const char *argv[] = { sid, from, to, reason, message, ref ? ref : "", seen };
-        int r = redis_conn_script(rc, LUA_SANDBOX_STATE, 7, argv, &rep);
-
-        if (ret_ended)
-                *ret_ended = 0;
-        if (r < 0)
-                return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 || !reply_is_str(rep->element[0], NULL))
-                r = -EPROTO;
-        else if (strcmp(rep->element[0]->str, "notfound") == 0)
-                r = -ENOENT;
-        else if (strcmp(rep->element[0]->str, "conflict") == 0)
-                r = -EBUSY;
-        else if (ret_ended && rep->elements == 3 && rep->element[2]->type == REDIS_REPLY_INTEGER)
-                *ret_ended = rep->element[2]->integer;
-        reply_free(rep);
-        return r;
-}
-
-int sandbox_transition(struct redis_conn *rc, const char *sid, const char *from, const char *to,
-                       const char *reason, const char *message, const char *ref)
-{
-        return transition_seen(rc, sid, from, to, reason, message, ref, "", NULL);
-}
-
-/* A record in `from` (NULL: Running, else Paused), last moved at seen
- * ("" = any), goes Failed: its container stopped with exit_code (-1 unknown) */
-static int exited_seen(struct redis_conn *rc, const char *sid, const char *from, const char *seen,
-                       int exit_code, bool oom)
-{
-        const char *reason = oom ? SANDBOX_REASON_OOM : SANDBOX_REASON_EXITED;
-        char msg[128], code[16] = "";
-        long long ended = 0;
-        int r;
-
-        if (exit_code >= 0)
-                snprintf(code, sizeof(code), "%d", exit_code);
-        if (oom)
-                snprintf(msg, sizeof(msg),
-                         "the sandbox ran out of memory (its memory limit) and stopped%s%s",
-                         code[0] ? " with code " : "", code);
-        else if (exit_code >= 0)
-                snprintf(msg, sizeof(msg), "the sandbox's entrypoint exited with code %d", exit_code);
-        else
-                snprintf(msg, sizeof(msg), "the sandbox stopped running");
-        r = transition_seen(rc, sid, from ? from : "Running", "Failed", reason, msg, "", seen, &ended);
-        if (r == -EBUSY && !from) /* killed while paused */
-                r = transition_seen(rc, sid, "Paused", "Failed", reason, msg, "", seen, &ended);
-        if (r == -EBUSY || r == -ENOENT)
-                return 0;
-        if (r < 0)
-                return r;
-        if (ended > 0)
-                log_warn(LOG_KV({ "SANDBOX_ID", sid }, { "EXIT_CODE", code }),
-                         "%s; marked Failed, %lld lease(s) on it ended, its container to be removed",
-                         msg, ended);
-        else
-                log_warn(LOG_KV({ "SANDBOX_ID", sid }, { "EXIT_CODE", code }),
-                         "%s; marked Failed", msg);
-        return 1;
-}
-
-int sandbox_exited(struct redis_conn *rc, const char *sid, int exit_code, bool oom)
-{
-        return exited_seen(rc, sid, NULL, "", exit_code, oom);
-}
-
-/* The record of a Running or Paused sid (last moved at seen; "" = any)
- * follows its container's pause state: Running -> Paused (CONTAINER_PAUSED)
- * when it is frozen, Paused -> Running (CONTAINER_UNPAUSED) when it runs. */
-static int pause_follow(struct redis_conn *rc, const char *sid, const char *state, const char *seen,
-                        enum sandbox_run_state run)
-{
-        bool paused = run == SANDBOX_RUN_PAUSED;
-        int r;
-
-        if (run != SANDBOX_RUN_PAUSED && run != SANDBOX_RUN_RUNNING)
-                return 0; /* an exit is the die event's (or the reconciler's) */
-        if (strcmp(state, paused ? "Running" : "Paused") != 0)
-                return 0; /* in step already */
-        r = paused ? transition_seen(rc, sid, "Running", "Paused", "CONTAINER_PAUSED",
-                                     "the sandbox's container was paused", "", seen, NULL)
-                   : transition_seen(rc, sid, "Paused", "Running", "CONTAINER_UNPAUSED",
-                                     "the sandbox's container was unpaused", "", seen, NULL);
-        if (r == -EBUSY || r == -ENOENT)
-                return 0;
-        if (r < 0)
-                return r;
-        log_warn(LOG_KV({ "SANDBOX_ID", sid }), "the sandbox's container was %s; marked %s",
-                 paused ? "paused" : "unpaused", paused ? "Paused" : "Running");
-        return 1;
-}
-
-/* sid's state into state ("" when there is no record) and, if seen is not
- * NULL, its lastTransitionAt into seen (SANDBOX_SEEN_MAX). */
-#define SANDBOX_SEEN_MAX 24
-static int record_state(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
-                        char *state, size_t size, char *seen)
-{
-        char key[160];
-        redisReply *rep = NULL;
-        int r;
-
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        const char *argv[] = { "HMGET", key, "state", "lastTransitionAt" };
-        r = redis_conn_command(rc, 4, argv, &rep);
-        if (r < 0)
-                return r;
-        state[0] = '\0';
-        if (seen)
-                seen[0] = '\0';
-        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) {
-                if (reply_is_str(rep->element[0], NULL))
-                        copy_str(rep->element[0], state, size);
-                if (seen && reply_is_str(rep->element[1], NULL))
-                        copy_str(rep->element[1], seen, SANDBOX_SEEN_MAX);
-        }
-        reply_free(rep);
-        return 0;
-}
-
-int sandbox_follow(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-                   const char *sid, const char *ref, int exit_code, bool oom)
-{
-        char state[16], seen[SANDBOX_SEEN_MAX], err[PROVIDER_ERR_MAX];
-        struct sandbox_info info;
-        int r;
-
-        r = record_state(rc, cfg, sid, state, sizeof(state), seen);
-        if (r < 0)
-                return r;
-        if (strcmp(state, "Running") && strcmp(state, "Paused"))
-                return 0; /* gone, finished, or in the broker's hands */
-        /* read before the container: a pause, resume or restart of the
-         * broker's own that lands in between moves the record, and seen no
-         * longer holds */
-        r = pv->ops->inspect(pv, ref, &info, err);
-        if (r == -ENOENT) {
-                memset(&info, 0, sizeof(info));
-                info.state = SANDBOX_RUN_MISSING;
-                info.exit_code = -1;
-        } else if (r < 0) {
-                return r;
-        }
-        if (info.state == SANDBOX_RUN_EXITED || info.state == SANDBOX_RUN_MISSING) {
-                /* Docker usually sends "oom" before "die", but the order is
-                 * not promised: a 137 with no oom seen asks the container */
-                oom = oom || (info.state == SANDBOX_RUN_EXITED && info.oom_killed &&
-                              (exit_code < 0 ? info.exit_code : exit_code) == 137);
-                return exited_seen(rc, sid, state, seen, exit_code >= 0 ? exit_code : info.exit_code, oom);
-        }
-        return pause_follow(rc, sid, state, seen, info.state);
 }
 
 static int claim(struct redis_conn *rc, const struct broker_config *cfg, const char *lease_id,
@@ -436,7 +269,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
         spec.agent_dials = config_runtime_dials(spec.runtime);
         spec_from_record(rec, sid, env_sid, &ep_obj, &env_obj, argv, envbuf, envp);
         spec.entrypoint = argv[0] ? argv : NULL;
-        r = pv_err(pv->ops->create(pv, &spec, ref, err));
+        r = pv_err(provider_create(pv, &spec, ref, err));
         json_put(ep_obj);
         json_put(env_obj);
         volume_mounts_free(&mounts);
@@ -445,7 +278,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
         if (r == -EBUSY) {
                 /* The name is taken: an earlier attempt created it. Adopt it. */
                 snprintf(name, sizeof(name), "sb-%s", sid);
-                r = pv_err(pv->ops->inspect(pv, name, &info, err));
+                r = pv_err(provider_inspect(pv, name, &info, err));
                 if (r == 0)
                         snprintf(ref, PROVIDER_REF_MAX, "%s", info.ref);
                 else if (r == -ENOENT)
@@ -458,7 +291,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
         if (r == -EBUSY || r == -ENOENT) {
                 /* deleted while we created it: its teardown never saw this container */
                 char ignored[PROVIDER_ERR_MAX];
-                pv->ops->remove(pv, ref, ignored);
+                provider_remove(pv, ref, ignored);
                 snprintf(err, SANDBOX_ERR_MAX, "sandbox %s was deleted while being created", sid);
                 return -ECANCELED;
         }
@@ -473,9 +306,9 @@ static int warm_limits(struct provider *pv, const struct record *rec, const char
         struct sandbox_limits l = { rec->nano_cpus, rec->memory, rec->pids, 0 }; /* the disk stays */
 
         snprintf(want, sizeof(want), "%lld,%lld,%lld", rec->nano_cpus, rec->memory, rec->pids);
-        if (strcmp(want, rec->pool_limits) == 0 || !pv->ops->update_limits)
+        if (strcmp(want, rec->pool_limits) == 0 || !provider_can_update_limits(pv))
                 return 0;
-        return pv_err(pv->ops->update_limits(pv, ref, &l, err));
+        return pv_err(provider_update_limits(pv, ref, &l, err));
 }
 
 /* A claimed warm-pool member runs the agent alone: start the record's
@@ -562,7 +395,7 @@ static int provision_steps(struct redis_conn *rc, struct provider *pv,
                                 return r;
                         warm = true;
                 }
-                r = pv_err(pv->ops->start(pv, ref, err));
+                r = pv_err(provider_start(pv, ref, err));
                 if (r != -ENOENT)
                         break;
                 ref[0] = '\0'; /* the container vanished since: make it again */
@@ -635,7 +468,7 @@ static int provision(struct redis_conn *rc, struct provider *pv, const struct br
                         /* A provider failure: nothing half-made stays behind. */
                         char ignored[PROVIDER_ERR_MAX];
                         if (record_read(rc, cfg, sid, &rec) == 0 && rec.ref[0])
-                                pv->ops->remove(pv, rec.ref, ignored);
+                                provider_remove(pv, rec.ref, ignored);
                         sandbox_transition(rc, sid, "", "Failed", "PROVIDER_ERROR", err, "");
                 }
                 lock_keeper_remove(lock, token);
@@ -709,7 +542,7 @@ static int prepare_workdir(struct provider *pv, const struct broker_config *cfg,
 
         if (strncmp(c->workdir, "/workspace/", 11) != 0)
                 return 0;
-        r = pv_err(pv->ops->exec(pv, ref, &spec, &res, err));
+        r = pv_err(provider_exec(pv, ref, &spec, &res, err));
         if (r == 0 && res.exit_code != 0) {
                 snprintf(err, SANDBOX_ERR_MAX, "cannot create %s: %s", c->workdir,
                          res.err ? res.err : "mkdir failed");
@@ -778,404 +611,6 @@ fail:
                          strerror(-r));
         if (r != -EIO)
                 lease_fail(rc, lease_id, err);
-        return r;
-}
-
-/* deleteOnSandboxTermination (volume.h): the named volumes the removed
- * sandbox's create made. A failure leaves them to the tenant's
- * DELETE /v1/volumes. */
-static void release_volumes(struct redis_conn *rc, struct provider *pv,
-                            const struct broker_config *cfg, const char *sid)
-{
-        char key[160];
-        const char *argv[] = { "HGET", key, "volumes" };
-        redisReply *rep = NULL;
-
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        if (redis_conn_command(rc, 3, argv, &rep) < 0)
-                return;
-        if (reply_is_str(rep, NULL) && rep->str[0] && provider_has_volumes(pv))
-                (void)volume_release(pv, rep->str);
-        reply_free(rep);
-}
-
-int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
-                          const struct broker_config *cfg, char *ret_sid, char *err)
-{
-        redisReply *rep = NULL;
-        char ref[PROVIDER_REF_MAX] = "", action[16] = "";
-        int r;
-
-        ret_sid[0] = '\0';
-        r = redis_conn_script(rc, LUA_TEARDOWN_TAKE, 0, NULL, &rep);
-        if (r < 0)
-                return r;
-        if (rep->type != REDIS_REPLY_ARRAY || (rep->elements != 0 && rep->elements != 3)) {
-                reply_free(rep);
-                return -EPROTO;
-        }
-        if (rep->elements == 0) {
-                reply_free(rep);
-                return 0;
-        }
-        r = copy_str(rep->element[0], ret_sid, 33);
-        if (r == 0)
-                r = copy_str(rep->element[1], ref, sizeof(ref));
-        if (r == 0)
-                r = copy_str(rep->element[2], action, sizeof(action));
-        reply_free(rep);
-        if (r < 0)
-                return r;
-        if (strcmp(action, "none") == 0)
-                return 1;
-        if (strcmp(action, "purge") == 0) {
-                /* a Failed lease sandbox's dead container: the record stays Failed */
-                const char *argv[] = { ret_sid };
-                if (ref[0]) {
-                        r = pv->ops->remove(pv, ref, err);
-                        if (r < 0 && r != -ENOENT)
-                                return r; /* left in the busy list: the reconciler retries */
-                }
-                r = redis_conn_script(rc, LUA_TEARDOWN_PURGED, 1, argv, &rep);
-                reply_free(rep);
-                return r < 0 ? r : 1;
-        }
-        if (strcmp(action, "stop") == 0 && ref[0]) {
-                r = pv->ops->stop(pv, ref, err);
-                if (r == 0)
-                        r = sandbox_transition(rc, ret_sid, "Stopping", "Stopped", "",
-                                               "stopped; kept for its slot's next lease", "");
-                if (r != -ENOENT)
-                        return r < 0 ? r : 1;
-        }
-        if (ref[0]) {
-                r = pv->ops->remove(pv, ref, err);
-                if (r < 0 && r != -ENOENT)
-                        return r; /* left in the busy list: the reconciler retries */
-        }
-        release_volumes(rc, pv, cfg, ret_sid);
-        r = sandbox_transition(rc, ret_sid, "Stopping", "Terminated", "", "removed", "");
-        return r < 0 && r != -EBUSY ? r : 1;
-}
-
-int sandbox_owner_get(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
-                      struct sandbox_owner *o)
-{
-        char key[160];
-        redisReply *rep = NULL;
-        int r;
-
-        memset(o, 0, sizeof(*o));
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        const char *argv[] = { "HMGET", key, "state", "reason", "userId", "tenant" };
-        r = redis_conn_command(rc, 6, argv, &rep);
-        if (r < 0)
-                return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 || !reply_is_str(rep->element[0], NULL)) {
-                r = -ENOENT;
-        } else {
-                (void)copy_str(rep->element[0], o->state, sizeof(o->state));
-                (void)copy_str(rep->element[1], o->reason, sizeof(o->reason));
-                (void)copy_str(rep->element[2], o->user_id, sizeof(o->user_id));
-                (void)copy_str(rep->element[3], o->tenant, sizeof(o->tenant));
-                r = 0;
-        }
-        reply_free(rep);
-        return r;
-}
-
-int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const char *tenant,
-                   const char *lease_id, const char *sid, struct sandbox_access *a)
-{
-        char key[160], owner[LEASE_SCOPED_MAX];
-        const char *user;
-        redisReply *rep = NULL;
-        int r;
-
-        memset(a, 0, sizeof(*a));
-        snprintf(key, sizeof(key), "%slease:%s", cfg->key_prefix, lease_id);
-        const char *largv[] = { "HMGET", key, "state", "sandboxId", "workdir", "linuxUser", "mode",
-                                "userId", "sessionId", "slot", "fixedExpiry" };
-        r = redis_conn_command(rc, 11, largv, &rep);
-        if (r < 0)
-                return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 9) {
-                r = -EPROTO;
-                goto out;
-        }
-        for (size_t i = 0; i < 8; i++)
-                if (!reply_is_str(rep->element[i], NULL)) {
-                        r = -ENOENT;
-                        goto out;
-                }
-        if (strcmp(rep->element[0]->str, "active") || strcmp(rep->element[1]->str, sid)) {
-                r = -ENOENT;
-                goto out;
-        }
-        /* another tenant's lease, or an OpenSandbox admission: not there */
-        user = lease_unscope(rep->element[5]->str, owner, sizeof(owner));
-        if (strcmp(owner, tenant) != 0 || reply_is_str(rep->element[8], NULL)) {
-                r = -ENOENT;
-                goto out;
-        }
-        if (copy_str(rep->element[2], a->workdir, sizeof(a->workdir)) < 0 ||
-            copy_str(rep->element[3], a->linux_user, sizeof(a->linux_user)) < 0 ||
-            copy_str(rep->element[4], a->mode, sizeof(a->mode)) < 0 ||
-            snprintf(a->user_id, sizeof(a->user_id), "%s", user) >= (int)sizeof(a->user_id) ||
-            copy_str(rep->element[6], a->session_id, sizeof(a->session_id)) < 0 ||
-            copy_str(rep->element[7], a->slot, sizeof(a->slot)) < 0) {
-                r = -EPROTO;
-                goto out;
-        }
-        a->seat = strcmp(a->mode, "multi_user_shared") == 0;
-        reply_free(rep);
-        rep = NULL;
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        const char *sargv[] = { "HMGET", key, "state", "ref" };
-        r = redis_conn_command(rc, 4, sargv, &rep);
-        if (r < 0)
-                return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 || !reply_is_str(rep->element[0], NULL)) {
-                r = -ENOENT;
-                goto out;
-        }
-        copy_str(rep->element[0], a->state, sizeof(a->state));
-        if (reply_is_str(rep->element[1], NULL))
-                copy_str(rep->element[1], a->ref, sizeof(a->ref));
-        r = 0;
-out:
-        reply_free(rep);
-        return r;
-}
-
-int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
-                         const char *token, const char *tenant, struct sandbox_execd *x)
-{
-        char hash[65] = "";
-        redisReply *rep = NULL;
-        int r;
-
-        memset(x, 0, sizeof(*x));
-        /* the token is looked up by its SHA-256, as API keys are: what a
-         * lookup's timing could tell is about the hash, not the token */
-        if (token && *token) {
-                if (strlen(token) > SANDBOX_TOKEN_LEN_MAX)
-                        return -ENOENT;
-                r = auth_key_hash(token, hash);
-                if (r < 0)
-                        return r;
-        }
-        const char *argv[] = { sid, hash, tenant ? tenant : "" };
-        r = redis_conn_script_tagged(rc, LUA_TOKEN_CHECK, 3, argv, &rep);
-        if (r < 0)
-                return r;
-        if (reply_is_str(rep->element[0], "notfound")) {
-                r = -ENOENT;
-                goto out;
-        }
-        if (reply_is_str(rep->element[0], "revoked")) {
-                r = -EKEYREVOKED;
-                goto out;
-        }
-        r = -EPROTO;
-        if (!reply_is_str(rep->element[0], "ok") || rep->elements != 8 ||
-            copy_str(rep->element[1], x->state, sizeof(x->state)) < 0)
-                goto out;
-        (void)copy_str(rep->element[2], x->ref, sizeof(x->ref));
-        (void)copy_str(rep->element[3], x->mode, sizeof(x->mode));
-        (void)copy_str(rep->element[4], x->tenant, sizeof(x->tenant));
-        /* a claimed warm-pool member's container lacks the create's env */
-        if (reply_is_str(rep->element[5], NULL) && rep->element[5]->len > 0)
-                (void)copy_str(rep->element[6], x->env, sizeof(x->env));
-        if (copy_str(rep->element[7], x->runtime, sizeof(x->runtime)) < 0 || !x->runtime[0])
-                snprintf(x->runtime, sizeof(x->runtime), "%s", cfg->sandbox_runtime);
-        r = 0;
-out:
-        if (r < 0)
-                memset(x, 0, sizeof(*x));
-        explicit_bzero(hash, sizeof(hash));
-        reply_free(rep);
-        return r;
-}
-
-int sandbox_slot_refs(struct redis_conn *rc, const struct broker_config *cfg, const char *slot)
-{
-        char key[400];
-        redisReply *rep = NULL;
-        int r;
-
-        snprintf(key, sizeof(key), "%sslot:%s", cfg->key_prefix, slot);
-        const char *argv[] = { "HGET", key, "refs" };
-        r = redis_conn_command(rc, 3, argv, &rep);
-        if (r < 0)
-                return r;
-        r = reply_is_str(rep, NULL) ? atoi(rep->str) : 0;
-        reply_free(rep);
-        return r;
-}
-
-struct managed_list {
-        struct sandbox_info *items;
-        size_t len, cap;
-        int oom;
-};
-
-static void collect_managed(void *ud, const struct sandbox_info *info)
-{
-        struct managed_list *l = ud;
-
-        if (l->len == l->cap) {
-                size_t cap = l->cap ? 2 * l->cap : 64;
-                struct sandbox_info *n = realloc(l->items, cap * sizeof(*n));
-                if (!n) {
-                        l->oom = 1;
-                        return;
-                }
-                l->items = n;
-                l->cap = cap;
-        }
-        l->items[l->len++] = *info;
-}
-
-static int requeue_teardowns(struct redis_conn *rc, const struct broker_config *cfg, int *count)
-{
-        char src[96], dst[96];
-        int r = 0;
-
-        snprintf(src, sizeof(src), "%steardown:busy", cfg->key_prefix);
-        snprintf(dst, sizeof(dst), "%steardown", cfg->key_prefix);
-        for (;;) {
-                redisReply *rep = NULL;
-                const char *argv[] = { "LMOVE", src, dst, "LEFT", "RIGHT" };
-                r = redis_conn_command(rc, 5, argv, &rep);
-                if (r < 0)
-                        return r;
-                int moved = reply_is_str(rep, NULL);
-                reply_free(rep);
-                if (!moved)
-                        return 0;
-                (*count)++;
-        }
-}
-
-static bool pool_is_member(struct redis_conn *rc, const char *sid)
-{
-        redisReply *rep = NULL;
-        const char *argv[] = { "member", sid };
-        bool yes;
-
-        if (redis_conn_script(rc, LUA_WPOOL, 2, argv, &rep) < 0)
-                return true; /* unknown: keep it, the next round decides */
-        yes = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
-        reply_free(rep);
-        return yes;
-}
-
-int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-                      struct sandbox_reconcile_stats *st, char *err)
-{
-        struct managed_list l = { 0 };
-        redisReply *rep = NULL, *boxes, *stale;
-        char older[16], limit[16], state[16], ignored[PROVIDER_ERR_MAX];
-        int64_t listed;
-        int r;
-
-        memset(st, 0, sizeof(*st));
-        err[0] = '\0';
-        r = requeue_teardowns(rc, cfg, &st->teardowns_requeued);
-        if (r < 0)
-                return r;
-        listed = timeutil_mono_ms();
-        r = pv->ops->list_managed(pv, collect_managed, &l, err);
-        if (r < 0 || l.oom) {
-                free(l.items);
-                return r < 0 ? r : -ENOMEM;
-        }
-        /* Containers of ours whose record is gone or finished are orphans. */
-        for (size_t i = 0; i < l.len; i++) {
-                const struct sandbox_info *c = &l.items[i];
-                if (strcmp(c->prefix, cfg->key_prefix) != 0)
-                        continue; /* another broker's (or test's) sandbox */
-                r = record_state(rc, cfg, c->sandbox_id, state, sizeof(state), NULL);
-                if (r < 0)
-                        goto out;
-                if (state[0] && strcmp(state, "Terminated") && strcmp(state, "Failed"))
-                        continue;
-                if (!state[0] && pool_is_member(rc, c->sandbox_id))
-                        continue; /* a warm pool member (pool.h keeps those) */
-                if (pv->ops->remove(pv, c->ref, ignored) == 0) {
-                        st->orphans_removed++;
-                        log_info(LOG_KV({ "SANDBOX_ID", c->sandbox_id }),
-                                 "reconciler: removed orphan container %.12s (record %s)", c->ref,
-                                 state[0] ? state : "missing");
-                }
-        }
-        /* Records whose container vanished; leases a crash left provisioning. */
-        snprintf(older, sizeof(older), "%d", lock_ttl_ms(cfg));
-        snprintf(limit, sizeof(limit), "%d", SCAN_LIMIT);
-        const char *argv[] = { older, limit };
-        r = redis_conn_script(rc, LUA_SANDBOX_SCAN, 2, argv, &rep);
-        if (r < 0)
-                goto out;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
-                r = -EPROTO;
-                goto out;
-        }
-        boxes = rep->element[0];
-        stale = rep->element[1];
-        for (size_t i = 0; i < boxes->elements; i++) {
-                const redisReply *b = boxes->element[i];
-                bool live = false;
-                if (b->type != REDIS_REPLY_ARRAY || b->elements != 4 || !reply_is_str(b->element[0], NULL) ||
-                    !reply_is_str(b->element[1], NULL))
-                        continue;
-                const char *sid = b->element[0]->str, *bstate = b->element[1]->str;
-                if (strcmp(bstate, "Running") && strcmp(bstate, "Paused") && strcmp(bstate, "Stopped"))
-                        continue;
-                const struct sandbox_info *seen = NULL;
-                for (size_t j = 0; j < l.len && !seen; j++)
-                        if (strcmp(l.items[j].sandbox_id, sid) == 0)
-                                seen = &l.items[j];
-                live = seen != NULL;
-                /* an exit the event stream missed (a restart, a broken stream) */
-                if (seen && seen->state == SANDBOX_RUN_EXITED && !strcmp(bstate, "Running") &&
-                    sandbox_exited(rc, sid, -1, false) == 1)
-                        st->records_failed++;
-                /* a pause or unpause the stream missed. Only for a record
-                 * unmoved since before the listing (a second of margin): one
-                 * moved since may be the broker's own pause or resume, of
-                 * a container the listing saw before it */
-                if (seen && b->element[3]->type == REDIS_REPLY_INTEGER &&
-                    b->element[3]->integer > timeutil_mono_ms() - listed + 1000 &&
-                    pause_follow(rc, sid, bstate, "", seen->state) == 1)
-                        st->records_followed++;
-                if (live)
-                        continue;
-                if (sandbox_transition(rc, sid, bstate, "Failed", "CONTAINER_MISSING",
-                                       "the sandbox's container disappeared", "") == 0) {
-                        st->records_failed++;
-                        log_warn(LOG_KV({ "SANDBOX_ID", sid }),
-                                 "reconciler: container of a %s sandbox is gone; marked Failed", bstate);
-                }
-        }
-        /* what the backend keeps on the host for containers gone (the
-         * containers' orphans above are gone by now too) */
-        if (provider_reap_orphans(pv, &st->host_orphans, ignored) < 0)
-                st->host_orphans = 0;
-        for (size_t i = 0; i < stale->elements; i++) {
-                char why[SANDBOX_ERR_MAX];
-                if (!reply_is_str(stale->element[i], NULL))
-                        continue;
-                if (sandbox_lease_ready(rc, pv, cfg, stale->element[i]->str, NULL, why) == 0) {
-                        st->leases_recovered++;
-                        log_info(LOG_KV({ "LEASE_ID", stale->element[i]->str }),
-                                 "reconciler: finished a lease left provisioning");
-                }
-        }
-        r = 0;
-out:
-        reply_free(rep);
-        free(l.items);
         return r;
 }
 

@@ -1,0 +1,169 @@
+/* sandbox_lookup: reads of a sandbox for the handlers (sandbox.h): its
+ * owner for the audit trail, a lease's access to it, an execd token's
+ * sandbox, the leases on a slot. */
+#include "sandbox.h"
+#include "sandbox_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth.h"
+#include "lease.h"
+
+int sandbox_owner_get(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                      struct sandbox_owner *o)
+{
+        char key[160];
+        redisReply *rep = NULL;
+        int r;
+
+        memset(o, 0, sizeof(*o));
+        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        const char *argv[] = { "HMGET", key, "state", "reason", "userId", "tenant" };
+        r = redis_conn_command(rc, 6, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 || !reply_is_str(rep->element[0], NULL)) {
+                r = -ENOENT;
+        } else {
+                (void)copy_str(rep->element[0], o->state, sizeof(o->state));
+                (void)copy_str(rep->element[1], o->reason, sizeof(o->reason));
+                (void)copy_str(rep->element[2], o->user_id, sizeof(o->user_id));
+                (void)copy_str(rep->element[3], o->tenant, sizeof(o->tenant));
+                r = 0;
+        }
+        reply_free(rep);
+        return r;
+}
+
+int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const char *tenant,
+                   const char *lease_id, const char *sid, struct sandbox_access *a)
+{
+        char key[160], owner[LEASE_SCOPED_MAX];
+        const char *user;
+        redisReply *rep = NULL;
+        int r;
+
+        memset(a, 0, sizeof(*a));
+        snprintf(key, sizeof(key), "%slease:%s", cfg->key_prefix, lease_id);
+        const char *largv[] = { "HMGET", key, "state", "sandboxId", "workdir", "linuxUser", "mode",
+                                "userId", "sessionId", "slot", "fixedExpiry" };
+        r = redis_conn_command(rc, 11, largv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 9) {
+                r = -EPROTO;
+                goto out;
+        }
+        for (size_t i = 0; i < 8; i++)
+                if (!reply_is_str(rep->element[i], NULL)) {
+                        r = -ENOENT;
+                        goto out;
+                }
+        if (strcmp(rep->element[0]->str, "active") || strcmp(rep->element[1]->str, sid)) {
+                r = -ENOENT;
+                goto out;
+        }
+        /* another tenant's lease, or an OpenSandbox admission: not there */
+        user = lease_unscope(rep->element[5]->str, owner, sizeof(owner));
+        if (strcmp(owner, tenant) != 0 || reply_is_str(rep->element[8], NULL)) {
+                r = -ENOENT;
+                goto out;
+        }
+        if (copy_str(rep->element[2], a->workdir, sizeof(a->workdir)) < 0 ||
+            copy_str(rep->element[3], a->linux_user, sizeof(a->linux_user)) < 0 ||
+            copy_str(rep->element[4], a->mode, sizeof(a->mode)) < 0 ||
+            snprintf(a->user_id, sizeof(a->user_id), "%s", user) >= (int)sizeof(a->user_id) ||
+            copy_str(rep->element[6], a->session_id, sizeof(a->session_id)) < 0 ||
+            copy_str(rep->element[7], a->slot, sizeof(a->slot)) < 0) {
+                r = -EPROTO;
+                goto out;
+        }
+        a->seat = strcmp(a->mode, "multi_user_shared") == 0;
+        reply_free(rep);
+        rep = NULL;
+        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        const char *sargv[] = { "HMGET", key, "state", "ref" };
+        r = redis_conn_command(rc, 4, sargv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 || !reply_is_str(rep->element[0], NULL)) {
+                r = -ENOENT;
+                goto out;
+        }
+        copy_str(rep->element[0], a->state, sizeof(a->state));
+        if (reply_is_str(rep->element[1], NULL))
+                copy_str(rep->element[1], a->ref, sizeof(a->ref));
+        r = 0;
+out:
+        reply_free(rep);
+        return r;
+}
+
+int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                         const char *token, const char *tenant, struct sandbox_execd *x)
+{
+        char hash[65] = "";
+        redisReply *rep = NULL;
+        int r;
+
+        memset(x, 0, sizeof(*x));
+        /* the token is looked up by its SHA-256, as API keys are: what a
+         * lookup's timing could tell is about the hash, not the token */
+        if (token && *token) {
+                if (strlen(token) > SANDBOX_TOKEN_LEN_MAX)
+                        return -ENOENT;
+                r = auth_key_hash(token, hash);
+                if (r < 0)
+                        return r;
+        }
+        const char *argv[] = { sid, hash, tenant ? tenant : "" };
+        r = redis_conn_script_tagged(rc, LUA_TOKEN_CHECK, 3, argv, &rep);
+        if (r < 0)
+                return r;
+        if (reply_is_str(rep->element[0], "notfound")) {
+                r = -ENOENT;
+                goto out;
+        }
+        if (reply_is_str(rep->element[0], "revoked")) {
+                r = -EKEYREVOKED;
+                goto out;
+        }
+        r = -EPROTO;
+        if (!reply_is_str(rep->element[0], "ok") || rep->elements != 8 ||
+            copy_str(rep->element[1], x->state, sizeof(x->state)) < 0)
+                goto out;
+        (void)copy_str(rep->element[2], x->ref, sizeof(x->ref));
+        (void)copy_str(rep->element[3], x->mode, sizeof(x->mode));
+        (void)copy_str(rep->element[4], x->tenant, sizeof(x->tenant));
+        /* a claimed warm-pool member's container lacks the create's env */
+        if (reply_is_str(rep->element[5], NULL) && rep->element[5]->len > 0)
+                (void)copy_str(rep->element[6], x->env, sizeof(x->env));
+        if (copy_str(rep->element[7], x->runtime, sizeof(x->runtime)) < 0 || !x->runtime[0])
+                snprintf(x->runtime, sizeof(x->runtime), "%s", cfg->sandbox_runtime);
+        r = 0;
+out:
+        if (r < 0)
+                memset(x, 0, sizeof(*x));
+        explicit_bzero(hash, sizeof(hash));
+        reply_free(rep);
+        return r;
+}
+
+int sandbox_slot_refs(struct redis_conn *rc, const struct broker_config *cfg, const char *slot)
+{
+        char key[400];
+        redisReply *rep = NULL;
+        int r;
+
+        snprintf(key, sizeof(key), "%sslot:%s", cfg->key_prefix, slot);
+        const char *argv[] = { "HGET", key, "refs" };
+        r = redis_conn_command(rc, 3, argv, &rep);
+        if (r < 0)
+                return r;
+        r = reply_is_str(rep, NULL) ? atoi(rep->str) : 0;
+        reply_free(rep);
+        return r;
+}
