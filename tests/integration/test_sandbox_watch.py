@@ -202,5 +202,9 @@ def test_the_broker_s_own_stop_is_not_a_failure(osb):
     w = Watched(osb)
     assert osb.delete(w.sid).status == 204
     wait_until(lambda: container(osb.b, w.sid) is None, 60, 0.2, "container removed")
-    rec = SB(osb.b).record(w.sid)
+    # the teardown removes the container, then releases its volumes, then
+    # writes Terminated: the record may still read Stopping for a moment,
+    # never Failed
+    rec = wait_until(lambda: (SB(osb.b).record(w.sid).get("state") not in ("Stopping",)
+                              and SB(osb.b).record(w.sid)), 30, 0.2, "the teardown's end recorded")
     assert rec.get("state") == "Terminated", rec
