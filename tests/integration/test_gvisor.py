@@ -190,8 +190,9 @@ def test_osb_create_refusals_make_nothing(rb, body, want):
     full.update(body)
     e = check_osb_error(osb.create_raw(full), 400)
     assert want in e["message"], e
-    assert set(rb.redis.zrange(rb.key("sandboxes"), 0, -1)) == before
-    assert {c["Id"] for c in DOCKER.list(prefix=rb.prefix)} == containers
+    # nothing new (an earlier test's deleted sandboxes may still be going)
+    assert set(rb.redis.zrange(rb.key("sandboxes"), 0, -1)) <= before
+    assert {c["Id"] for c in DOCKER.list(prefix=rb.prefix)} <= containers
 
 
 def test_lease_mode_runtime(docker_broker):
