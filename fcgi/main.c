@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "auth_cache.h"
 #include "kafka.h"
 #include "log.h"
 #include "provider_factory.h"
@@ -127,7 +128,7 @@ int main(int argc, char **argv)
         pthread_t *threads = NULL;
         sigset_t sigs;
         char err[256];
-        int sig = 0, rc = 1, started = 0, threads_arg = 0, share = 0, share_cap = 0, share_pct = 0;
+        int sig = 0, rc = 1, started = 0, threads_arg = 0, share = 0, share_cap = 0, share_pct = 0, r;
         const char *share_what = NULL;
         size_t max_body;
 
@@ -198,6 +199,10 @@ int main(int argc, char **argv)
                 log_err(NULL, "kafka producer: %s", err);
                 goto out;
         }
+        r = auth_cache_start(&app.cfg);
+        if (r < 0)
+                log_warn(NULL, "API key cache: cannot start (%s); every key is looked up in Redis",
+                         strerror(-r));
         if (FCGX_Init() != 0) {
                 log_err(NULL, "FCGX_Init failed");
                 goto out;
@@ -248,6 +253,8 @@ out:
                                               timeutil_mono_ms() - t0 < DRAIN_TIMEOUT_MS;)
                 usleep(10000);
         metrics_flusher_stop(); /* after the drain: the last requests count too */
+        if (started)
+                kafka_producer_flush(app.kafka); /* the audit events still gathering */
         if (socket_path && app.listen_fd > 0)
                 unlink(socket_path);
         if (!started) {

@@ -20,6 +20,9 @@ struct broker_config {
         char kafka_group[128];
         int kafka_session_timeout_ms;
         int kafka_timeout_ms;
+        int kafka_events_linger_ms;
+        int auth_cache_ttl_ms; /* longest life of a cached API key (lib/store/auth_cache.h); 0: no cache */
+        int auth_cache_max;    /* API keys cached per process */ /* how long audit events gather into one Kafka request */
         int capacity;
         int lease_ttl_ms;
         int ticket_ttl_ms;

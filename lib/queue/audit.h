@@ -10,7 +10,10 @@
  *
  * The Kafka copy is best effort: audit_emit() never blocks and never fails;
  * an event Kafka cannot take is counted in broker_audit_dropped_total and
- * still reaches journald. The JSON object:
+ * still reaches journald. Events are sent in batches (KAFKA_EVENTS_LINGER_MS):
+ * a process that dies without flushing (crash, SIGKILL) loses at most that
+ * window's events and those not yet acknowledged from Kafka, never their
+ * journald copies, which are written before the Kafka produce. The JSON object:
  *   {"type":"lease.granted","time":"2026-01-02T03:04:05.678Z","tenant":"acme",
  *    "userId":"alice","sessionId":"s1","leaseId":"...","ticketId":"...",
  *    "requestId":"...","sandboxId":"...","reason":"..."}

@@ -25,7 +25,8 @@
 static char event_mark;
 
 struct kafka_producer {
-        rd_kafka_t *rk;
+        rd_kafka_t *rk;    /* tickets: linger.ms 0, each produce sent at once */
+        rd_kafka_t *rk_ev; /* audit events: batched (KAFKA_EVENTS_LINGER_MS) */
         char topic[128];
         char events_topic[160];
         atomic_int events_inflight;
@@ -104,51 +105,74 @@ static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *e
         return 0;
 }
 
+/* Serves the delivery reports of both instances: a ticket's at once (its
+ * acquire waits for it), the events' (counting only) at least every 50 ms. */
 static void *producer_poll_loop(void *arg)
 {
         struct kafka_producer *p = arg;
 
-        while (!p->stop)
-                rd_kafka_poll(p->rk, 100);
+        while (!p->stop) {
+                rd_kafka_poll(p->rk, 50);
+                rd_kafka_poll(p->rk_ev, 0);
+        }
         return NULL;
+}
+
+/* One librdkafka producer instance of p (opaque for on_delivery): acks=all,
+ * idempotent; linger_ms is how long it gathers messages into one request. */
+static rd_kafka_t *instance_new(const struct broker_config *cfg, const char *client_id,
+                                int linger_ms, struct kafka_producer *p, char *err, size_t errsz)
+{
+        rd_kafka_conf_t *conf = rd_kafka_conf_new();
+        char timeout[16], linger[16];
+        rd_kafka_t *rk;
+
+        if (!conf) {
+                snprintf(err, errsz, "out of memory");
+                return NULL;
+        }
+        snprintf(timeout, sizeof(timeout), "%d", cfg->kafka_timeout_ms);
+        snprintf(linger, sizeof(linger), "%d", linger_ms);
+        if (conf_set(conf, "bootstrap.servers", cfg->kafka_brokers, err, errsz) < 0 ||
+            conf_set(conf, "client.id", client_id, err, errsz) < 0 ||
+            conf_set(conf, "acks", "all", err, errsz) < 0 ||
+            conf_set(conf, "enable.idempotence", "true", err, errsz) < 0 ||
+            conf_set(conf, "linger.ms", linger, err, errsz) < 0 ||
+            conf_set(conf, "message.timeout.ms", timeout, err, errsz) < 0 ||
+            conf_set(conf, "socket.timeout.ms", timeout, err, errsz) < 0) {
+                rd_kafka_conf_destroy(conf);
+                return NULL;
+        }
+        rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+        rd_kafka_conf_set_log_cb(conf, on_log);
+        rd_kafka_conf_set_opaque(conf, p);
+        rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errsz);
+        if (!rk)
+                rd_kafka_conf_destroy(conf); /* owned by rk only on success */
+        return rk;
 }
 
 int kafka_producer_new(const struct broker_config *cfg, const char *client_id,
                        struct kafka_producer **ret, char *err, size_t errsz)
 {
-        struct kafka_producer *p = NULL;
-        rd_kafka_conf_t *conf = rd_kafka_conf_new();
-        char timeout[16];
+        struct kafka_producer *p = calloc(1, sizeof(*p));
+        char ev_id[160];
         int r = -EINVAL;
 
         *ret = NULL;
-        if (!conf)
+        if (!p)
                 return -ENOMEM;
-        snprintf(timeout, sizeof(timeout), "%d", cfg->kafka_timeout_ms);
-        if (conf_set(conf, "bootstrap.servers", cfg->kafka_brokers, err, errsz) < 0 ||
-            conf_set(conf, "client.id", client_id, err, errsz) < 0 ||
-            conf_set(conf, "acks", "all", err, errsz) < 0 ||
-            conf_set(conf, "enable.idempotence", "true", err, errsz) < 0 ||
-            conf_set(conf, "linger.ms", "0", err, errsz) < 0 ||
-            conf_set(conf, "message.timeout.ms", timeout, err, errsz) < 0 ||
-            conf_set(conf, "socket.timeout.ms", timeout, err, errsz) < 0)
-                goto out;
-        rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-        rd_kafka_conf_set_log_cb(conf, on_log);
-        p = calloc(1, sizeof(*p));
-        if (!p) {
-                r = -ENOMEM;
-                goto out;
-        }
         snprintf(p->topic, sizeof(p->topic), "%s", cfg->kafka_topic);
         snprintf(p->events_topic, sizeof(p->events_topic), "%s", cfg->kafka_events_topic);
         atomic_init(&p->events_inflight, 0);
-        rd_kafka_conf_set_opaque(conf, p); /* for on_delivery */
         p->timeout_ms = cfg->kafka_timeout_ms;
-        p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, errsz);
+        snprintf(ev_id, sizeof(ev_id), "%s-events", client_id);
+        p->rk = instance_new(cfg, client_id, 0, p, err, errsz);
         if (!p->rk)
                 goto out;
-        conf = NULL; /* owned by rk now */
+        p->rk_ev = instance_new(cfg, ev_id, cfg->kafka_events_linger_ms, p, err, errsz);
+        if (!p->rk_ev)
+                goto out;
         if (pthread_create(&p->poller, NULL, producer_poll_loop, p) != 0) {
                 snprintf(err, errsz, "cannot start the delivery thread");
                 r = -EAGAIN;
@@ -159,10 +183,16 @@ int kafka_producer_new(const struct broker_config *cfg, const char *client_id,
         p = NULL;
         r = 0;
 out:
-        if (conf)
-                rd_kafka_conf_destroy(conf);
         kafka_producer_free(p);
         return r;
+}
+
+void kafka_producer_flush(struct kafka_producer *p)
+{
+        if (!p)
+                return;
+        rd_kafka_flush(p->rk_ev, p->timeout_ms);
+        rd_kafka_flush(p->rk, p->timeout_ms);
 }
 
 void kafka_producer_free(struct kafka_producer *p)
@@ -171,9 +201,13 @@ void kafka_producer_free(struct kafka_producer *p)
                 return;
         if (p->rk)
                 rd_kafka_flush(p->rk, p->timeout_ms);
+        if (p->rk_ev)
+                rd_kafka_flush(p->rk_ev, p->timeout_ms); /* the events still lingering */
         p->stop = true;
         if (p->poller_started)
                 pthread_join(p->poller, NULL);
+        if (p->rk_ev)
+                rd_kafka_destroy(p->rk_ev);
         if (p->rk)
                 rd_kafka_destroy(p->rk);
         free(p);
@@ -236,7 +270,7 @@ int kafka_produce_event(struct kafka_producer *p, const char *key, const char *p
                 return -ENOBUFS;
         }
         /* No RD_KAFKA_MSG_F_BLOCK: a full queue fails here at once. */
-        err = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(p->events_topic),
+        err = rd_kafka_producev(p->rk_ev, RD_KAFKA_V_TOPIC(p->events_topic),
                                 RD_KAFKA_V_KEY(key, key ? strlen(key) : 0),
                                 RD_KAFKA_V_VALUE((void *)payload, len),
                                 RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),

@@ -3,9 +3,13 @@
  * Producer: thread-safe; kafka_produce_sync() returns once the broker has
  * acknowledged the message (acks=all, idempotent), so an acquire answers 202
  * only for a ticket that is durably queued. The same producer also carries
- * the audit events (lib/queue/audit.h) to cfg->kafka_events_topic, fire-and-forget:
+ * the audit events (lib/queue/audit.h) to cfg->kafka_events_topic, fire-and-forget,
+ * through a second librdkafka instance of its own that gathers them for
+ * cfg->kafka_events_linger_ms into one request (tickets are never delayed):
  * kafka_produce_event() never waits, and what cannot be queued or delivered
  * is counted in broker_audit_dropped_total, never reported to a request.
+ * Events still gathered in memory when the process dies unflushed (SIGKILL,
+ * crash) are lost from Kafka; their journald copies were written first.
  * Consumer: one per supervisor, in KAFKA_GROUP; offsets are committed only by
  * the caller (kafka_consumer_commit) after the ticket's grant is stored. */
 #pragma once
@@ -30,6 +34,11 @@ struct kafka_msg {
  * in err), -ENOMEM. */
 int kafka_producer_new(const struct broker_config *cfg, const char *client_id,
                        struct kafka_producer **ret, char *err, size_t errsz);
+
+/* Wait until every queued message, audit events still gathering included,
+ * is delivered or failed, each instance at most KAFKA_TIMEOUT_MS; the
+ * producer stays usable. Accepts NULL. For a process about to exit. */
+void kafka_producer_flush(struct kafka_producer *p);
 
 /* Flush outstanding messages (bounded by the produce timeout) and free;
  * accepts NULL. */

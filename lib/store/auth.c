@@ -2,11 +2,13 @@
 #include "auth.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <openssl/crypto.h>
 
+#include "auth_cache.h"
 #include "digest.h"
 #include "json_input.h"
 #include "lua_scripts.h"
@@ -140,6 +142,7 @@ int auth_lookup(struct redis_conn *c, const struct broker_config *cfg, const cha
                 struct auth_principal *ret)
 {
         char hash[65], seed_tenant[AUTH_TENANT_MAX];
+        uint64_t gen;
         int r;
 
         memset(ret, 0, sizeof(*ret));
@@ -148,8 +151,14 @@ int auth_lookup(struct redis_conn *c, const struct broker_config *cfg, const cha
         r = auth_key_hash(key, hash);
         if (r < 0)
                 return r;
+        if (auth_cache_get(hash, ret))
+                return 0;
+        gen = auth_cache_gen(); /* before the lookup: a revocation after it voids the put */
         (void)auth_seed_tenant(cfg, hash, seed_tenant); /* "" when not a seed */
-        return lookup_script(c, hash, seed_tenant, ret);
+        r = lookup_script(c, hash, seed_tenant, ret);
+        if (r == 0)
+                auth_cache_put(gen, hash, ret);
+        return r;
 }
 
 int auth_seed_all(struct redis_conn *c, const struct broker_config *cfg)

@@ -43,7 +43,9 @@ int auth_seed_tenant(const struct broker_config *cfg, const char *hash_hex, char
 
 /* Authenticate key: 0 with *ret filled; -EACCES for a malformed, unknown
  * or revoked key; -EIO (Redis unreachable) or -EPROTO. A seed key that Redis
- * does not know yet is stored on first use (never one that was revoked). */
+ * does not know yet is stored on first use (never one that was revoked).
+ * In a process that started lib/store/auth_cache.h, a key found there costs
+ * no Redis call, and a key Redis accepted is kept there. */
 int auth_lookup(struct redis_conn *c, const struct broker_config *cfg, const char *key,
                 struct auth_principal *ret);
 

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import subprocess
+import time
 import uuid
 
 import pytest
@@ -282,7 +283,8 @@ def _status(b, key=None):
 
 def test_created_key_authenticates(admin, broker):
     """A created key works on GET /v1/status, a rotated or revoked one is
-    refused at once (no restart, no cache), and a revoked seed key stays
+    refused at once (no restart; the handlers' key caches are emptied by
+    the revoke's publish), and a revoked seed key stays
     revoked although OPENSANDBOX_API_KEYS still names it."""
     b = broker()
     assert _status(b) == 401
@@ -308,3 +310,92 @@ def test_created_key_authenticates(admin, broker):
     b.stop("fcgi-status")  # a restart re-reads the seeds: still revoked
     b.start("fcgi-status")
     assert _status(b, b.api_key) == 401
+
+
+def _doors(b, key):
+    """The key's answer from two handler processes: fcgi-status (GET
+    /v1/status: 200) and fcgi-leases (a poll of an unknown ticket: 404 once
+    authenticated). 401 from both when the key is refused."""
+    hdrs = {"Authorization": "Bearer " + key}
+    st = http_request(b.port, "GET", "/v1/status", headers=hdrs).status
+    lp = http_request(b.port, "GET", "/v1/leases/poll?ticketId=" + "0" * 32, headers=hdrs).status
+    return st, lp
+
+
+def test_a_cached_key_is_refused_at_once_in_every_process(admin, broker):
+    """The attack: tenant evil's key leaks and is revoked while every handler
+    process holds it in its API key cache (lib/store/auth_cache.h). The very
+    next request with it, to either process, is 401; tenant good's key,
+    cached as well, keeps working throughout; a rotation ends good's old key
+    at once in both processes too."""
+    b = broker()
+    admin.prefix = b.prefix
+    admin.env["REDIS_KEY_PREFIX"] = b.prefix
+    admin.ok("tenant", "add", "evil")
+    admin.ok("tenant", "add", "good")
+    evil = admin.json("key", "create", "evil")
+    good = admin.json("key", "create", "good")
+    assert b.pid("fcgi-status") and b.pid("fcgi-leases") and b.pid("fcgi-status") != b.pid("fcgi-leases")
+
+    # both keys into both processes' caches: proven by cache hits, which every
+    # process flushes into <prefix>metrics about once a second
+    def hits():
+        return int(b.redis.hget(b.prefix + "metrics", "broker_auth_cache_hits_total") or 0)
+    deadline = time.monotonic() + 30
+    while True:
+        assert _doors(b, evil["key"]) == (200, 404)
+        assert _doors(b, good["key"]) == (200, 404)
+        if hits() >= 8:
+            break
+        assert time.monotonic() < deadline, "no API key cache hits: %r" % b.logs_tail()
+        time.sleep(0.2)
+
+    # revoked: refused by both processes on the very next request
+    admin.ok("key", "revoke", evil["id"])
+    assert _doors(b, evil["key"]) == (401, 401)
+    assert _doors(b, good["key"]) == (200, 404)  # the other tenant: untouched
+    # and stays refused (nothing re-caches it)
+    for _ in range(5):
+        assert _doors(b, evil["key"]) == (401, 401)
+
+    # rotated: the old key is refused by both at once, the new one works
+    assert _doors(b, good["key"]) == (200, 404)
+    rot = admin.json("key", "rotate", good["id"])
+    assert _doors(b, good["key"]) == (401, 401)
+    assert _doors(b, rot["key"]) == (200, 404)
+    assert _doors(b, evil["key"]) == (401, 401)
+
+
+def test_the_key_cache_is_off_while_its_subscription_is_down(admin, broker):
+    """If a handler's subscription to revocations is cut (here: Redis kills
+    every pub/sub client), its cache is emptied and not used until it has
+    subscribed again; a key revoked meanwhile is refused, and the cache
+    comes back (hits grow again) once the subscription is back."""
+    b = broker()
+    admin.prefix = b.prefix
+    admin.env["REDIS_KEY_PREFIX"] = b.prefix
+    admin.ok("tenant", "add", "evil")
+    evil = admin.json("key", "create", "evil")
+    for _ in range(3):
+        assert _doors(b, evil["key"]) == (200, 404)
+    b.redis.execute_command("CLIENT", "KILL", "TYPE", "pubsub")
+    admin.ok("key", "revoke", evil["id"])  # its PUBLISH may reach no handler
+    assert _doors(b, evil["key"]) == (401, 401)
+    assert _doors(b, b.api_key) == (200, 404)
+
+    # both processes subscribe again (a second "cache on" line each) and use the cache again
+    deadline = time.monotonic() + 30
+    for name in ("fcgi-status", "fcgi-leases"):
+        while b.logs(name).count("API key cache on") < 2:
+            assert time.monotonic() < deadline, b.logs(name)[-2000:]
+            time.sleep(0.2)
+        assert "API key cache off: subscription" in b.logs(name), b.logs(name)[-2000:]
+
+    def hits():
+        return int(b.redis.hget(b.prefix + "metrics", "broker_auth_cache_hits_total") or 0)
+    h0 = hits()
+    while hits() < h0 + 2:
+        assert _doors(b, b.api_key) == (200, 404)
+        assert time.monotonic() < deadline, "the cache did not come back"
+        time.sleep(0.2)
+    assert _doors(b, evil["key"]) == (401, 401)

@@ -22,4 +22,6 @@ redis.call('HSET', P .. 'apikey:' .. hash, 'id', id, 'tenant', tenant, 'name', n
 redis.call('SET', P .. 'apikeyid:' .. id, hash)
 redis.call('ZADD', P .. 'apikeys', now, id)
 redis.call('HSET', ok, 'revoked', '1', 'revokedAt', now)
+-- every handler process empties its API key cache (lib/store/auth_cache.h)
+redis.call('PUBLISH', P .. 'apikey:revoked', oldhash)
 return { 'rotated', id, tenant, name, admin, tostring(now) }
