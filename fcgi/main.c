@@ -38,17 +38,19 @@
 #define DRAIN_TIMEOUT_MS 10000
 
 /* Memory by design (docs/OPERATIONS.md, "Memory"). A worker's stack: the
- * deepest handler path (a lease acquire that provisions: about 170 KiB of
- * frames by -fstack-usage, plus libcurl's and OpenSSL's) with a margin of
- * three; large working arrays are the request's (request_scratch), never
- * the stack's or thread-local. Only the pages a thread touched count, but
- * those stay resident: the bound caps what a burst can leave behind. A
- * sanitizer build keeps the default (8 MiB): its frames are several times
+ * deepest handler path of the broker's own frames (-fstack-usage with
+ * -fcallgraph-info: ~230 KiB for an OpenSandbox create that provisions
+ * through the agent, ~390 KiB if every indirect call took the deepest
+ * target) plus libcurl's, OpenSSL's and glibc's, with a margin; large
+ * working arrays are the request's (request_scratch), never thread-local.
+ * Only the pages a thread touched count, but those stay resident: the
+ * bound caps what one deep path can leave behind (8 MiB by default). A
+ * sanitizer build keeps the default: its frames are several times
  * larger. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define WORKER_STACK_BYTES 0
 #else
-#define WORKER_STACK_BYTES (512 * 1024)
+#define WORKER_STACK_BYTES (1024 * 1024)
 #endif
 /* malloc: at most this many arenas (glibc's default is 8 per core, each
  * keeping what its threads freed), and a fixed mmap threshold, so a large
