@@ -13,30 +13,41 @@
 #include "sandbox_path.h"
 
 /* Sandbox ids as the lifecycle API makes them: [A-Za-z0-9_-], 1..63. */
-/* The record's env JSON (validated at create) as "K=V" strings in this
- * thread's storage. */
-static const char *const *sandbox_env(const char *json)
+/* The record's env JSON (validated at create) as "K=V" strings in req's
+ * scratch (request_scratch), none when it has no entry; NULL after
+ * answering 500. */
+static const char *const *sandbox_env(struct request *req, const char *json)
 {
-        static __thread char buf[sizeof(((struct sandbox_execd *)0)->env) + EXECD_SANDBOX_ENV_MAX];
-        static __thread const char *env[EXECD_SANDBOX_ENV_MAX];
+        static const char *const none[] = { NULL };
         struct json_object *o = json[0] ? json_tokener_parse(json) : NULL;
+        struct {
+                char buf[sizeof(((struct sandbox_execd *)0)->env) + EXECD_SANDBOX_ENV_MAX];
+                const char *env[EXECD_SANDBOX_ENV_MAX];
+        } *s;
         size_t n = 0, off = 0;
 
-        if (o && json_object_is_type(o, json_type_object)) {
-                json_object_object_foreach(o, k, v) {
-                        int len;
-                        if (n + 1 >= EXECD_SANDBOX_ENV_MAX || !json_object_is_type(v, json_type_string))
-                                continue;
-                        len = snprintf(buf + off, sizeof(buf) - off, "%s=%s", k, json_object_get_string(v));
-                        if (len < 0 || (size_t)len >= sizeof(buf) - off)
-                                break;
-                        env[n++] = buf + off;
-                        off += (size_t)len + 1;
-                }
+        if (!o || !json_object_is_type(o, json_type_object) || json_object_object_length(o) == 0) {
+                json_put(o);
+                return none;
+        }
+        s = request_scratch(req, sizeof(*s));
+        if (!s) {
+                json_put(o);
+                return NULL;
+        }
+        json_object_object_foreach(o, k, v) {
+                int len;
+                if (n + 1 >= EXECD_SANDBOX_ENV_MAX || !json_object_is_type(v, json_type_string))
+                        continue;
+                len = snprintf(s->buf + off, sizeof(s->buf) - off, "%s=%s", k, json_object_get_string(v));
+                if (len < 0 || (size_t)len >= sizeof(s->buf) - off)
+                        break;
+                s->env[n++] = s->buf + off;
+                off += (size_t)len + 1;
         }
         json_put(o);
-        env[n] = NULL;
-        return env;
+        s->env[n] = NULL;
+        return s->env;
 }
 
 static bool id_valid(const char *s)
@@ -132,7 +143,9 @@ int execd_open(struct request *req, struct execd *x, bool need_running)
                 snprintf(x->user, sizeof(x->user), "%lld:%lld", uid, gid);
                 x->identity = true;
         }
-        x->env = sandbox_env(rec.env);
+        x->env = sandbox_env(req, rec.env);
+        if (!x->env)
+                return -1;
         if (need_running && (strcmp(x->state, "Running") != 0 || !x->ref[0])) {
                 reply_error(req, API_SANDBOX_NOT_RUNNING, "sandbox %s is %s", x->sandbox_id, x->state);
                 return -1;

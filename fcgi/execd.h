@@ -45,8 +45,8 @@ struct execd {
         char tenant[130];                 /* the sandbox's owner (sandbox_execd.tenant) */
         /* "K=V" of the sandbox's create when its container lacks them (a
          * claimed warm-pool member), NULL-terminated; to go before a
-         * command's own env. Thread-local storage, valid until the next
-         * execd_open of this thread. */
+         * command's own env. The request's (request_scratch), valid until
+         * request_done. */
         const char *const *env;
 };
 

@@ -373,15 +373,18 @@ static void add_iso(struct json_object *o, const char *name, long long secs)
 
 void h_execd_files_info(struct request *req)
 {
-        static __thread char paths[EXECD_MAX_PATHS][EXECD_PATH_MAX];
+        char (*paths)[EXECD_PATH_MAX] = request_scratch(req, EXECD_MAX_PATHS * sizeof(*paths));
         const char *argv[EXECD_MAX_PATHS + PATH_ARGV_FIRST + 1] = { "sh", "-c", EXECD_SH_INFO, "sh" };
         struct exec_result res = { 0 };
         struct json_object *o = NULL;
-        char *qbuf = malloc(EXECD_QUERY_BUF);
+        char *qbuf;
         const char *line;
         struct execd x;
         int n;
 
+        if (!paths)
+                return;
+        qbuf = malloc(EXECD_QUERY_BUF);
         if (!qbuf) {
                 reply_error(req, API_INTERNAL, "out of memory");
                 return;
@@ -425,13 +428,16 @@ out:
 
 static void remove_paths(struct request *req, const char *script, const char *what)
 {
-        static __thread char paths[EXECD_MAX_PATHS][EXECD_PATH_MAX];
+        char (*paths)[EXECD_PATH_MAX] = request_scratch(req, EXECD_MAX_PATHS * sizeof(*paths));
         const char *argv[EXECD_MAX_PATHS + PATH_ARGV_FIRST + 1] = { "sh", "-c", script, "sh" };
         struct exec_result res = { 0 };
-        char *qbuf = malloc(EXECD_QUERY_BUF);
+        char *qbuf;
         struct execd x;
         int n;
 
+        if (!paths)
+                return;
+        qbuf = malloc(EXECD_QUERY_BUF);
         if (!qbuf) {
                 reply_error(req, API_INTERNAL, "out of memory");
                 return;

@@ -168,13 +168,15 @@ static int fs_path(struct request *req, const char *what, struct json_object *v,
 
 void h_execd_files_mv(struct request *req)
 {
-        static __thread char paths[2 * EXECD_FS_MAX_ITEMS][EXECD_PATH_MAX];
+        char (*paths)[EXECD_PATH_MAX] = request_scratch(req, 2 * EXECD_FS_MAX_ITEMS * sizeof(*paths));
         const char *argv[2 * EXECD_FS_MAX_ITEMS + 5] = { "sh", "-c", EXECD_SH_MV, "sh" };
         struct json_object *body = NULL;
         struct exec_result res = { 0 };
         struct execd x;
         size_t n = 0;
 
+        if (!paths)
+                return;
         if (execd_open(req, &x, true) < 0 || fs_json_body(req, json_type_array, &body) < 0)
                 goto out;
         n = json_object_array_length(body);
@@ -224,14 +226,19 @@ out:
 
 void h_execd_files_chmod(struct request *req)
 {
-        static __thread char paths[EXECD_FS_MAX_ITEMS][EXECD_PATH_MAX];
-        static __thread char modes[EXECD_FS_MAX_ITEMS][8], owners[EXECD_FS_MAX_ITEMS][80];
+        struct {
+                char paths[EXECD_FS_MAX_ITEMS][EXECD_PATH_MAX];
+                char modes[EXECD_FS_MAX_ITEMS][8], owners[EXECD_FS_MAX_ITEMS][80];
+        } *s = request_scratch(req, sizeof(*s));
         const char *argv[3 * EXECD_FS_MAX_ITEMS + 5] = { "sh", "-c", EXECD_SH_CHMOD, "sh" };
         struct json_object *body = NULL;
         struct exec_result res = { 0 };
         struct execd x;
         int n = 0;
 
+        if (!s)
+                return;
+        char (*paths)[EXECD_PATH_MAX] = s->paths, (*modes)[8] = s->modes, (*owners)[80] = s->owners;
         if (execd_open(req, &x, true) < 0 || fs_json_body(req, json_type_object, &body) < 0)
                 goto out;
         if (json_object_object_length(body) == 0 || json_object_object_length(body) > EXECD_FS_MAX_ITEMS) {
@@ -622,7 +629,7 @@ out:
 
 void h_execd_files_replace(struct request *req)
 {
-        static __thread char paths[EXECD_FS_MAX_ITEMS][EXECD_PATH_MAX];
+        char (*paths)[EXECD_PATH_MAX] = request_scratch(req, EXECD_FS_MAX_ITEMS * sizeof(*paths));
         struct json_object *body = NULL, *olds[EXECD_FS_MAX_ITEMS], *news[EXECD_FS_MAX_ITEMS];
         struct json_object *result = NULL;
         const char *keys[EXECD_FS_MAX_ITEMS];
@@ -630,6 +637,8 @@ void h_execd_files_replace(struct request *req)
         struct execd x;
         int n = 0;
 
+        if (!paths)
+                return;
         if (execd_open(req, &x, true) < 0 || query_one(req, "verbose", verbose, sizeof(verbose)) < 0 ||
             fs_json_body(req, json_type_object, &body) < 0)
                 goto out;

@@ -130,7 +130,7 @@ static int parse_metadata_filter(const char *v, struct osb_list_filter *f)
 
 void h_osb_list(struct request *req)
 {
-        static __thread struct osb_list_filter f;
+        struct osb_list_filter f;
         struct json_object *items = NULL, *o;
         redisReply *ids = NULL;
         const char *cursor = req->query;

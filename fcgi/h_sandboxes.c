@@ -279,8 +279,10 @@ static void exec_recorded(struct request *req, const struct sbx *x, const struct
 
 void h_sbx_exec(struct request *req)
 {
-        static __thread char env_buf[EXEC_MAX_ENV][1024];
-        static __thread char cwd[SANDBOX_PATH_MAX];
+        struct {
+                char env_buf[EXEC_MAX_ENV][1024];
+                char cwd[SANDBOX_PATH_MAX];
+        } *s = request_scratch(req, sizeof(*s));
         const char *argv[EXEC_MAX_ARGS + 3], *env[EXEC_MAX_ENV + 1];
         struct json_object *body = NULL;
         struct exec_spec spec = { 0 };
@@ -291,6 +293,9 @@ void h_sbx_exec(struct request *req)
         int64_t t0;
         int r;
 
+        if (!s)
+                return;
+        char (*env_buf)[1024] = s->env_buf, *cwd = s->cwd;
         if (sbx_open(req, &x, 1) < 0 || request_json_body(req, &body) < 0)
                 goto out;
         if (exec_parse(req, body, &x, argv, env, env_buf, cwd, &spec) < 0)
@@ -410,13 +415,15 @@ static void reply_file_error(struct request *req, const char *path, const struct
 
 void h_sbx_file_read(struct request *req)
 {
-        static __thread char path[SANDBOX_PATH_MAX];
+        char *path = request_scratch(req, SANDBOX_PATH_MAX);
         struct json_object *body = NULL, *o;
         struct exec_result res = { 0 };
         char err[PROVIDER_ERR_MAX] = "", *b64 = NULL;
         struct sbx x;
         int r;
 
+        if (!path)
+                return;
         if (sbx_open(req, &x, 1) < 0 || request_json_body(req, &body) < 0 ||
             file_path(req, body, &x, path) < 0)
                 goto out;
@@ -457,7 +464,7 @@ out:
 
 void h_sbx_file_write(struct request *req)
 {
-        static __thread char path[SANDBOX_PATH_MAX];
+        char *path = request_scratch(req, SANDBOX_PATH_MAX);
         struct json_object *body = NULL, *v, *o;
         struct exec_result res = { 0 };
         char err[PROVIDER_ERR_MAX] = "";
@@ -466,6 +473,8 @@ void h_sbx_file_write(struct request *req)
         struct sbx x;
         int r;
 
+        if (!path)
+                return;
         if (sbx_open(req, &x, 1) < 0 || request_json_body(req, &body) < 0 ||
             file_path(req, body, &x, path) < 0)
                 goto out;

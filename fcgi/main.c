@@ -9,6 +9,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcgiapp.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -36,6 +37,28 @@
 
 #define LISTEN_BACKLOG 512
 #define DRAIN_TIMEOUT_MS 10000
+
+/* Memory by design (docs/OPERATIONS.md, "Memory"). A worker's stack: the
+ * deepest handler path of the broker's own frames (-fstack-usage with
+ * -fcallgraph-info: ~230 KiB for an OpenSandbox create that provisions
+ * through the agent, ~390 KiB if every indirect call took the deepest
+ * target) plus libcurl's, OpenSSL's and glibc's, with a margin; large
+ * working arrays are the request's (request_scratch), never thread-local.
+ * Only the pages a thread touched count, but those stay resident: the
+ * bound caps what one deep path can leave behind (8 MiB by default). A
+ * sanitizer build keeps the default: its frames are several times
+ * larger. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define WORKER_STACK_BYTES 0
+#else
+#define WORKER_STACK_BYTES (1024 * 1024)
+#endif
+/* malloc: at most this many arenas (glibc's default is 8 per core, each
+ * keeping what its threads freed), and a fixed mmap threshold, so a large
+ * buffer (a 5 MiB file's) is its own mapping, given back when freed, rather
+ * than raising glibc's dynamic threshold and staying in an arena's heap */
+#define MALLOC_ARENAS 2
+#define MALLOC_MMAP_BYTES (128 * 1024)
 
 static struct {
         struct broker_config cfg;
@@ -115,6 +138,24 @@ static int open_listener(const char *path)
         return fd;
 }
 
+static void memory_bounds(void)
+{
+        mallopt(M_ARENA_MAX, MALLOC_ARENAS);
+        mallopt(M_MMAP_THRESHOLD, MALLOC_MMAP_BYTES);
+        mallopt(M_TRIM_THRESHOLD, MALLOC_MMAP_BYTES);
+}
+
+static int worker_attr(pthread_attr_t *attr)
+{
+        if (pthread_attr_init(attr) != 0)
+                return -1;
+        if (WORKER_STACK_BYTES && pthread_attr_setstacksize(attr, WORKER_STACK_BYTES) != 0) {
+                pthread_attr_destroy(attr);
+                return -1;
+        }
+        return 0;
+}
+
 static void usage(void)
 {
         fprintf(stderr, "usage: broker-fcgi --group leases|status|sandboxes|execd|execd-lane [--socket PATH] "
@@ -126,6 +167,7 @@ int main(int argc, char **argv)
         const char *socket_path = NULL;
         struct worker *workers = NULL;
         pthread_t *threads = NULL;
+        pthread_attr_t attr;
         sigset_t sigs;
         char err[256];
         int sig = 0, rc = 1, started = 0, threads_arg = 0, share = 0, share_cap = 0, share_pct = 0, r;
@@ -188,6 +230,7 @@ int main(int argc, char **argv)
                 share = tenant_share_of(app.cfg.fcgi_threads, share_pct);
                 share_cap = tenant_share_cap(app.cfg.fcgi_threads);
         }
+        memory_bounds(); /* before any thread */
         signal(SIGPIPE, SIG_IGN);
         curl_global_init(CURL_GLOBAL_DEFAULT); /* once, before any thread (docker.h) */
         sigemptyset(&sigs);
@@ -212,7 +255,7 @@ int main(int argc, char **argv)
                 goto out;
         workers = calloc((size_t)app.cfg.fcgi_threads, sizeof(*workers));
         threads = calloc((size_t)app.cfg.fcgi_threads, sizeof(*threads));
-        if (!workers || !threads)
+        if (!workers || !threads || worker_attr(&attr) < 0)
                 goto out;
         for (int i = 0; i < app.cfg.fcgi_threads; i++) {
                 char perr[SANDBOX_ERR_MAX];
@@ -229,7 +272,7 @@ int main(int argc, char **argv)
                         goto out;
                 }
                 if (redis_conn_new(&app.cfg, &workers[i].redis) < 0 ||
-                    pthread_create(&threads[i], NULL, worker_main, &workers[i]) != 0) {
+                    pthread_create(&threads[i], &attr, worker_main, &workers[i]) != 0) {
                         log_err(NULL, "cannot start worker %d", i);
                         goto out;
                 }

@@ -70,10 +70,34 @@ void request_finish_io(struct request *req)
         req->body_timeo = false;
 }
 
+struct request_scratch {
+        struct request_scratch *next;
+        max_align_t data[];
+};
+
+void *request_scratch(struct request *req, size_t size)
+{
+        struct request_scratch *s;
+
+        if (size > SIZE_MAX - sizeof(*s) || !(s = calloc(1, sizeof(*s) + size))) {
+                reply_error(req, API_INTERNAL, "out of memory");
+                return NULL;
+        }
+        s->next = req->scratch;
+        req->scratch = s;
+        return s->data;
+}
+
 void request_done(struct request *req)
 {
         free(req->body);
         req->body = NULL;
+        while (req->scratch) {
+                struct request_scratch *s = req->scratch;
+
+                req->scratch = s->next;
+                free(s);
+        }
         tenant_share_put(req->share_slot);
         req->share_slot = -1;
         request_finish_io(req);

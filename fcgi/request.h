@@ -73,6 +73,8 @@ struct request {
         size_t body_got;
         int64_t body_waited_ms;
         bool body_timeo;
+        /* request_scratch's blocks, freed by request_done */
+        struct request_scratch *scratch;
 };
 
 /* Fill req from the FastCGI parameters. Returns 0, or -EINVAL when the
@@ -83,6 +85,15 @@ int request_init(struct request *req, FCGX_Request *fcgx, struct worker *w);
  * tolerates a half-initialised request. Before FCGX_Finish_r, unless
  * request_finish_io was called before it. */
 void request_done(struct request *req);
+
+/* A zeroed block of size bytes that lives until request_done (after the
+ * after-hook), or NULL after answering 500 when memory is short. For a
+ * handler's large working arrays: never thread-local or static storage,
+ * which every thread of the process would carry (and glibc would write)
+ * from its start whether it ever serves that route or not, and never the
+ * stack, which keeps its deepest use resident (docs/OPERATIONS.md,
+ * "Memory"). */
+void *request_scratch(struct request *req, size_t size);
 
 /* Hold a thread of this process for req as a request of tenant
  * (tenant_share.h; a control call when tenant_share_is_control says so for

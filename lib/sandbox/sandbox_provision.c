@@ -233,7 +233,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
 {
         struct pull_progress pp = { rc, sid };
         struct image_pull_cb pull_cb = { on_pull_progress, &pp };
-        static __thread char envbuf[SPEC_MAX_ENV][1024];
+        char (*envbuf)[1024]; /* SPEC_MAX_ENV of them: the heap's, for this call only */
         const char *argv[SPEC_MAX_ARGS], *envp[SPEC_MAX_ENV];
         struct json_object *ep_obj = NULL, *env_obj = NULL;
         char env_sid[64], name[48];
@@ -267,9 +267,16 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
         spec.mounts = mounts.m;
         spec.n_mounts = mounts.n;
         spec.agent_dials = config_runtime_dials(spec.runtime);
+        envbuf = malloc(SPEC_MAX_ENV * sizeof(*envbuf));
+        if (!envbuf) {
+                volume_mounts_free(&mounts);
+                snprintf(err, SANDBOX_ERR_MAX, "sandbox %s: out of memory", sid);
+                return -ENOMEM;
+        }
         spec_from_record(rec, sid, env_sid, &ep_obj, &env_obj, argv, envbuf, envp);
         spec.entrypoint = argv[0] ? argv : NULL;
         r = pv_err(provider_create(pv, &spec, ref, err));
+        free(envbuf);
         json_put(ep_obj);
         json_put(env_obj);
         volume_mounts_free(&mounts);
@@ -317,7 +324,7 @@ static int warm_limits(struct provider *pv, const struct record *rec, const char
 static int warm_entrypoint(struct provider *pv, const struct broker_config *cfg,
                            const struct record *rec, const char *sid, const char *ref, char *err)
 {
-        static __thread char envbuf[SPEC_MAX_ENV][1024];
+        char (*envbuf)[1024]; /* SPEC_MAX_ENV of them: the heap's, for this call only */
         const char *argv[SPEC_MAX_ARGS], *envp[SPEC_MAX_ENV];
         struct json_object *ep_obj = NULL, *env_obj = NULL;
         struct exec_result res = { 0 };
@@ -326,6 +333,11 @@ static int warm_entrypoint(struct provider *pv, const struct broker_config *cfg,
 
         if (!rec->entrypoint[0])
                 return 0;
+        envbuf = malloc(SPEC_MAX_ENV * sizeof(*envbuf));
+        if (!envbuf) {
+                snprintf(err, SANDBOX_ERR_MAX, "sandbox %s: out of memory", sid);
+                return -ENOMEM;
+        }
         spec_from_record(rec, sid, env_sid, &ep_obj, &env_obj, argv, envbuf, envp);
         struct exec_spec spec = { .argv = argv, .env = envp, .cwd = "/workspace",
                                   .timeout_ms = provider_deadline_ms(cfg), .max_output = 1024,
@@ -344,6 +356,7 @@ static int warm_entrypoint(struct provider *pv, const struct broker_config *cfg,
                 r = -EREMOTEIO;
         }
         exec_result_free(&res);
+        free(envbuf);
         json_put(ep_obj);
         json_put(env_obj);
         return r;

@@ -57,6 +57,7 @@ BENCHES = {
     "fair": 240,
     "provision": 300,
     "opencode": 300,
+    "memory": 180,
 }
 
 NUM = re.compile(r"[-+]?\d+(?:\.\d+)?")

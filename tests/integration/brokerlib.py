@@ -289,7 +289,7 @@ class Services:
             "REDIS_PORT": str(self.redis_port),
             "KAFKA_PORT": str(self.kafka_port),
             "KAFKA_CONTROLLER_PORT": str(self.kafka_controller_port),
-            "KAFKA_HEAP": os.environ.get("IT_KAFKA_HEAP", "256m"),
+            "KAFKA_HEAP": os.environ.get("IT_KAFKA_HEAP", "128m"),
         })
         return env
 
