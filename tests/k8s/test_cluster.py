@@ -158,8 +158,65 @@ def http_get(ip, port):
         return r.read().decode().strip()
 
 
-@pytest.fixture(scope="module")
-def cluster():
+def record_cluster(state, env):
+    """What k8s-down must take away, read while the cluster runs with a pod: the recorded
+    processes, the pod's processes in the cgroup root, the shims' sockets; checks there are mounts
+    under the state dir, the bridge and the cgroup root (so the checks after are not vacuous)."""
+    assert mounts_under(state), "a running pod mounts under the state dir (netns, rootfs, token)"
+    assert link_exists(env["K8S_BRIDGE"])
+    cg = "/sys/fs/cgroup/memory" + env["K8S_CGROUP_ROOT"]
+    assert os.path.isdir(cg)
+    recorded = {}
+    for name in os.listdir(os.path.join(state, "pids")):
+        with open(os.path.join(state, "pids", name)) as f:
+            pid, start = f.read().split()
+        recorded[name] = (int(pid), start)
+    assert {"etcd", "containerd", "kube-apiserver", "kube-controller-manager",
+            "kube-scheduler", "kubelet"} <= set(recorded)
+    # the container's processes (busybox httpd, pause), to check they are gone too
+    for root, _dirs, files in os.walk(cg):
+        if "cgroup.procs" in files:
+            with open(os.path.join(root, "cgroup.procs")) as f:
+                for p in f.read().split():
+                    recorded["cgroup:" + p] = (int(p), proc_start(int(p)))
+    assert any(k.startswith("cgroup:") for k in recorded), "the pod's processes are in the cgroup root"
+    # the shims' sockets live in containerd's fixed /run/containerd/s: ours must go with them
+    shim_socks = []
+    for root, _dirs, files in os.walk(os.path.join(state, "containerd", "state")):
+        if "address" in files:
+            with open(os.path.join(root, "address")) as f:
+                shim_socks.append(f.read().strip().replace("unix://", "", 1))
+    assert shim_socks and all(os.path.exists(p) for p in shim_socks), shim_socks
+    return recorded, shim_socks
+
+
+def run_down(cluster):
+    t0 = time.monotonic()
+    down = subprocess.run([os.path.join(ROOT, "scripts/k8s-down"), cluster["state"]],
+                          capture_output=True, text=True, timeout=300)
+    cluster["down"] = down
+    print("k8s-down: %.1f s\n%s" % (time.monotonic() - t0, down.stderr[-2000:]))
+    assert down.returncode == 0, down.stderr[-3000:]
+    return down
+
+
+def assert_host_clean(state, env, before, during, recorded, shim_socks):
+    after = read_sysctls()
+    assert after == before, {"before": before, "during": during, "after": after}
+    left = {n: p for n, (p, s) in recorded.items() if s is not None and proc_start(p) == s}
+    assert not left, "processes of the cluster still alive: %r" % left
+    assert not procs_naming(state), "processes naming the state dir: %r" % procs_naming(state)
+    assert not mounts_under(state), mounts_under(state)
+    assert not link_exists(env["K8S_BRIDGE"])
+    assert not [p for p in shim_socks if os.path.exists(p)]
+    for h in os.listdir("/sys/fs/cgroup"):
+        assert not os.path.exists("/sys/fs/cgroup/%s%s" % (h, env["K8S_CGROUP_ROOT"]))
+    if os.path.isdir("/var/lib/cni/results"):   # libcni's fixed cache: no entry of our network
+        net = "sbk8s-" + env["K8S_BRIDGE"][len("sbk8s"):]
+        assert not [f for f in os.listdir("/var/lib/cni/results") if f.startswith(net)]
+
+
+def start_cluster():
     if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode:
         pytest.fail("no local %s: run scripts/build-images tiny" % IMAGE)
     state = tempfile.mkdtemp(prefix="k8s-test-", dir=os.environ.get("IT_TMPDIR"))
@@ -168,15 +225,29 @@ def cluster():
     up = subprocess.run([os.path.join(ROOT, "scripts/k8s-up"), "--import", IMAGE, state],
                         capture_output=True, text=True, timeout=4 * 3600)
     print("k8s-up: %.1f s\n%s" % (time.monotonic() - t0, up.stderr[-3000:]))
-    assert up.returncode == 0, up.stderr[-4000:]
-    assert up.stdout.strip().splitlines()[-1] == os.path.join(state, "kubeconfig")
-    env = read_env(os.path.join(state, "cluster.env"))
-    c = {"state": state, "env": env, "api": Api(env), "sysctls_before": before, "down": None}
-    yield c
+    c = {"state": state, "sysctls_before": before, "down": None}
+    if up.returncode == 0:
+        c["env"] = read_env(os.path.join(state, "cluster.env"))
+        c["api"] = Api(c["env"])
+    return c, up
+
+
+def stop_cluster(c):
     if c["down"] is None:
-        subprocess.run([os.path.join(ROOT, "scripts/k8s-down"), state], timeout=300)
-    if os.environ.get("K8S_TEST_KEEP") != "1" and not mounts_under(state):
-        shutil.rmtree(state, ignore_errors=True)
+        subprocess.run([os.path.join(ROOT, "scripts/k8s-down"), c["state"]], timeout=300)
+    if os.environ.get("K8S_TEST_KEEP") != "1" and not mounts_under(c["state"]):
+        shutil.rmtree(c["state"], ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c, up = start_cluster()
+    try:
+        assert up.returncode == 0, up.stderr[-4000:]
+        assert up.stdout.strip().splitlines()[-1] == os.path.join(c["state"], "kubeconfig")
+        yield c
+    finally:
+        stop_cluster(c)
 
 
 def test_pod_runs_ready_and_answers_on_its_ip(cluster):
@@ -233,51 +304,33 @@ def test_down_undoes_every_host_change(cluster):
     assert http_get(pod["status"]["podIP"], 8081) == "hello-from-left"
 
     during = read_sysctls()
-    assert mounts_under(state), "a running pod mounts under the state dir (netns, rootfs, token)"
-    assert link_exists(env["K8S_BRIDGE"])
-    cg = "/sys/fs/cgroup/memory" + env["K8S_CGROUP_ROOT"]
-    assert os.path.isdir(cg)
-    recorded = {}
-    for name in os.listdir(os.path.join(state, "pids")):
-        with open(os.path.join(state, "pids", name)) as f:
-            pid, start = f.read().split()
-        recorded[name] = (int(pid), start)
-    assert {"etcd", "containerd", "kube-apiserver", "kube-controller-manager",
-            "kube-scheduler", "kubelet"} <= set(recorded)
-    # the container's processes (busybox httpd) and the shims, to check they are gone too
-    for root, _dirs, files in os.walk(cg):
-        if "cgroup.procs" in files:
-            with open(os.path.join(root, "cgroup.procs")) as f:
-                for p in f.read().split():
-                    recorded["cgroup:" + p] = (int(p), proc_start(int(p)))
-    assert any(k.startswith("cgroup:") for k in recorded), "the pod's processes are in the cgroup root"
-    # the shims' sockets live in containerd's fixed /run/containerd/s: ours must go with them
-    shim_socks = []
-    for root, _dirs, files in os.walk(os.path.join(state, "containerd", "state")):
-        if "address" in files:
-            with open(os.path.join(root, "address")) as f:
-                shim_socks.append(f.read().strip().replace("unix://", "", 1))
-    assert shim_socks and all(os.path.exists(p) for p in shim_socks), shim_socks
-
-    t0 = time.monotonic()
-    down = subprocess.run([os.path.join(ROOT, "scripts/k8s-down"), state],
-                          capture_output=True, text=True, timeout=300)
-    cluster["down"] = down
-    print("k8s-down: %.1f s\n%s" % (time.monotonic() - t0, down.stderr[-2000:]))
-    assert down.returncode == 0, down.stderr[-3000:]
-
-    after = read_sysctls()
-    assert after == cluster["sysctls_before"], {"before": cluster["sysctls_before"],
-                                                "during": during, "after": after}
-    left = {n: p for n, (p, s) in recorded.items() if s is not None and proc_start(p) == s}
-    assert not left, "processes of the cluster still alive: %r" % left
-    assert not procs_naming(state), "processes naming the state dir: %r" % procs_naming(state)
-    assert not mounts_under(state), mounts_under(state)
-    assert not link_exists(env["K8S_BRIDGE"])
-    assert not [p for p in shim_socks if os.path.exists(p)]
-    for h in os.listdir("/sys/fs/cgroup"):
-        assert not os.path.exists("/sys/fs/cgroup/%s%s" % (h, env["K8S_CGROUP_ROOT"]))
+    recorded, shim_socks = record_cluster(state, env)
+    run_down(cluster)
+    assert_host_clean(state, env, cluster["sysctls_before"], during, recorded, shim_socks)
     # a second k8s-down is a no-op that succeeds
     again = subprocess.run([os.path.join(ROOT, "scripts/k8s-down"), state],
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
+
+
+def test_down_after_a_crash_still_cleans_up():
+    """kubelet, containerd and the API server SIGKILLed with a pod running (no pod deletion, no
+    CNI DEL, shims orphaned): k8s-down still leaves nothing behind."""
+    c, up = start_cluster()
+    try:
+        assert up.returncode == 0, up.stderr[-4000:]
+        api, env, state = c["api"], c["env"], c["state"]
+        code, body = api.call("POST", "/api/v1/namespaces/default/pods", pod_spec("crash", 8082))
+        assert code == 201, body
+        pod = api.wait("pod crash Ready", lambda: pod_ready(api, "default", "crash"), timeout=120)
+        assert http_get(pod["status"]["podIP"], 8082) == "hello-from-crash"
+        during = read_sysctls()
+        recorded, shim_socks = record_cluster(state, env)
+        for name in ("kubelet", "containerd", "kube-apiserver"):
+            pid, start = recorded[name]
+            assert proc_start(pid) == start
+            os.kill(pid, 9)
+        run_down(c)
+        assert_host_clean(state, env, c["sysctls_before"], during, recorded, shim_socks)
+    finally:
+        stop_cluster(c)
