@@ -300,8 +300,15 @@ install: all
 deploy-test: all
 	BUILD=$(BUILD) tests/deploy/run
 
+# The test Kubernetes cluster (scripts/k8s-up / k8s-down, docs/KUBERNETES.md): not part of
+# `make test` yet. The first run builds Kubernetes into $$K8S_CACHE (outside the clone).
+test-k8s:
+	scripts/deps-install
+	scripts/build-images tiny
+	.cache/venv/bin/python -m pytest tests/k8s -v -p no:cacheprovider $(K8S_TEST_ARGS)
+
 clean:
 	rm -rf $(BUILD)
 
 .PHONY: all unit integration docker-test test clean fuzz fuzz-replay fuzz-run install deploy-test \
-	format-check format
+	format-check format test-k8s
