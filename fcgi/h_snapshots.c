@@ -154,6 +154,7 @@ void h_snap_list(struct request *req)
         struct json_object *items = NULL, *o;
         const char *cursor = req->query, *states[8];
         char qname[32], value[256], sid[64] = "", name[SNAPSHOT_NAME_MAX + 1] = "";
+        char unknown[8][SNAPSHOT_STATE_MAX];
         long page = 1, size = 20, total;
         redisReply *rep = NULL;
         int n_states = 0, r;
@@ -163,18 +164,21 @@ void h_snap_list(struct request *req)
         while ((r = url_query_next(&cursor, qname, sizeof(qname), value, sizeof(value))) == 1) {
                 char *end;
                 if (strcmp(qname, "state") == 0) {
+                        /* any letter case; a state this server never gives
+                         * (clients must tolerate new ones, the spec says)
+                         * matches nothing, as given */
                         const char *st = snapshot_state_canonical(value);
-                        if (!st) {
-                                reply_error(req, API_INVALID_REQUEST,
-                                            "unknown state '%.32s' (Creating, "
-                                            "Deleting, Ready, Failed)",
-                                            value);
+                        if (!st && (!*value || strlen(value) >= SNAPSHOT_STATE_MAX)) {
+                                reply_error(req, API_INVALID_REQUEST, "state must be 1 to %d bytes",
+                                            SNAPSHOT_STATE_MAX - 1);
                                 return;
                         }
                         if (n_states == 8) {
                                 reply_error(req, API_INVALID_REQUEST, "at most 8 state filters");
                                 return;
                         }
+                        if (!st)
+                                st = strcpy(unknown[n_states], value);
                         states[n_states++] = st;
                 } else if (strcmp(qname, "sandboxId") == 0) {
                         if (strlen(value) >= sizeof(sid)) {

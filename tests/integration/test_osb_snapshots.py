@@ -293,6 +293,9 @@ def test_snapshot_count_cap_and_list(sb):
     assert snap_list(osb, "sandboxId=" + "e" * 32).json["items"] == []
     assert [s["id"] for s in snap_list(osb, "name=n0").json["items"]] == [snaps[0]["id"]]
     assert snap_list(osb, "state=ready").json["pagination"]["totalItems"] == MAX_PER_TENANT
+    # a state this server never gives matches nothing, alone or beside a known one
+    assert snap_list(osb, "state=Archived").json["pagination"]["totalItems"] == 0
+    assert snap_list(osb, "state=Archived&state=Ready").json["pagination"]["totalItems"] == MAX_PER_TENANT
     # a delete cut short (its handler died) leaves Deleting: a second one finishes it
     sb.redis.hset(sb.prefix + "snapshot:" + snaps[0]["id"], "state", "Deleting")
     assert snap_get(osb, snaps[0]["id"]).json["status"]["state"] == "Deleting"
@@ -348,7 +351,7 @@ def test_snapshot_bad_input(sb):
     check_osb_error(snap_create(osb, src, "{not json", headers={"Content-Type": "application/json"}),
                     400, "INVALID_JSON")
     check_osb_error(snap_create(osb, "0" * 32, {}), 404, "SANDBOX_NOT_FOUND")
-    for q in ("state=Bogus", "page=0", "pageSize=0", "pageSize=201", "page=x",
+    for q in ("state=", "state=" + "s" * 16, "page=0", "pageSize=0", "pageSize=201", "page=x",
               "name=" + "n" * 200):
         check_osb_error(snap_list(osb, q), 400, "INVALID_REQUEST")
     check_error(osb.call("GET", "/snapshots", key=""), 401)
