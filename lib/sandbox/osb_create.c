@@ -4,6 +4,7 @@
 #include "opensandbox.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +202,21 @@ static int parse_extensions(const struct broker_config *cfg, struct json_object 
         return store_json(ext, c->extensions, sizeof(c->extensions), "extensions", err);
 }
 
+/* The cpu or memory quantity s of a resource object (what: its name in
+ * messages, "resourceLimits" or "resourceRequests") into *ret. */
+static int parse_cpu_memory(const char *what, bool cpu, const char *s, int64_t *ret, char *err)
+{
+        if (cpu && (!s || osb_parse_cpu(s, ret) < 0)) {
+                snprintf(err, OSB_ERR_MAX, "%s.cpu must be like \"500m\" or \"1\" (0.01 to 64 CPUs)", what);
+                return -EINVAL;
+        }
+        if (!cpu && (!s || osb_parse_memory(s, ret) < 0)) {
+                snprintf(err, OSB_ERR_MAX, "%s.memory must be like \"512Mi\" or \"2Gi\" (6Mi to 1Ti)", what);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* resourceRequests: what a scheduler would reserve. Checked as the limits
  * are (cpu, memory; each at most its limit, as Kubernetes requires); the
  * Docker provider places nothing (one host), so nothing is kept. */
@@ -219,19 +235,15 @@ static int parse_requests(struct json_object *body, const struct osb_create *c, 
                 int64_t n;
 
                 if (strcmp(k, "cpu") == 0) {
-                        if (!s || osb_parse_cpu(s, &n) < 0) {
-                                snprintf(err, OSB_ERR_MAX, "resourceRequests.cpu must be like \"500m\" or \"1\" (0.01 to 64 CPUs)");
+                        if (parse_cpu_memory("resourceRequests", true, s, &n, err) < 0)
                                 return -EINVAL;
-                        }
                         if (n > c->nano_cpus) {
                                 snprintf(err, OSB_ERR_MAX, "resourceRequests.cpu is more than the sandbox's cpu limit");
                                 return -EINVAL;
                         }
                 } else if (strcmp(k, "memory") == 0) {
-                        if (!s || osb_parse_memory(s, &n) < 0) {
-                                snprintf(err, OSB_ERR_MAX, "resourceRequests.memory must be like \"512Mi\" or \"2Gi\" (6Mi to 1Ti)");
+                        if (parse_cpu_memory("resourceRequests", false, s, &n, err) < 0)
                                 return -EINVAL;
-                        }
                         if (n > c->memory_bytes) {
                                 snprintf(err, OSB_ERR_MAX, "resourceRequests.memory is more than the sandbox's memory limit");
                                 return -EINVAL;
@@ -338,16 +350,12 @@ rest:
                 }
                 json_object_object_foreach(limits, k, lv) {
                         const char *s = json_object_is_type(lv, json_type_string) ? json_object_get_string(lv) : NULL;
-                        if (strcmp(k, "cpu") == 0) {
-                                if (!s || osb_parse_cpu(s, &c->nano_cpus) < 0) {
-                                        snprintf(err, OSB_ERR_MAX, "resourceLimits.cpu must be like \"500m\" or \"1\" (0.01 to 64 CPUs)");
+                        if (strcmp(k, "cpu") == 0 || strcmp(k, "memory") == 0) {
+                                bool cpu = k[0] == 'c';
+
+                                if (parse_cpu_memory("resourceLimits", cpu, s, cpu ? &c->nano_cpus : &c->memory_bytes,
+                                                     err) < 0)
                                         return -EINVAL;
-                                }
-                        } else if (strcmp(k, "memory") == 0) {
-                                if (!s || osb_parse_memory(s, &c->memory_bytes) < 0) {
-                                        snprintf(err, OSB_ERR_MAX, "resourceLimits.memory must be like \"512Mi\" or \"2Gi\" (6Mi to 1Ti)");
-                                        return -EINVAL;
-                                }
                         } else if (strcmp(k, OSB_LIMIT_DISK) == 0) {
                                 if (parse_disk(cfg, s, c, err) < 0)
                                         return -EINVAL;
