@@ -86,10 +86,11 @@ void h_egress_policy_get(struct request *req)
         free(p);
 }
 
-/* PATCH: merge a rule list; DELETE: remove a target list. */
+/* PATCH: merge a rule list; DELETE: remove a target list; PUT (lifecycle
+ * networkpolicy): a whole NetworkPolicy, as at create, replaces the policy. */
 void h_egress_policy_change(struct request *req)
 {
-        bool patch = strcmp(req->method, "PATCH") == 0;
+        bool patch = strcmp(req->method, "PATCH") == 0, put = strcmp(req->method, "PUT") == 0;
         struct egress_policy *p = NULL;
         struct egress_rule *rules = NULL;
         char(*targets)[EGRESS_TARGET_MAX + 1] = NULL;
@@ -104,21 +105,23 @@ void h_egress_policy_change(struct request *req)
         p = malloc(sizeof(*p));
         if (patch)
                 rules = malloc(sizeof(*rules) * EGRESS_RULES_MAX);
-        else
+        else if (!put)
                 targets = malloc(sizeof(*targets) * EGRESS_RULES_MAX);
-        if (!p || (!rules && !targets)) {
+        if (!p || (!put && !rules && !targets)) {
                 reply_error(req, API_INTERNAL, "out of memory");
                 goto out;
         }
-        r = patch ? egress_rules_parse(req->body, req->body_len, rules, &n, err, sizeof(err))
-                  : egress_targets_parse(req->body, req->body_len, targets, &n, err, sizeof(err));
+        r = put     ? egress_policy_parse(req->body, req->body_len, p, err, sizeof(err))
+            : patch ? egress_rules_parse(req->body, req->body_len, rules, &n, err, sizeof(err))
+                    : egress_targets_parse(req->body, req->body_len, targets, &n, err, sizeof(err));
         if (r < 0) {
                 reply_store_error(req, &x, r, err);
                 goto out;
         }
-        r = patch ? egress_store_patch(req->w->redis, req->w->cfg, x.sandbox_id, rules, n, p, err,
-                                       sizeof(err))
-                  : egress_store_remove(req->w->redis, req->w->cfg, x.sandbox_id, targets, n, p);
+        r = put     ? egress_store_set(req->w->redis, req->w->cfg, x.sandbox_id, p)
+            : patch ? egress_store_patch(req->w->redis, req->w->cfg, x.sandbox_id, rules, n, p, err,
+                                         sizeof(err))
+                    : egress_store_remove(req->w->redis, req->w->cfg, x.sandbox_id, targets, n, p);
         if (r < 0) {
                 if (r == -EAGAIN && !err[0])
                         snprintf(err, sizeof(err),
@@ -126,44 +129,16 @@ void h_egress_policy_change(struct request *req)
                 reply_store_error(req, &x, r, err);
                 goto out;
         }
-        log_info(execd_kv(req, &x), "egress policy %s: %zu %s, now %zu rules, default %s",
-                 patch ? "patched" : "rules removed", n, patch ? "rules" : "targets", p->n,
-                 p->default_allow ? "allow" : "deny");
+        if (put)
+                log_info(execd_kv(req, &x), "egress policy replaced: now %zu rules, default %s", p->n,
+                         p->default_allow ? "allow" : "deny");
+        else
+                log_info(execd_kv(req, &x), "egress policy %s: %zu %s, now %zu rules, default %s",
+                         patch ? "patched" : "rules removed", n, patch ? "rules" : "targets", p->n,
+                         p->default_allow ? "allow" : "deny");
         reply_policy(req, p);
 out:
         free(targets);
         free(rules);
-        free(p);
-}
-
-/* PUT (lifecycle networkpolicy): the body is a whole NetworkPolicy, as at
- * create; it replaces the policy (compare-and-set, egress_store_set). */
-void h_egress_policy_replace(struct request *req)
-{
-        struct egress_policy *p = NULL;
-        char err[320] = "";
-        struct execd x;
-        size_t max = EGRESS_JSON_MAX < req->w->max_body ? EGRESS_JSON_MAX : req->w->max_body;
-        int r;
-
-        if (execd_open(req, &x, false) < 0 || request_read_json_body(req, max) < 0)
-                return;
-        p = malloc(sizeof(*p));
-        if (!p) {
-                reply_error(req, API_INTERNAL, "out of memory");
-                return;
-        }
-        r = egress_policy_parse(req->body, req->body_len, p, err, sizeof(err));
-        if (r == 0)
-                r = egress_store_set(req->w->redis, req->w->cfg, x.sandbox_id, p);
-        if (r < 0) {
-                if (r == -EAGAIN && !err[0])
-                        snprintf(err, sizeof(err), "the policy changed too often meanwhile; try again");
-                reply_store_error(req, &x, r, err);
-        } else {
-                log_info(execd_kv(req, &x), "egress policy replaced: now %zu rules, default %s", p->n,
-                         p->default_allow ? "allow" : "deny");
-                reply_policy(req, p);
-        }
         free(p);
 }

@@ -63,7 +63,7 @@ static const struct route routes[] = {
         { "sandboxes", "GET", "/v1/templates/{}", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "DELETE", "/v1/templates/{}", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/sandboxes/{}/networkpolicy", h_egress_policy_get, ROUTE_KEY },
-        { "sandboxes", "PUT", "/v1/sandboxes/{}/networkpolicy", h_egress_policy_replace, ROUTE_KEY },
+        { "sandboxes", "PUT", "/v1/sandboxes/{}/networkpolicy", h_egress_policy_change, ROUTE_KEY },
         { "sandboxes", "PATCH", "/v1/sandboxes/{}/networkpolicy", h_egress_policy_change, ROUTE_KEY },
         { "sandboxes", "DELETE", "/v1/sandboxes/{}/networkpolicy", h_egress_policy_change, ROUTE_KEY },
         /* execd contract (execd-api.yaml) served by the broker, X-EXECD-ACCESS-TOKEN */
