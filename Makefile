@@ -300,8 +300,9 @@ install: all
 deploy-test: all
 	BUILD=$(BUILD) tests/deploy/run
 
-# The test Kubernetes cluster (scripts/k8s-up / k8s-down, docs/KUBERNETES.md): not part of
-# `make test` yet. The first run builds Kubernetes into $$K8S_CACHE (outside the clone).
+# The Kubernetes suite alone (scripts/k8s-up / k8s-down, docs/KUBERNETES.md); `make test` runs
+# it too, last (scripts/run-tests, K8S_PHASE). The first run builds Kubernetes into $$K8S_CACHE
+# (outside the clone).
 test-k8s:
 	scripts/deps-install
 	scripts/build-images tiny
