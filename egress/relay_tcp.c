@@ -158,6 +158,10 @@ static void on_reply(struct relay *r, struct conn *c)
         if (n < 0)
                 return;
         hs->got += (size_t)n;
+        if (hs->got >= TCP_MAGIC_LEN && memcmp(hs->in, TCP_MAGIC, TCP_MAGIC_LEN) != 0) {
+                fail(r, c, "handshake refused: not the sandbox's agent (no handshake)");
+                return;
+        }
         if (hs->got < sizeof(hs->in))
                 return;
         if (tcp_reply_check(hs->key, hs->nr, hs->in, na) < 0) {
