@@ -631,3 +631,65 @@ def test_agent_tcp_marker_rewritten_and_removed(world):
     wait_until(lambda: "agent of sb gone" in world.relay.text(), 10, 0.02, "gone")
     assert not os.path.exists(world.sock("sb"))
     assert os.path.isdir(os.path.join(world.agent_dir, "sb"))
+
+
+# --- the agent in a container, reached by its IP on a bridge network -------
+
+def docker(*args, check=True, timeout=120):
+    p = subprocess.run(["docker"] + list(args), capture_output=True, timeout=timeout)
+    if check:
+        assert p.returncode == 0, (args, p.stderr)
+    return p.stdout.decode().strip()
+
+
+def test_agent_tcp_in_a_container_on_a_bridge_network(world):
+    """As a pod: the agent is PID 1 of a container on a network of the test's
+    own, its key in the container's environment; the relay reaches it by IP.
+    A neighbour container on the same network, without the key, gets nothing
+    and runs nothing, while the broker's commands run."""
+    from sandboxlib import TINY_IMAGE, docker_skip_reason
+    reason = docker_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    tag = "it-agenttcp-" + os.urandom(4).hex()
+    key = os.urandom(32)
+    docker("network", "create", "--label", "io.sandbox-broker.test=agent-tcp", tag)
+    try:
+        docker("run", "-d", "--name", tag, "--network", tag,
+               "--label", "io.sandbox-broker.test=agent-tcp",
+               "-e", "SB_AGENT_KEY=" + key.hex(),
+               "-v", os.path.abspath(AGENT) + ":/sba:ro", TINY_IMAGE,
+               "/sba", "--listen-tcp", "7000", "--key-env", "SB_AGENT_KEY", "--keep",
+               "--", "sleep", "600")
+        ip = docker("inspect", "-f",
+                    "{{(index .NetworkSettings.Networks \"%s\").IPAddress}}" % tag, tag)
+        assert ip.count(".") == 3, ip
+
+        def listening():
+            try:
+                socket.create_connection((ip, 7000), 1).close()
+                return True
+            except OSError:
+                return False
+        wait_until(listening, 30, 0.1, "agent in the container listening")
+        world.serve("pod", 7000, key, addr=ip)
+
+        st, body = world.request("pod", "GET", "/health")
+        assert st == 200 and b"pid=1\n" in body, body
+        o, _, code = world.exec("pod", ["sh", "-c", "cat /proc/1/environ | tr '\\0' '\\n'; "
+                                        "echo; env"])
+        assert code == 0 and b"PATH=" in o
+        assert key.hex().encode() not in o and b"SB_AGENT_KEY" not in o
+
+        # a neighbour on the same network, no key: plain HTTP gets nothing
+        out = docker("run", "--rm", "--network", tag, "--label",
+                     "io.sandbox-broker.test=agent-tcp", TINY_IMAGE, "sh", "-c",
+                     "printf 'POST /exec?arg=touch&arg=/ran HTTP/1.1\\r\\n\\r\\n' | "
+                     "nc -w 5 %s 7000; echo rc=$?" % ip)
+        assert "rc=" in out and "HTTP" not in out, out
+        o, _, code = world.exec("pod", ["sh", "-c", "test -e /ran; echo $?"])
+        assert o == b"1\n"
+        assert world.exec("pod", ["hostname"])[0].strip() != b""
+    finally:
+        docker("rm", "-f", tag, check=False)
+        docker("network", "rm", tag, check=False)
