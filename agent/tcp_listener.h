@@ -17,9 +17,9 @@
 
 #include "tcp_auth.h"
 
-#define TCP_HS_MAX 64          /* handshakes in progress */
-#define TCP_HS_MS 2000         /* for the whole handshake, from accept */
-#define TCP_ACCEPT_BATCH 256   /* accepts per loop round (signals are not starved) */
+#define TCP_HS_MAX 64        /* handshakes in progress */
+#define TCP_HS_MS 2000       /* for the whole handshake, from accept */
+#define TCP_ACCEPT_BATCH 256 /* accepts per loop round (signals are not starved) */
 #define TCP_POLLFDS (1 + TCP_HS_MAX)
 
 enum tcp_hs_state { TCP_HS_FREE, TCP_HS_HELLO, TCP_HS_PROOF };

@@ -56,33 +56,36 @@ static void test_bad(void **state)
         static const char *const bad[] = {
                 "",
                 "\n",
-                "10.0.0.1 7000 " K,                  /* no newline */
-                "10.0.0.1 7000 " K "\n\n",           /* two lines */
-                "10.0.0.1 7000 " K "\nx",            /* after the line */
-                "10.0.0.1 7000 " K " \n",            /* extra field */
+                "10.0.0.1 7000 " K,        /* no newline */
+                "10.0.0.1 7000 " K "\n\n", /* two lines */
+                "10.0.0.1 7000 " K "\nx",  /* after the line */
+                "10.0.0.1 7000 " K " \n",  /* extra field */
                 "10.0.0.1 7000 " K " extra\n",
-                "10.0.0.1 7000\n",                   /* missing key */
-                "10.0.0.1  7000 " K "\n",            /* two spaces */
+                "10.0.0.1 7000\n",        /* missing key */
+                "10.0.0.1  7000 " K "\n", /* two spaces */
                 " 10.0.0.1 7000 " K "\n",
                 "10.0.0.1\t7000 " K "\n",
                 "10.0.0.1 7000 " K "\r\n",
-                "10.0.0.1 0 " K "\n",                /* ports */
+                "10.0.0.1 0 " K "\n", /* ports */
                 "10.0.0.1 65536 " K "\n",
                 "10.0.0.1 07000 " K "\n",
                 "10.0.0.1 +7000 " K "\n",
                 "10.0.0.1 99999999999999999999 " K "\n",
                 "10.0.0.1 70a " K "\n",
-                "10.0.0 7000 " K "\n",               /* addresses */
+                "10.0.0 7000 " K "\n", /* addresses */
                 "10.0.0.256 7000 " K "\n",
                 "010.0.0.1 7000 " K "\n",
                 "pod.example 7000 " K "\n",
                 "[::1] 7000 " K "\n",
                 "fe80::1%eth0 7000 " K "\n",
                 "::g 7000 " K "\n",
-                "10.0.0.1 7000 " "00112233445566778899AABBCCDDEEFF0F1E2D3C4B5A69788796A5B4C3D2E1F0\n",
-                "10.0.0.1 7000 " "00112233445566778899aabbccddeeff0f1e2d3c4b5a69788796a5b4c3d2e1f\n",
+                "10.0.0.1 7000 "
+                "00112233445566778899AABBCCDDEEFF0F1E2D3C4B5A69788796A5B4C3D2E1F0\n",
+                "10.0.0.1 7000 "
+                "00112233445566778899aabbccddeeff0f1e2d3c4b5a69788796a5b4c3d2e1f\n",
                 "10.0.0.1 7000 " K "0\n",
-                "10.0.0.1 7000 " "00112233445566778899aabbccddeeff0f1e2d3c4b5a69788796a5b4c3d2e1fz\n",
+                "10.0.0.1 7000 "
+                "00112233445566778899aabbccddeeff0f1e2d3c4b5a69788796a5b4c3d2e1fz\n",
         };
         struct agent_marker m;
         const char *why;

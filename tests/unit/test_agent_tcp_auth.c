@@ -54,18 +54,20 @@ static void sha_hex(const void *d, size_t n, char out[65])
 static void test_sha256_vectors(void **state)
 {
         char out[65];
-        static const char two_block[] =
-                "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+        static const char two_block[] = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
         struct sha256 s;
         unsigned char md[SHA256_LEN], a[1000];
 
         (void)state;
         sha_hex("abc", 3, out);
-        assert_string_equal(out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_string_equal(out,
+                            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         sha_hex("", 0, out);
-        assert_string_equal(out, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_string_equal(out,
+                            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
         sha_hex(two_block, strlen(two_block), out);
-        assert_string_equal(out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+        assert_string_equal(out,
+                            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
         /* one million 'a', fed in uneven pieces */
         memset(a, 'a', sizeof(a));
         sha256_init(&s);
@@ -76,18 +78,22 @@ static void test_sha256_vectors(void **state)
         }
         sha256_final(&s, md);
         hex_of(md, sizeof(md), out);
-        assert_string_equal(out, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+        assert_string_equal(out,
+                            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
         /* 55, 56, 64 bytes: the padding's edges (checked against sha256sum) */
         sha_hex(a, 55, out);
-        assert_string_equal(out, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+        assert_string_equal(out,
+                            "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
         sha_hex(a, 56, out);
-        assert_string_equal(out, "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+        assert_string_equal(out,
+                            "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
         sha_hex(a, 64, out);
-        assert_string_equal(out, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+        assert_string_equal(out,
+                            "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
 }
 
 /* 131 bytes of 0xaa, the key of RFC 4231's cases 6 and 7 */
-#define AA131 \
+#define AA131                                                                                      \
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -111,10 +117,11 @@ static void test_hmac_rfc4231(void **state)
                   "cdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd"
                   "cdcdcdcdcdcdcdcdcdcd",
                   "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b" },
-                { "0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c", "546573742057697468205472756e636174696f6e",
-                  "a3b6167473100ee06e0c796c2955552b" },
+                { "0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c",
+                  "546573742057697468205472756e636174696f6e", "a3b6167473100ee06e0c796c2955552b" },
                 { AA131,
-                  "54657374205573696e67204c6172676572205468616e20426c6f636b2d53697a65204b6579202d2048"
+                  "54657374205573696e67204c6172676572205468616e20426c6f636b2d53697a65204b6579202d20"
+                  "48"
                   "617368204b6579204669727374",
                   "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54" },
                 { AA131,
@@ -180,11 +187,13 @@ static void test_listen_parse(void **state)
         socklen_t len;
         struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
         struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-        static const char *const bad[] = { "",          "0",         "65536",      "080",
-                                           "-1",        "+80",       "80x",        "1.2.3.4:",
-                                           ":80",       "1.2.3:80",  "1.2.3.4.5:1", "::1:80",
-                                           "[::1]",     "[::1]80",   "[1.2.3.4]:80", "host:80",
-                                           "[::1]:0",   "1.2.3.04:1", " 80",       "[fe80::1%eth0]:1" };
+        static const char *const bad[] = {
+                "",        "0",          "65536",        "080",
+                "-1",      "+80",        "80x",          "1.2.3.4:",
+                ":80",     "1.2.3:80",   "1.2.3.4.5:1",  "::1:80",
+                "[::1]",   "[::1]80",    "[1.2.3.4]:80", "host:80",
+                "[::1]:0", "1.2.3.04:1", " 80",          "[fe80::1%eth0]:1"
+        };
 
         (void)state;
         assert_int_equal(tcp_listen_parse("8080", &ss, &len), 0);
@@ -269,8 +278,9 @@ static void test_handshake(void **state)
         tcp_proof_build(r.key_relay, r.nr, r.nr, r2.reply + TCP_MAGIC_LEN + TCP_NONCE_LEN);
         assert_int_equal(tcp_reply_check(r.key_relay, r.nr, r2.reply, na), -EACCES);
         /* the agent's proof offered back as the relay's: the labels differ */
-        assert_int_equal(tcp_proof_check(r.key_agent, r.nr, r.na,
-                                         r.reply + TCP_MAGIC_LEN + TCP_NONCE_LEN), -EACCES);
+        assert_int_equal(
+                tcp_proof_check(r.key_agent, r.nr, r.na, r.reply + TCP_MAGIC_LEN + TCP_NONCE_LEN),
+                -EACCES);
         /* the relay's proof offered as an agent's REPLY MAC */
         memcpy(r2.reply, r.reply, TCP_REPLY_LEN);
         memcpy(r2.reply + TCP_MAGIC_LEN + TCP_NONCE_LEN, r.proof, TCP_PROOF_LEN);
