@@ -1,4 +1,5 @@
 /* sandbox-agent: the TCP transport (tcp_listener.h). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -38,11 +39,29 @@ int tcp_key_from_env(const char *name, unsigned char key[TCP_KEY_LEN])
         return r;
 }
 
+/* A listening socket at ss, or -errno. */
+static int listen_at(const struct sockaddr_storage *ss, socklen_t len)
+{
+        int one = 1, zero = 0, fd, r;
+
+        fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (ss->ss_family == AF_INET6)
+                (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+        if (bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
+                r = -errno;
+                (void)close(fd);
+                return r;
+        }
+        return fd;
+}
+
 int tcp_listener_open(struct tcp_listener *t, const char *spec, const unsigned char key[TCP_KEY_LEN])
 {
         struct sockaddr_storage ss;
         socklen_t len;
-        int one = 1, zero = 0, r;
 
         memset(t, 0, sizeof(*t));
         t->fd = -1;
@@ -51,15 +70,21 @@ int tcp_listener_open(struct tcp_listener *t, const char *spec, const unsigned c
         if (tcp_listen_parse(spec, &ss, &len) < 0)
                 return -EINVAL;
         memcpy(t->key, key, TCP_KEY_LEN);
-        t->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (t->fd < 0)
-                return -errno;
-        (void)setsockopt(t->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (ss.ss_family == AF_INET6)
-                (void)setsockopt(t->fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-        if (bind(t->fd, (struct sockaddr *)&ss, len) < 0 || listen(t->fd, LISTEN_BACKLOG) < 0) {
-                r = -errno;
-                (void)close(t->fd);
+        t->fd = listen_at(&ss, len);
+        /* just a port, on a host without IPv6 (a pod whose kernel has it
+         * disabled): every IPv4 address instead */
+        if ((t->fd == -EAFNOSUPPORT || t->fd == -EADDRNOTAVAIL) && !strchr(spec, ':')) {
+                struct sockaddr_in s4 = { .sin_family = AF_INET,
+                                          .sin_port = ((struct sockaddr_in6 *)&ss)->sin6_port,
+                                          .sin_addr.s_addr = htonl(INADDR_ANY) };
+
+                memset(&ss, 0, sizeof(ss));
+                memcpy(&ss, &s4, sizeof(s4));
+                t->fd = listen_at(&ss, sizeof(s4));
+        }
+        if (t->fd < 0) {
+                int r = t->fd;
+
                 t->fd = -1;
                 return r;
         }
