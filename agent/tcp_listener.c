@@ -110,14 +110,12 @@ int tcp_listener_timeout(const struct tcp_listener *t, long long now)
         return next > now ? (int)(next - now) : 0;
 }
 
-static void hs_close(struct tcp_listener *t, struct tcp_hs *h, bool refused)
+static void hs_close(struct tcp_hs *h)
 {
         if (h->fd >= 0)
                 (void)close(h->fd);
         memset(h, 0, sizeof(*h));
         h->fd = -1;
-        if (refused)
-                t->refused++;
 }
 
 static bool same_host(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
@@ -152,7 +150,7 @@ static struct tcp_hs *slot_for(struct tcp_listener *t)
                         best_n = n;
                 }
         }
-        hs_close(t, &t->hs[best], true);
+        hs_close(&t->hs[best]);
         return &t->hs[best];
 }
 
@@ -204,10 +202,10 @@ static bool hs_step(struct tcp_listener *t, struct tcp_hs *h)
         if (h->state == TCP_HS_HELLO) {
                 r = frame_read(h, TCP_HELLO_LEN);
                 if (r <= 0)
-                        return r < 0 ? (hs_close(t, h, true), false) : false;
+                        return r < 0 ? (hs_close(h), false) : false;
                 if (tcp_hello_parse(h->in, h->nr) < 0 ||
                     getrandom(h->na, sizeof(h->na), 0) != (ssize_t)sizeof(h->na)) {
-                        hs_close(t, h, true);
+                        hs_close(h);
                         return false;
                 }
                 tcp_reply_build(t->key, h->nr, h->na, reply);
@@ -215,7 +213,7 @@ static bool hs_step(struct tcp_listener *t, struct tcp_hs *h)
                  * or the peer is misbehaving */
                 if (send(h->fd, reply, sizeof(reply), MSG_DONTWAIT | MSG_NOSIGNAL) !=
                     (ssize_t)sizeof(reply)) {
-                        hs_close(t, h, true);
+                        hs_close(h);
                         return false;
                 }
                 h->state = TCP_HS_PROOF;
@@ -223,9 +221,9 @@ static bool hs_step(struct tcp_listener *t, struct tcp_hs *h)
         }
         r = frame_read(h, TCP_PROOF_LEN);
         if (r <= 0)
-                return r < 0 ? (hs_close(t, h, true), false) : false;
+                return r < 0 ? (hs_close(h), false) : false;
         if (tcp_proof_check(t->key, h->nr, h->na, h->in) < 0) {
-                hs_close(t, h, true);
+                hs_close(h);
                 return false;
         }
         return true;
@@ -243,7 +241,7 @@ void tcp_listener_run(struct tcp_listener *t, const struct pollfd p[TCP_POLLFDS]
                         int fd = h->fd, flags = fcntl(fd, F_GETFL);
 
                         h->fd = -1; /* handed over */
-                        hs_close(t, h, false);
+                        hs_close(h);
                         if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
                                 (void)close(fd);
                                 continue;
@@ -253,7 +251,7 @@ void tcp_listener_run(struct tcp_listener *t, const struct pollfd p[TCP_POLLFDS]
         }
         for (int i = 0; i < TCP_HS_MAX; i++)
                 if (t->hs[i].fd >= 0 && t->hs[i].deadline <= now)
-                        hs_close(t, &t->hs[i], true);
+                        hs_close(&t->hs[i]);
         if (t->fd >= 0 && p[0].revents)
                 accept_some(t, now);
 }

@@ -39,7 +39,6 @@ struct tcp_listener {
         unsigned char key[TCP_KEY_LEN];
         struct tcp_hs hs[TCP_HS_MAX];
         long long seq;
-        unsigned long refused; /* handshakes that failed or were evicted */
 };
 
 /* Read the key from the environment variable name (64 lowercase hex),
