@@ -53,9 +53,11 @@ $(BUILD)/sandbox-runc: runtime/sandbox-runc.c
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(shell pkg-config --libs json-c)
 
 # Egress (docs/EGRESS.md): the host relay (libc only) and Squid's ACL helper.
-$(BUILD)/sandbox-egress-relay: egress/relay.c egress/relay_agent.c egress/relay.h
+RELAY_SRC := egress/relay.c egress/relay_agent.c egress/relay_tcp.c egress/agent_marker.c \
+	agent/tcp_auth.c agent/sha256.c
+$(BUILD)/sandbox-egress-relay: $(RELAY_SRC) egress/relay.h egress/agent_marker.h agent/tcp_auth.h agent/sha256.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ egress/relay.c egress/relay_agent.c
+	$(CC) $(CFLAGS) $(LDFLAGS) -Iagent -o $@ $(RELAY_SRC)
 
 $(BUILD)/sandbox-egress-acl: $(BUILD)/egress/acl_helper.o $(BUILD)/libbroker.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -121,11 +123,16 @@ AGENT_SRC_agent_envfile := agent/envfile.c
 AGENT_SRC_agent_plainsh := agent/plainsh.c
 AGENT_SRC_agent_seat := agent/seat.c
 AGENT_SRC_mountd_proto := mountd/proto.c
-agent_src = $(if $(AGENT_SRC_$(1)),-I$(dir $(AGENT_SRC_$(1))) $(AGENT_SRC_$(1)))
+AGENT_SRC_agent_tcp_auth := agent/tcp_auth.c agent/sha256.c
+AGENT_SRC_agent_marker := egress/agent_marker.c agent/tcp_auth.c agent/sha256.c
+agent_src = $(if $(AGENT_SRC_$(1)),$(addprefix -I,$(sort $(dir $(AGENT_SRC_$(1))))) $(AGENT_SRC_$(1)))
 $(BUILD)/tests/test_agent_envfile $(BUILD)/fuzz-replay-agent_envfile $(BUILD)/fuzzer-agent_envfile: \
 	agent/envfile.c agent/envfile.h
 $(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
 $(BUILD)/tests/test_agent_seat: agent/seat.c agent/seat.h
+$(BUILD)/tests/test_agent_tcp_auth: $(AGENT_SRC_agent_tcp_auth) agent/tcp_auth.h agent/sha256.h
+$(BUILD)/tests/test_agent_marker $(BUILD)/fuzz-replay-agent_marker $(BUILD)/fuzzer-agent_marker: \
+	$(AGENT_SRC_agent_marker) egress/agent_marker.h agent/tcp_auth.h agent/sha256.h
 # A test of a pure fcgi/ file (no libfcgi, no request) compiles it in: FCGI_SRC_NAME.
 FCGI_SRC_tenant_share := fcgi/tenant_share.c
 FCGI_SRC_execd_argv := fcgi/execd_argv.c

@@ -1,6 +1,7 @@
 /* sandbox-agent: the first process of a Docker sandbox (docs/AGENT.md).
  *
- *   sandbox-agent (--socket PATH | --dial PATH) [--keep] [-- ENTRYPOINT ARGS...]
+ *   sandbox-agent (--socket PATH | --dial PATH | --listen-tcp [ADDR:]PORT --key-env NAME)
+ *                 [--keep] [-- ENTRYPOINT ARGS...]
  *
  * PID 1's duties: reap every zombie, start the entrypoint (its own process
  * group, the terminal's foreground one if there is a terminal), forward the
@@ -8,7 +9,9 @@
  * has gone (unless --keep). Besides, it serves the broker on a unix socket,
  * one it listens on (--socket) or, where the host cannot reach a socket
  * bound in the sandbox (gVisor), connections it dials to the host relay's
- * (--dial, dialer.h): each connection is handed to a forked handler child
+ * (--dial, dialer.h), or, where the host is another node (a Kubernetes pod),
+ * TCP connections that first pass a mutual handshake keyed with the
+ * sandbox's key (--listen-tcp, tcp_listener.h): each connection is handed to a forked handler child
  * (handler.c), so that nothing a request does can hurt this process, which
  * keeps no buffer of its own (idle RSS well under 1 MiB).
  *
@@ -35,6 +38,7 @@
 #include "dialer.h"
 #include "egress.h"
 #include "listener.h"
+#include "tcp_listener.h"
 
 #define CHECK_INTERVAL_MS 1000
 
@@ -46,6 +50,7 @@ struct agent {
         char **entry_argv; /* NULL: no entrypoint */
         struct listener lis; /* --socket; fd -1 with --dial */
         struct dialer dialer; /* --dial; path NULL with --socket */
+        struct tcp_listener tcp; /* --listen-tcp; fd -1 otherwise */
         int sig_fd;
         bool stopping; /* a SIGTERM/SIGINT was forwarded: exit with the entrypoint */
         struct agent_state state;
@@ -76,14 +81,18 @@ __attribute__((format(printf, 1, 2))) static void log_err(const char *fmt, ...)
 
 static void usage(void)
 {
-        log_err("usage: sandbox-agent (--socket PATH | --dial PATH) [--keep] [-- ENTRYPOINT ARGS...]");
+        log_err("usage: sandbox-agent (--socket PATH | --dial PATH | --listen-tcp [ADDR:]PORT "
+                "--key-env NAME) [--keep] [-- ENTRYPOINT ARGS...]");
         exit(2);
 }
 
-static void parse_args(struct agent *a, int argc, char **argv, const char **ret_socket,
-                       const char **ret_dial)
+struct args {
+        const char *sock, *dial, *tcp, *key_env;
+};
+
+static void parse_args(struct agent *a, int argc, char **argv, struct args *ret)
 {
-        const char *sock = NULL, *dial = NULL;
+        const char *sock = NULL, *dial = NULL, *tcp = NULL, *key_env = NULL;
         int i;
 
         for (i = 1; i < argc; i++) {
@@ -98,17 +107,25 @@ static void parse_args(struct agent *a, int argc, char **argv, const char **ret_
                         dial = argv[++i];
                 } else if (strncmp(argv[i], "--dial=", 7) == 0) {
                         dial = argv[i] + 7;
+                } else if (strcmp(argv[i], "--listen-tcp") == 0 && i + 1 < argc) {
+                        tcp = argv[++i];
+                } else if (strncmp(argv[i], "--listen-tcp=", 13) == 0) {
+                        tcp = argv[i] + 13;
+                } else if (strcmp(argv[i], "--key-env") == 0 && i + 1 < argc) {
+                        key_env = argv[++i];
+                } else if (strncmp(argv[i], "--key-env=", 10) == 0) {
+                        key_env = argv[i] + 10;
                 } else if (strcmp(argv[i], "--keep") == 0) {
                         a->keep = true;
                 } else {
                         usage();
                 }
         }
-        if (!sock == !dial || (sock && !*sock) || (dial && !*dial))
+        if ((!!sock + !!dial + !!tcp) != 1 || (sock && !*sock) || (dial && !*dial) ||
+            (tcp && !*tcp) || !tcp != !key_env || (key_env && (!*key_env || strchr(key_env, '='))))
                 usage();
         a->entry_argv = i < argc ? argv + i : NULL;
-        *ret_socket = sock;
-        *ret_dial = dial;
+        *ret = (struct args){ sock, dial, tcp, key_env };
 }
 
 /* fds 0-2 open (on /dev/null if they were not), so that no socket or pipe
@@ -140,6 +157,7 @@ static int signals_setup(struct agent *a)
 static void agent_exit(struct agent *a, int code)
 {
         listener_close(&a->lis);
+        memset(a->tcp.key, 0, sizeof(a->tcp.key));
         exit(code);
 }
 
@@ -269,6 +287,7 @@ static void serve(struct agent *a, int fd)
         }
         pid = fork();
         if (pid == 0) {
+                memset(a->tcp.key, 0, sizeof(a->tcp.key)); /* a handler needs none */
                 agent_child_reset2(fd, a->state.entry_fd);
                 (void)signal(SIGPIPE, SIG_IGN);
                 agent_handle(fd, &a->state);
@@ -279,6 +298,12 @@ static void serve(struct agent *a, int fd)
         else
                 a->handlers[a->n_handlers++] = pid;
         (void)close(fd);
+}
+
+/* tcp_listener_run's callback: a connection whose handshake has passed. */
+static void serve_tcp(void *ctx, int fd)
+{
+        serve(ctx, fd);
 }
 
 static void accept_all(struct agent *a)
@@ -325,10 +350,30 @@ int main(int argc, char **argv)
 {
         static struct agent agent = { .sig_fd = -1 };
         struct agent *a = &agent;
-        const char *sock, *dial;
+        struct args args;
         int entry_pipe[2], r;
 
-        parse_args(a, argc, argv, &sock, &dial);
+        parse_args(a, argc, argv, &args);
+        a->tcp.fd = -1;
+        if (args.key_env) {
+                /* first: nothing started from here on inherits the key */
+                unsigned char key[TCP_KEY_LEN];
+
+                r = tcp_key_from_env(args.key_env, key);
+                if (r < 0) {
+                        log_err("sandbox-agent: --key-env %s: %s", args.key_env,
+                                r == -ENOENT ? "not set"
+                                             : "not a key (64 lowercase hex digits expected)");
+                        return 2;
+                }
+                r = tcp_listener_open(&a->tcp, args.tcp, key);
+                memset(key, 0, sizeof(key));
+                if (r < 0) {
+                        log_err("sandbox-agent: --listen-tcp %s: %s", args.tcp,
+                                r == -EINVAL ? "expected [ADDR:]PORT (IPv4, or [IPv6])" : strerror(-r));
+                        return r == -EINVAL ? 2 : 1;
+                }
+        }
         stdio_ensure();
         a->state.agent_pid = getpid();
         if (a->state.agent_pid != 1)
@@ -345,14 +390,14 @@ int main(int argc, char **argv)
         a->entry_rd = entry_pipe[0];
         a->state.entry_fd = entry_pipe[1];
         a->lis.fd = -1;
-        if (sock) {
-                r = listener_open(&a->lis, sock);
+        if (args.sock) {
+                r = listener_open(&a->lis, args.sock);
                 if (r < 0) {
-                        log_err("sandbox-agent: %s: %s", sock, strerror(-r));
+                        log_err("sandbox-agent: %s: %s", args.sock, strerror(-r));
                         return 1;
                 }
-        } else {
-                dialer_init(&a->dialer, dial);
+        } else if (args.dial) {
+                dialer_init(&a->dialer, args.dial);
                 dial_fill(a);
         }
         a->egress = egress_enabled();
@@ -366,18 +411,33 @@ int main(int argc, char **argv)
 
         a->next_check = agent_now_ms() + CHECK_INTERVAL_MS;
         for (;;) {
-                struct pollfd p[3 + DIALER_IDLE] = { { .fd = a->lis.fd, .events = POLLIN },
-                                                     { .fd = a->sig_fd, .events = POLLIN },
-                                                     { .fd = a->entry_rd, .events = POLLIN } };
+                struct pollfd p[3 + DIALER_IDLE + TCP_POLLFDS] = {
+                        { .fd = a->lis.fd, .events = POLLIN },
+                        { .fd = a->sig_fd, .events = POLLIN },
+                        { .fd = a->entry_rd, .events = POLLIN }
+                };
+                struct pollfd *tp = p + 3 + DIALER_IDLE;
                 long long now = agent_now_ms();
                 int timeout = a->next_check > now ? (int)(a->next_check - now) : 0;
                 nfds_t n = 3;
+
+                for (int i = 0; i < DIALER_IDLE; i++)
+                        p[3 + i] = (struct pollfd){ .fd = -1 };
+                if (a->tcp.fd >= 0) {
+                        int t = tcp_listener_timeout(&a->tcp, now);
+
+                        tcp_listener_pollfds(&a->tcp, tp);
+                        n = 3 + DIALER_IDLE + TCP_POLLFDS;
+                        if (t >= 0 && t < timeout)
+                                timeout = t;
+                }
 
                 if (a->dialer.path) {
                         int t = dialer_timeout(&a->dialer, now);
 
                         dialer_pollfds(&a->dialer, p + 3);
-                        n += DIALER_IDLE;
+                        if (n < 3 + DIALER_IDLE)
+                                n = 3 + DIALER_IDLE;
                         if (t >= 0 && t < timeout)
                                 timeout = t;
                 }
@@ -391,6 +451,8 @@ int main(int argc, char **argv)
                         signals_read(a);
                 if (p[0].revents)
                         accept_all(a);
+                if (a->tcp.fd >= 0)
+                        tcp_listener_run(&a->tcp, tp, agent_now_ms(), serve_tcp, a);
                 for (int i = 0; a->dialer.path && i < DIALER_IDLE; i++) {
                         int fd = p[3 + i].revents ? dialer_take(&a->dialer, i) : -1;
 

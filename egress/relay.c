@@ -217,6 +217,8 @@ void relay_conn_close(struct relay *r, struct conn *c)
                 c->sb->n_conns--;
         if (c->ac)
                 agents_conn_closed(c->ac);
+        if (c->hs)
+                relay_tcp_forget(r, c);
         r->n_conns--;
         c->side[0].fd = c->side[1].fd = -1;
         c->dead = true;
@@ -226,7 +228,7 @@ void relay_conn_close(struct relay *r, struct conn *c)
 
 /* The events a side waits for: readable while its buffer has room and it
  * has not ended, writable while the peer's buffer waits for it. */
-static void conn_arm(struct relay *r, struct conn *c)
+void relay_conn_arm(struct relay *r, struct conn *c)
 {
         for (int i = 0; i < 2; i++) {
                 struct half *h = &c->side[i], *peer = &c->side[1 - i];
@@ -251,7 +253,7 @@ int relay_conn_start(struct relay *r, struct conn *c)
                 relay_conn_close(r, c);
                 return -1;
         }
-        conn_arm(r, c);
+        relay_conn_arm(r, c);
         return 0;
 }
 
@@ -355,6 +357,10 @@ static void conn_event(struct relay *r, struct conn *c, int side, uint32_t ev)
 {
         if (c->dead)
                 return;
+        if (c->hs) {
+                relay_tcp_event(r, c, side, ev);
+                return;
+        }
         if (side == 1 && c->connecting) {
                 int err = 0;
                 socklen_t l = sizeof(err);
@@ -369,7 +375,7 @@ static void conn_event(struct relay *r, struct conn *c, int side, uint32_t ev)
                 relay_conn_close(r, c);
                 return;
         }
-        conn_arm(r, c);
+        relay_conn_arm(r, c);
 }
 
 static void inotify_read(struct relay *r)
@@ -396,7 +402,8 @@ static int watch(struct relay *r, const char *dir, mode_t mode)
 {
         (void)mkdir(dir, mode);
         if (inotify_add_watch(r->ino_fd, dir,
-                              IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ONLYDIR) < 0) {
+                              IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE |
+                                      IN_ONLYDIR) < 0) {
                 relay_log("inotify %s: %s", dir, strerror(errno));
                 return -1;
         }

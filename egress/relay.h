@@ -25,6 +25,11 @@ struct sandbox {
 };
 
 struct actr; /* relay_agent.c */
+struct tcp_hs; /* relay_tcp.c */
+struct agent_marker; /* agent_marker.h */
+
+#define RELAY_HS_MAX 256 /* TCP agents: connects and handshakes in progress, in all */
+#define RELAY_HS_MS 5000 /* TCP agents: for the connect and the handshake */
 
 /* One side of a relayed connection: bytes read from fd wait in buf until
  * written to the peer. */
@@ -40,6 +45,7 @@ struct conn {
         struct actr *ac;     /* agent pair: its container; NULL for egress */
         struct half side[2]; /* 0: the client (sandbox, broker), 1: the server (squid, agent) */
         bool connecting;     /* squid side not yet connected */
+        struct tcp_hs *hs;   /* TCP agent pair: connect and handshake not yet done */
         bool dead;           /* closed; freed after the current batch of events */
         struct conn *next_dead;
 };
@@ -60,6 +66,8 @@ struct relay {
         int n_conns;
         struct conn *dead; /* closed in this batch: another event may still name them */
         struct agents *agents; /* the agents' role; NULL: none */
+        struct conn *hs[RELAY_HS_MAX]; /* TCP agent pairs still in their handshake */
+        int n_hs;
 };
 
 __attribute__((format(printf, 1, 2))) void relay_log(const char *fmt, ...);
@@ -82,6 +90,8 @@ struct conn *relay_conn_alloc(struct relay *r);
 int relay_conn_start(struct relay *r, struct conn *c);
 /* Close both sides; c is freed after the current batch of events. */
 void relay_conn_close(struct relay *r, struct conn *c);
+/* Set the epoll events of both sides from their buffers' state. */
+void relay_conn_arm(struct relay *r, struct conn *c);
 
 /* relay_agent.c: the agents' role. */
 struct agents *agents_new(struct relay *r, const char *dir);
@@ -94,3 +104,17 @@ bool agents_event(struct relay *r, void *ref, uint32_t ev);
 int agents_tick(struct relay *r, long long now);
 /* A pair of container ac closed (relay_conn_close). */
 void agents_conn_closed(struct actr *ac);
+
+/* relay_tcp.c: the connecting side of the TCP agents (docs/AGENT.md,
+ * "TCP (Kubernetes)"). c has its broker side (side 0) set and counts
+ * toward its container: connect to m's address, run the handshake of
+ * tcp_auth.h with m's key, then splice as any pair. name: for the log
+ * (lives as long as c). On failure c is closed. */
+void relay_tcp_start(struct relay *r, struct conn *c, const struct agent_marker *m,
+                     const char *name);
+/* An event of a pair in its handshake (c->hs set). */
+void relay_tcp_event(struct relay *r, struct conn *c, int side, uint32_t ev);
+/* Close handshakes past RELAY_HS_MS; ms until the next is due (-1: none). */
+int relay_tcp_tick(struct relay *r, long long now);
+/* c, in its handshake, is being closed: forget it. */
+void relay_tcp_forget(struct relay *r, struct conn *c);

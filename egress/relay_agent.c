@@ -21,11 +21,23 @@
  *               one that sent a request and shut its side down waits on.
  * Pairs count toward CONNS_PER_SANDBOX and CONNS_MAX. When the marker or the
  * directory goes, both listeners and every waiting connection are closed;
- * pairs run to their end. No byte is interpreted here. */
+ * pairs run to their end. No byte is interpreted here.
+ *
+ * Agents that listen on TCP (Kubernetes pods, on other nodes): the marker
+ * is AGENT_DIR/<ref>.tcp instead (<ref> a DNS label), one line ADDR PORT
+ * KEYHEX (agent_marker.h), a regular file (not a link) of mode 0600 owned
+ * by the relay's uid or root, beside the directory AGENT_DIR/<ref>/. Only
+ * agent.sock is bound there; each connection is paired with a TCP
+ * connection to ADDR:PORT that first passes the handshake (relay_tcp.c).
+ * A marker rewritten (renamed into place) takes effect for the next
+ * connections; one that no longer parses is logged and the container
+ * dropped as if removed; a removed one closes the listener and unlinks
+ * agent.sock. A bad marker is logged once per version of the file. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -33,6 +45,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent_marker.h"
 #include "relay.h"
 
 #define CID_MIN 12
@@ -42,6 +55,8 @@
 #define PENDING_MAX 64
 #define PENDING_MS 10000
 #define MARKER ".dial"
+#define MARKER_TCP ".tcp"
+#define BAD_SEEN 64 /* bad markers remembered, so that each is logged once */
 
 enum atag { A_BROKER, A_DIAL, A_IDLE, A_PEND };
 
@@ -58,7 +73,10 @@ struct aref {
 struct actr {
         bool used; /* being served (listeners open) */
         bool seen; /* in the last scan */
+        bool tcp;  /* a .tcp marker's: agent.sock only, pairs connect to m */
         char cid[CID_MAX + 1];
+        struct agent_marker m; /* .tcp: the marker as last read */
+        struct stat mst;       /* .tcp: the marker file it was read from */
         int lfd_broker, lfd_dial;
         int idle[IDLE_MAX]; /* -1: free */
         long long idle_seq[IDLE_MAX]; /* order of the dials */
@@ -79,6 +97,11 @@ struct agents {
          * containers gone but not yet freed; with neither it returns at
          * once instead of walking the table on every wakeup */
         int n_pend, n_gone;
+        struct {
+                char name[CID_MAX + 1];
+                struct stat st;
+        } bad[BAD_SEEN]; /* the bad .tcp markers logged */
+        int bad_next;
 };
 
 struct agents *agents_new(struct relay *r, const char *dir)
@@ -108,6 +131,82 @@ static bool marker_cid(const char *name, char *buf)
         memcpy(buf, name, n);
         buf[n] = '\0';
         return true;
+}
+
+/* "<ref>.tcp" with ref a DNS label: the ref into buf. */
+static bool marker_ref(const char *name, char *buf)
+{
+        size_t n = strlen(name);
+
+        if (n <= strlen(MARKER_TCP) || strcmp(name + n - strlen(MARKER_TCP), MARKER_TCP))
+                return false;
+        n -= strlen(MARKER_TCP);
+        if (!agent_ref_ok(name, n))
+                return false;
+        memcpy(buf, name, n);
+        buf[n] = '\0';
+        return true;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+        return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+               a->st_mode == b->st_mode && a->st_uid == b->st_uid &&
+               a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+               a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* A bad .tcp marker, logged once per version of the file. */
+static void bad_marker(struct agents *a, const char *ref, const struct stat *st, const char *why)
+{
+        for (int i = 0; i < BAD_SEEN; i++)
+                if (!strcmp(a->bad[i].name, ref) && same_file(&a->bad[i].st, st))
+                        return;
+        snprintf(a->bad[a->bad_next].name, sizeof(a->bad[0].name), "%s", ref);
+        a->bad[a->bad_next].st = *st;
+        a->bad_next = (a->bad_next + 1) % BAD_SEEN;
+        relay_log("marker %s%s refused: %s; not served", ref, MARKER_TCP, why);
+}
+
+/* Read and parse AGENT_DIR/<ref>.tcp, whose lstat is st: 0, or -1 (logged). */
+static int marker_read(struct agents *a, const char *ref, const struct stat *st, struct agent_marker *m)
+{
+        char name[CID_MAX + sizeof(MARKER_TCP)], buf[AGENT_MARKER_MAX + 1];
+        const char *why = NULL;
+        struct stat fst;
+        ssize_t n = -1;
+        int fd;
+
+        snprintf(name, sizeof(name), "%s%s", ref, MARKER_TCP);
+        if (!S_ISREG(st->st_mode)) {
+                bad_marker(a, ref, st, S_ISLNK(st->st_mode) ? "a link" : "not a regular file");
+                return -1;
+        }
+        if ((st->st_mode & 07777) != 0600) {
+                bad_marker(a, ref, st, "mode is not 0600");
+                return -1;
+        }
+        if (st->st_uid != geteuid() && st->st_uid != 0) {
+                bad_marker(a, ref, st, "owned by another user");
+                return -1;
+        }
+        fd = openat(a->dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return -1; /* gone or replaced since: the next scan */
+        /* the file read must be the one checked */
+        if (fstat(fd, &fst) < 0 || fst.st_dev != st->st_dev || fst.st_ino != st->st_ino) {
+                (void)close(fd);
+                return -1;
+        }
+        n = read(fd, buf, sizeof(buf));
+        (void)close(fd);
+        if (n < 0 || agent_marker_parse(buf, (size_t)n, m, &why) < 0) {
+                bad_marker(a, ref, st, why ? why : "unreadable");
+                memset(buf, 0, sizeof(buf));
+                return -1;
+        }
+        memset(buf, 0, sizeof(buf));
+        return 0;
 }
 
 /* Slot i of pend[] leaves the queue; its fd is returned (not closed). */
@@ -180,6 +279,17 @@ static bool ctr_bind(struct relay *r, struct actr *ac)
 {
         struct agents *a = r->agents;
 
+        if (ac->tcp) {
+                ac->lfd_broker = relay_bind_in(a->dir_fd, ac->cid, "agent.sock", 0600);
+                if (ac->lfd_broker >= 0 &&
+                    relay_ep_ctl(r, EPOLL_CTL_ADD, ac->lfd_broker, EPOLLIN,
+                                 (char *)&ac->ref_broker + AREF_BIT) == 0)
+                        return true;
+                if (ac->lfd_broker >= 0)
+                        (void)close(ac->lfd_broker);
+                ac->lfd_broker = -1;
+                return false;
+        }
         ac->lfd_dial = relay_bind_in(a->dir_fd, ac->cid, "dial.sock", 0600);
         ac->lfd_broker = ac->lfd_dial < 0 ? -1 : relay_bind_in(a->dir_fd, ac->cid, "agent.sock", 0600);
         if (ac->lfd_broker >= 0 &&
@@ -195,9 +305,11 @@ static bool ctr_bind(struct relay *r, struct actr *ac)
         return false;
 }
 
-static void ctr_add(struct relay *r, const char *cid)
+/* Serve cid (mst: its .tcp marker's lstat; NULL for a .dial one). */
+static void ctr_add(struct relay *r, const char *cid, const struct stat *mst)
 {
         struct agents *a = r->agents;
+        struct agent_marker m;
         struct actr *ac;
         struct stat st;
         int free_i = -1;
@@ -207,8 +319,20 @@ static void ctr_add(struct relay *r, const char *cid)
         if (fstatat(a->dir_fd, cid, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
                 return;
         for (int i = 0; i < CTRS_MAX; i++) {
-                if (a->ctrs[i] && a->ctrs[i]->used && !strcmp(a->ctrs[i]->cid, cid)) {
-                        a->ctrs[i]->seen = true;
+                ac = a->ctrs[i];
+                if (ac && ac->used && !strcmp(ac->cid, cid)) {
+                        if (ac->tcp != !!mst)
+                                return; /* both markers: the first one found is served */
+                        if (mst && !same_file(&ac->mst, mst)) {
+                                /* rewritten: the next connections use it;
+                                 * no longer valid: dropped (unseen) */
+                                if (marker_read(a, cid, mst, &m) < 0)
+                                        return;
+                                ac->m = m;
+                                ac->mst = *mst;
+                                relay_log("agent of %s: marker changed", cid);
+                        }
+                        ac->seen = true;
                         return;
                 }
                 if (!a->ctrs[i] && free_i < 0)
@@ -218,16 +342,28 @@ static void ctr_add(struct relay *r, const char *cid)
                 relay_log("too many containers; %.12s not served", cid);
                 return;
         }
+        if (mst && marker_read(a, cid, mst, &m) < 0)
+                return;
         ac = ctr_new(cid);
         if (!ac)
                 return;
+        if (mst) {
+                ac->tcp = true;
+                ac->m = m;
+                ac->mst = *mst;
+        }
+        memset(&m, 0, sizeof(m));
         if (!ctr_bind(r, ac)) {
+                memset(ac, 0, sizeof(*ac));
                 free(ac);
                 return; /* retried at the next scan */
         }
         ac->used = ac->seen = true;
         a->ctrs[free_i] = ac;
-        relay_log("serving agent of container %.12s", cid);
+        if (ac->tcp)
+                relay_log("serving agent of %s over TCP", cid);
+        else
+                relay_log("serving agent of container %.12s", cid);
 }
 
 /* Free ctrs[i] when it is gone and no pair names it any more: only from
@@ -243,9 +379,23 @@ static void ctr_release(struct agents *a, int i)
 
 static void ctr_drop(struct agents *a, struct actr *ac)
 {
-        (void)close(ac->lfd_dial);
+        if (ac->lfd_dial >= 0)
+                (void)close(ac->lfd_dial);
         (void)close(ac->lfd_broker);
         ac->lfd_dial = ac->lfd_broker = -1;
+        if (ac->tcp) {
+                /* the provider's directory stays: nothing left to connect to */
+                int dfd = openat(a->dir_fd, ac->cid, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                struct stat st;
+
+                if (dfd >= 0 && fstatat(dfd, "agent.sock", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISSOCK(st.st_mode))
+                        (void)unlinkat(dfd, "agent.sock", 0);
+                if (dfd >= 0)
+                        (void)close(dfd);
+                memset(&ac->m, 0, sizeof(ac->m));
+                relay_log("agent of %s gone", ac->cid);
+        }
         for (int i = 0; i < IDLE_MAX; i++)
                 if (ac->idle[i] >= 0)
                         idle_close(ac, i);
@@ -254,7 +404,8 @@ static void ctr_drop(struct agents *a, struct actr *ac)
                         pend_close(a, ac, i);
         ac->used = false;
         a->n_gone++;
-        relay_log("container %.12s gone", ac->cid);
+        if (!ac->tcp)
+                relay_log("container %.12s gone", ac->cid);
 }
 
 void agents_scan(struct relay *r)
@@ -276,10 +427,14 @@ void agents_scan(struct relay *r)
         while ((e = readdir(d))) {
                 struct stat st;
 
-                if (!marker_cid(e->d_name, cid))
-                        continue;
-                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-                        ctr_add(r, cid);
+                if (marker_cid(e->d_name, cid)) {
+                        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                            S_ISREG(st.st_mode))
+                                ctr_add(r, cid, NULL);
+                } else if (marker_ref(e->d_name, cid)) {
+                        if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                                ctr_add(r, cid, &st);
+                }
         }
         closedir(d);
         for (int i = 0; i < CTRS_MAX; i++) {
@@ -336,6 +491,19 @@ static void accept_broker(struct relay *r, struct actr *ac)
                         return;
                 if (ac->n_conns + ac->n_pend >= CONNS_PER_SANDBOX || r->n_conns >= CONNS_MAX) {
                         (void)close(fd);
+                        continue;
+                }
+                if (ac->tcp) {
+                        struct conn *c = relay_conn_alloc(r);
+
+                        if (!c) {
+                                (void)close(fd);
+                                continue;
+                        }
+                        c->ac = ac;
+                        ac->n_conns++;
+                        c->side[0].fd = fd;
+                        relay_tcp_start(r, c, &ac->m, ac->cid);
                         continue;
                 }
                 i = oldest(ac->idle, ac->idle_seq, IDLE_MAX);
@@ -453,9 +621,12 @@ int agents_tick(struct relay *r, long long now)
 {
         struct agents *a = r->agents;
         long long next = -1;
+        int t = relay_tcp_tick(r, now);
 
+        if (t >= 0)
+                next = now + t;
         if (!a->n_pend && !a->n_gone)
-                return -1;
+                return t;
         for (int i = 0; i < CTRS_MAX; i++) {
                 struct actr *ac = a->ctrs[i];
 
