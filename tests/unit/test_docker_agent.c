@@ -81,7 +81,21 @@ static void *fake_main(void *arg)
                 c = accept(fake.lfd, NULL, NULL);
                 if (c < 0)
                         continue;
-                n = read(c, buf, sizeof(buf) - 1);
+                /* the whole line, as sandbox-mountd reads it: the client may
+                 * send it in pieces (answering after the first one made the
+                 * client's next send fail with EPIPE under load) */
+                n = 0;
+                while ((size_t)n < sizeof(buf) - 1 && !memchr(buf, '\n', (size_t)n)) {
+                        struct pollfd q = { .fd = c, .events = POLLIN };
+                        ssize_t k;
+
+                        if (poll(&q, 1, 2000) <= 0)
+                                break;
+                        k = read(c, buf + n, sizeof(buf) - 1 - (size_t)n);
+                        if (k <= 0)
+                                break;
+                        n += k;
+                }
                 if (n > 0 && fake.n < 8) {
                         buf[n] = '\0';
                         buf[strcspn(buf, "\n")] = '\0';
