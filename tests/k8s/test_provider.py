@@ -1,0 +1,206 @@
+"""The Kubernetes provider (SANDBOX_PROVIDER=kubernetes, lib/providers/kubernetes/) driven through
+the broker's real stack (brokerlib: nginx, the FastCGI handlers, the supervisor, Redis, Kafka on
+free loopback ports) against the project's own test cluster (scripts/k8s-up, one per module, with
+sandbox-broker/tiny and sandbox-broker/agent imported).
+
+Two tenants of the OpenSandbox API: alpha makes sandboxes, bravo tries to reach them.
+- a sandbox created by POST /v1/sandboxes is a Running Pod in the broker's namespace with our
+  labels and annotations, its limits, restartPolicy Never, no ServiceAccount token, no service
+  links, every capability dropped but the Docker provider's few, no privilege escalation; GET is
+  Running; bravo's GET, pause and DELETE of it are 404 and change nothing; pause is a 501 JSON
+  error that changes nothing; DELETE removes the pod;
+- a pod deleted behind the broker's back (a REST DELETE with the admin certificate, as kubectl
+  would) turns its record Failed through the supervisor's watch (RECONCILE_MS is ten minutes
+  here: the reconciler cannot be what saw it), within a few seconds;
+- the supervisor restarted follows the watch again: a pod deleted after the restart is seen too.
+
+The agent cannot answer on TCP before the agent-tcp branch lands (`--listen-tcp`): these tests run
+with KUBERNETES_AGENT=0, the pod's command its entrypoint (docs/KUBERNETES.md). The agent's Pod
+layout is covered by tests/unit/test_kubernetes_json.c.
+
+Needs root, dockerd with sandbox-broker/tiny:latest and sandbox-broker/agent:latest
+(scripts/build-images tiny, scripts/k8s-agent-image), the built broker (make), Redis, Kafka.
+K8S_TEST_CLUSTER=STATE_DIR runs against a cluster already up (scripts/k8s-up with both images).
+"""
+
+import os
+import sys
+import time
+import uuid
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
+
+import brokerlib  # noqa: E402
+from brokerlib import Broker, Services, wait_until  # noqa: E402
+from sdklib import API_KEYS_ENV, OSB, check_osb_error  # noqa: E402
+from test_cluster import IMAGE, Api, read_env, start_cluster, stop_cluster  # noqa: E402
+
+AGENT_IMAGE = "sandbox-broker/agent:latest"
+NS = "sbk-it"
+L = "sandbox-broker.io/"
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the cluster needs root")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    reuse = os.environ.get("K8S_TEST_CLUSTER")  # a running cluster's state dir (development)
+    if reuse:
+        env = read_env(os.path.join(reuse, "cluster.env"))
+        c = {"state": reuse, "env": env, "api": Api(env)}
+        c["api"].call("POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
+        yield c
+        return
+    c, up = start_cluster((IMAGE, AGENT_IMAGE))
+    try:
+        assert up.returncode == 0, up.stderr[-4000:]
+        api = c["api"]
+        code, body = api.call("POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
+        assert code == 201, body
+        yield c
+    finally:
+        stop_cluster(c)
+
+
+@pytest.fixture(scope="module")
+def services(cluster):
+    root = os.path.join(cluster["state"], "it")
+    os.makedirs(root, exist_ok=True)
+    svc = Services(root)
+    try:
+        svc.up()
+        yield svc
+    finally:
+        svc.down()
+
+
+@pytest.fixture(scope="module")
+def kb(cluster, services):
+    env = cluster["env"]
+    b = Broker(services, os.path.join(cluster["state"], "it", "broker-" + uuid.uuid4().hex[:6]),
+               SANDBOX_PROVIDER="kubernetes", BROKER_CAPACITY="4",
+               OPENSANDBOX_API_KEYS=API_KEYS_ENV,
+               KUBERNETES_API_URL=env["K8S_API"], KUBERNETES_CA_FILE=env["K8S_CA"],
+               KUBERNETES_CERT_FILE=env["K8S_ADMIN_CERT"], KUBERNETES_KEY_FILE=env["K8S_ADMIN_KEY"],
+               KUBERNETES_NAMESPACE=NS, KUBERNETES_IMAGE_PULL_POLICY="Never",
+               KUBERNETES_AGENT="0", SANDBOX_IMAGE=IMAGE, RECONCILE_MS="600000",
+               IDLE_POLICY="stop_keep")
+    try:
+        b.up()
+        yield b
+    finally:
+        print(b.logs_tail(60))
+        b.down()
+
+
+def pods(api, prefix=None):
+    code, body = api.call("GET", "/api/v1/namespaces/%s/pods?labelSelector=%smanaged%%3D1" % (NS, L))
+    assert code == 200, body
+    items = body["items"]
+    if prefix is not None:
+        items = [p for p in items
+                 if p["metadata"]["annotations"].get(L + "prefix") == prefix]
+    return items
+
+
+def pod_of(api, sid):
+    code, body = api.call("GET", "/api/v1/namespaces/%s/pods/sb-%s" % (NS, sid))
+    return body if code == 200 else None
+
+
+def create(o, **kw):
+    body = {"image": {"uri": IMAGE}, "entrypoint": ["sleep", "3600"], "timeout": 600,
+            "resourceLimits": {"cpu": "250m", "memory": "128Mi"}}
+    body.update(kw)
+    r = o.create_raw(body)
+    assert r.status == 202, r
+    return r.json["id"]
+
+
+def test_create_is_a_running_pod_with_our_labels_and_limits(cluster, kb):
+    api = cluster["api"]
+    alpha, bravo = OSB(kb, "alpha"), OSB(kb, "bravo")
+    t0 = time.monotonic()
+    sid = create(alpha, env={"FOO": "bar"})
+    sb = alpha.wait_state(sid, "Running", timeout=120)
+    print("POST /v1/sandboxes -> Running: %.2f s" % (time.monotonic() - t0))
+    assert sb["status"]["state"] == "Running"
+
+    pod = pod_of(api, sid)
+    assert pod is not None and pod["status"]["phase"] == "Running", pod
+    md, spec = pod["metadata"], pod["spec"]
+    assert md["labels"][L + "managed"] == "1"
+    assert md["labels"][L + "sandbox-id"] == sid
+    assert md["labels"][L + "agent"] == "0"
+    assert md["labels"][L + "prefix-hash"].startswith("p")
+    assert md["annotations"][L + "sandbox-id"] == sid
+    assert md["annotations"][L + "prefix"] == kb.prefix
+    assert spec["restartPolicy"] == "Never"
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["enableServiceLinks"] is False
+    c = spec["containers"][0]
+    assert c["name"] == "sandbox" and c["image"] == IMAGE and c["imagePullPolicy"] == "Never"
+    assert c["command"] == ["sleep", "3600"], c
+    assert {"name": "FOO", "value": "bar"} in c["env"], c["env"]
+    assert c["resources"]["limits"]["cpu"] == "250m", c["resources"]
+    assert c["resources"]["limits"]["memory"] in ("134217728", "128Mi"), c["resources"]
+    sc = c["securityContext"]
+    assert sc["capabilities"]["drop"] == ["ALL"] and "NET_RAW" not in sc["capabilities"]["add"], sc
+    assert sc["allowPrivilegeEscalation"] is False
+    # no ServiceAccount token in the pod
+    assert not [v for v in spec.get("volumes", []) if v.get("projected")], spec.get("volumes")
+
+    # the other tenant: 404 on everything, nothing changes
+    for r in (bravo.get(sid), bravo.pause(sid), bravo.delete(sid)):
+        check_osb_error(r, 404)
+    # pause: the backend cannot, a 501 JSON error, nothing changes
+    r = alpha.pause(sid)
+    check_osb_error(r, 501)
+    assert "pause" in r.json["message"], r
+    assert alpha.state(sid)["state"] == "Running"
+    assert pod_of(api, sid)["status"]["phase"] == "Running"
+
+    r = alpha.delete(sid)
+    assert r.status == 204, r
+    alpha.wait_state(sid, "Terminated", timeout=60)
+    wait_until(lambda: pod_of(api, sid) is None, 60, 0.2, "pod sb-%s gone" % sid)
+    assert not pods(api, kb.prefix), "no pod of this broker left"
+
+
+def delete_behind_our_back(api, sid):
+    code, body = api.call("DELETE", "/api/v1/namespaces/%s/pods/sb-%s" % (NS, sid),
+                          {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+    assert code == 200, body
+    return time.monotonic()
+
+
+def test_pod_deleted_behind_our_back_fails_the_record(cluster, kb):
+    api = cluster["api"]
+    alpha, bravo = OSB(kb, "alpha"), OSB(kb, "bravo")
+    sid = create(alpha)
+    alpha.wait_state(sid, "Running", timeout=120)
+    other = create(bravo)  # bravo's sandbox must not move
+    bravo.wait_state(other, "Running", timeout=120)
+
+    t0 = delete_behind_our_back(api, sid)
+    sb = wait_until(lambda: (lambda s: s if s["status"]["state"] == "Failed" else None)(alpha.get(sid).json),
+                    30, 0.1, "record Failed")
+    took = time.monotonic() - t0
+    print("pod deleted -> record Failed: %.2f s" % took)
+    assert took < 10, took  # the watch: 2 s on an idle box; RECONCILE_MS is 10 minutes here
+    assert sb["status"].get("reason"), sb
+    assert bravo.state(other)["state"] == "Running"
+    assert pod_of(api, other)["status"]["phase"] == "Running"
+
+    # the supervisor restarted: it follows again from a fresh list
+    kb.stop("supervisor")
+    kb.start("supervisor")
+    t0 = delete_behind_our_back(api, other)
+    wait_until(lambda: bravo.state(other)["state"] == "Failed", 30, 0.1, "bravo's record Failed")
+    print("after a supervisor restart, pod deleted -> record Failed: %.2f s" % (time.monotonic() - t0))
+    for o, s in ((alpha, sid), (bravo, other)):
+        o.delete(s)
+    wait_until(lambda: not pods(api, kb.prefix), 60, 0.2, "no pod of this broker left")
