@@ -204,3 +204,35 @@ def test_pod_deleted_behind_our_back_fails_the_record(cluster, kb):
     for o, s in ((alpha, sid), (bravo, other)):
         o.delete(s)
     wait_until(lambda: not pods(api, kb.prefix), 60, 0.2, "no pod of this broker left")
+
+
+def test_oom_killed_pod_fails_the_record_with_the_reason(cluster, kb):
+    api = cluster["api"]
+    alpha = OSB(kb, "alpha")
+    # Running first, then the shell (the pod's main process) holds 256 MB in a
+    # variable under a 64 MiB limit: the kernel kills it, the kubelet says OOMKilled
+    sid = create(alpha, entrypoint=["sh", "-c", "sleep 3; x=$(head -c 268435456 /dev/zero | tr '\\0' a); sleep 3600"],
+                 resourceLimits={"cpu": "500m", "memory": "64Mi"})
+    alpha.wait_state(sid, "Running", timeout=120)
+
+    def failed():
+        sb = alpha.get(sid).json
+        return sb if sb["status"]["state"] == "Failed" else None
+    sb = wait_until(failed, 90, 0.1, "record Failed")
+    pod = pod_of(api, sid)
+    term = pod["status"]["containerStatuses"][0]["state"].get("terminated") if pod else None
+    assert term and term["reason"] == "OOMKilled", pod and pod["status"]
+    assert sb["status"]["reason"] == "OOM_KILLED", sb
+    # the record moved at most a few seconds after the kubelet saw it
+    seen = parse_iso(term["finishedAt"])
+    moved = brokerlib.parse_iso_ms(sb["status"]["lastTransitionAt"]) / 1000.0
+    print("container OOM killed -> record Failed: %.2f s" % (moved - seen))
+    assert moved - seen < 10, (seen, moved)
+    alpha.delete(sid)
+    wait_until(lambda: pod_of(api, sid) is None, 60, 0.2, "pod sb-%s gone" % sid)
+
+
+def parse_iso(s):
+    """An API server timestamp (RFC 3339, seconds) as epoch seconds."""
+    import calendar
+    return calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%SZ"))
