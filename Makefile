@@ -302,9 +302,10 @@ deploy-test: all
 
 # The test Kubernetes cluster (scripts/k8s-up / k8s-down, docs/KUBERNETES.md): not part of
 # `make test` yet. The first run builds Kubernetes into $$K8S_CACHE (outside the clone).
-test-k8s:
+test-k8s: all
 	scripts/deps-install
 	scripts/build-images tiny
+	scripts/k8s-agent-image $(BUILD)
 	.cache/venv/bin/python -m pytest tests/k8s -v -p no:cacheprovider $(K8S_TEST_ARGS)
 
 clean:
