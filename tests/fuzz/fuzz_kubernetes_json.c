@@ -29,8 +29,9 @@ static void check_pod(const struct k8s_pod *pod)
         CHECK(TERMINATED(pod->sandbox_id) && TERMINATED(pod->prefix));
         CHECK(TERMINATED(pod->reason) && TERMINATED(pod->message));
         CHECK(TERMINATED(pod->agent_key));
-        CHECK(!pod->agent_key[0] || (strlen(pod->agent_key) == K8S_AGENT_KEY_HEX &&
-                                     strspn(pod->agent_key, "0123456789abcdef") == K8S_AGENT_KEY_HEX));
+        CHECK(!pod->agent_key[0] ||
+              (strlen(pod->agent_key) == K8S_AGENT_KEY_HEX &&
+               strspn(pod->agent_key, "0123456789abcdef") == K8S_AGENT_KEY_HEX));
         CHECK(pod->exit_code >= -1 && pod->exit_code <= 255);
         st = k8s_pod_state(pod);
         CHECK(st == SANDBOX_RUN_CREATED || st == SANDBOX_RUN_RUNNING || st == SANDBOX_RUN_EXITED);

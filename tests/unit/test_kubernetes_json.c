@@ -150,10 +150,12 @@ static void test_manifest_without_agent(void **state)
         assert_int_equal(json_object_array_length(obj(c, "command")), 3);
         sc = obj(c, "securityContext");
         assert_false(json_object_get_boolean(obj(sc, "allowPrivilegeEscalation")));
-        assert_string_equal(json_object_get_string(idx(obj(obj(sc, "capabilities"), "drop"), 0)), "ALL");
+        assert_string_equal(json_object_get_string(idx(obj(obj(sc, "capabilities"), "drop"), 0)),
+                            "ALL");
         for (size_t i = 0; i < json_object_array_length(obj(obj(sc, "capabilities"), "add")); i++)
-                assert_string_not_equal(json_object_get_string(idx(obj(obj(sc, "capabilities"), "add"), i)),
-                                        "NET_RAW");
+                assert_string_not_equal(
+                        json_object_get_string(idx(obj(obj(sc, "capabilities"), "add"), i)),
+                        "NET_RAW");
         lim = obj(obj(c, "resources"), "limits");
         req = obj(obj(c, "resources"), "requests");
         assert_string_equal(str(lim, "cpu"), "250m");
@@ -186,13 +188,17 @@ static void test_manifest_without_agent(void **state)
 
 static void test_manifest_with_agent(void **state)
 {
-        struct k8s_pod_opts o = { .pull_policy = "IfNotPresent", .agent = true,
-                                  .agent_image = "sandbox-broker/agent:latest", .agent_port = 7070,
-                                  .agent_key = KEY, .grace_s = 1 };
+        struct k8s_pod_opts o = { .pull_policy = "IfNotPresent",
+                                  .agent = true,
+                                  .agent_image = "sandbox-broker/agent:latest",
+                                  .agent_port = 7070,
+                                  .agent_key = KEY,
+                                  .grace_s = 1 };
         struct json_object *j, *ps, *c, *init, *cmd, *env, *vm;
         char *body = NULL;
-        const char *want[] = { K8S_AGENT_BIN, "--listen-tcp", "0.0.0.0:7070", "--key-env",
-                               "SANDBOX_AGENT_KEY", "--", "python3", "-m", "http.server" };
+        const char *want[] = { K8S_AGENT_BIN,       "--listen-tcp", "0.0.0.0:7070", "--key-env",
+                               "SANDBOX_AGENT_KEY", "--",           "python3",      "-m",
+                               "http.server" };
 
         (void)state;
         assert_int_equal(k8s_json_pod_manifest(&spec, &o, &body), 0);
@@ -258,11 +264,12 @@ static void test_manifest_with_agent(void **state)
         assert_null(body);
 }
 
-#define POD(meta, status)                                                                           \
-        "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"sb-x\",\"resourceVersion\":\"42\","             \
-        "\"labels\":{\"sandbox-broker.io/managed\":\"1\",\"sandbox-broker.io/agent\":\"1\"},"       \
-        "\"annotations\":{\"sandbox-broker.io/sandbox-id\":\"x\",\"sandbox-broker.io/prefix\":\"sb:\"}" \
-        meta "},\"spec\":{\"containers\":[{\"name\":\"sandbox\",\"env\":[{\"name\":\"SANDBOX_AGENT_KEY\"," \
+#define POD(meta, status)                                                                       \
+        "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"sb-x\",\"resourceVersion\":\"42\","         \
+        "\"labels\":{\"sandbox-broker.io/managed\":\"1\",\"sandbox-broker.io/agent\":\"1\"},"   \
+        "\"annotations\":{\"sandbox-broker.io/sandbox-id\":\"x\",\"sandbox-broker.io/"          \
+        "prefix\":\"sb:\"}" meta "},\"spec\":{\"containers\":[{\"name\":\"sandbox\",\"env\":[{" \
+                                 "\"name\":\"SANDBOX_AGENT_KEY\","                              \
         "\"value\":\"" KEY "\"}]}]},\"status\":" status "}"
 
 static int parse(const char *s, struct k8s_pod *pod)
@@ -276,8 +283,12 @@ static void test_parse_pod_states(void **state)
         struct sandbox_info info;
 
         (void)state;
-        assert_int_equal(parse(POD("", "{\"phase\":\"Running\",\"podIP\":\"10.244.1.5\",\"containerStatuses\":"
-                                       "[{\"name\":\"sandbox\",\"state\":{\"running\":{}}}]}"), &pod), 0);
+        assert_int_equal(
+                parse(POD("",
+                          "{\"phase\":\"Running\",\"podIP\":\"10.244.1.5\",\"containerStatuses\":"
+                          "[{\"name\":\"sandbox\",\"state\":{\"running\":{}}}]}"),
+                      &pod),
+                0);
         assert_string_equal(pod.name, "sb-x");
         assert_string_equal(pod.rv, "42");
         assert_string_equal(pod.ip, "10.244.1.5");
@@ -291,45 +302,64 @@ static void test_parse_pod_states(void **state)
         assert_int_equal(info.exit_code, -1);
 
         /* OOM killed: EXITED, 137, oom_killed */
-        assert_int_equal(parse(POD("", "{\"phase\":\"Failed\",\"containerStatuses\":[{\"name\":\"sandbox\","
-                                       "\"state\":{\"terminated\":{\"exitCode\":137,\"reason\":\"OOMKilled\"}}}]}"),
-                               &pod), 0);
+        assert_int_equal(
+                parse(POD("", "{\"phase\":\"Failed\",\"containerStatuses\":[{\"name\":\"sandbox\","
+                              "\"state\":{\"terminated\":{\"exitCode\":137,\"reason\":"
+                              "\"OOMKilled\"}}}]}"),
+                      &pod),
+                0);
         k8s_pod_info(&pod, &info);
         assert_int_equal(info.state, SANDBOX_RUN_EXITED);
         assert_int_equal(info.exit_code, 137);
         assert_true(info.oom_killed);
 
         /* the main container ended while the phase still says Running */
-        assert_int_equal(parse(POD("", "{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"sidecar\","
-                                       "\"state\":{\"running\":{}}},{\"name\":\"sandbox\",\"state\":"
-                                       "{\"terminated\":{\"exitCode\":3,\"reason\":\"Error\"}}}]}"), &pod), 0);
+        assert_int_equal(
+                parse(POD("", "{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"sidecar\","
+                              "\"state\":{\"running\":{}}},{\"name\":\"sandbox\",\"state\":"
+                              "{\"terminated\":{\"exitCode\":3,\"reason\":\"Error\"}}}]}"),
+                      &pod),
+                0);
         assert_int_equal(k8s_pod_state(&pod), SANDBOX_RUN_EXITED);
         assert_int_equal(pod.exit_code, 3);
 
         /* being deleted */
-        assert_int_equal(parse(POD(",\"deletionTimestamp\":\"2026-12-05T00:00:00Z\"", "{\"phase\":\"Running\"}"),
-                               &pod), 0);
+        assert_int_equal(parse(POD(",\"deletionTimestamp\":\"2026-12-05T00:00:00Z\"",
+                                   "{\"phase\":\"Running\"}"),
+                               &pod),
+                         0);
         assert_true(pod.deleting);
         assert_int_equal(k8s_pod_state(&pod), SANDBOX_RUN_EXITED);
 
         /* evicted: the pod's reason */
-        assert_int_equal(parse(POD("", "{\"phase\":\"Failed\",\"reason\":\"Evicted\",\"message\":\"disk\"}"), &pod),
-                         0);
+        assert_int_equal(
+                parse(POD("", "{\"phase\":\"Failed\",\"reason\":\"Evicted\",\"message\":\"disk\"}"),
+                      &pod),
+                0);
         assert_string_equal(pod.reason, "Evicted");
         assert_int_equal(k8s_pod_state(&pod), SANDBOX_RUN_EXITED);
 
         /* pending, stuck on an image it may not pull; on an init container's */
-        assert_int_equal(parse(POD("", "{\"phase\":\"Pending\",\"containerStatuses\":[{\"name\":\"sandbox\","
-                                       "\"state\":{\"waiting\":{\"reason\":\"ErrImageNeverPull\","
-                                       "\"message\":\"no image\"}}}]}"), &pod), 0);
+        assert_int_equal(
+                parse(POD("", "{\"phase\":\"Pending\",\"containerStatuses\":[{\"name\":\"sandbox\","
+                              "\"state\":{\"waiting\":{\"reason\":\"ErrImageNeverPull\","
+                              "\"message\":\"no image\"}}}]}"),
+                      &pod),
+                0);
         assert_int_equal(k8s_pod_state(&pod), SANDBOX_RUN_CREATED);
         assert_true(k8s_pod_stuck(&pod));
         assert_string_equal(pod.message, "no image");
-        assert_int_equal(parse(POD("", "{\"phase\":\"Pending\",\"initContainerStatuses\":[{\"name\":\"i\","
-                                       "\"state\":{\"waiting\":{\"reason\":\"ImagePullBackOff\"}}}]}"), &pod), 0);
+        assert_int_equal(
+                parse(POD("", "{\"phase\":\"Pending\",\"initContainerStatuses\":[{\"name\":\"i\","
+                              "\"state\":{\"waiting\":{\"reason\":\"ImagePullBackOff\"}}}]}"),
+                      &pod),
+                0);
         assert_true(k8s_pod_stuck(&pod));
-        assert_int_equal(parse(POD("", "{\"phase\":\"Pending\",\"containerStatuses\":[{\"name\":\"sandbox\","
-                                       "\"state\":{\"waiting\":{\"reason\":\"ContainerCreating\"}}}]}"), &pod), 0);
+        assert_int_equal(
+                parse(POD("", "{\"phase\":\"Pending\",\"containerStatuses\":[{\"name\":\"sandbox\","
+                              "\"state\":{\"waiting\":{\"reason\":\"ContainerCreating\"}}}]}"),
+                      &pod),
+                0);
         assert_false(k8s_pod_stuck(&pod));
 
         /* what is not a Pod; fields of the wrong type are ignored */
@@ -337,14 +367,20 @@ static void test_parse_pod_states(void **state)
         assert_int_equal(parse("{\"metadata\":{}}", &pod), -EPROTO);
         assert_int_equal(parse("[]", &pod), -EPROTO);
         assert_int_equal(parse("{\"metadata\":{\"name\":\"a\"}} x", &pod), -EPROTO);
-        assert_int_equal(parse("{\"metadata\":{\"name\":\"a\"},\"status\":{\"phase\":7,\"containerStatuses\":"
-                               "[{\"name\":\"sandbox\",\"state\":{\"terminated\":{\"exitCode\":\"x\"}}}]}}", &pod),
-                         0);
+        assert_int_equal(
+                parse("{\"metadata\":{\"name\":\"a\"},\"status\":{\"phase\":7,"
+                      "\"containerStatuses\":"
+                      "[{\"name\":\"sandbox\",\"state\":{\"terminated\":{\"exitCode\":\"x\"}}}]}}",
+                      &pod),
+                0);
         assert_int_equal(pod.exit_code, -1);
         assert_string_equal(pod.phase, "");
         /* a key that is not 64 hex is no key */
-        assert_int_equal(parse("{\"metadata\":{\"name\":\"a\"},\"spec\":{\"containers\":[{\"name\":\"sandbox\","
-                               "\"env\":[{\"name\":\"SANDBOX_AGENT_KEY\",\"value\":\"zz\"}]}]}}", &pod), 0);
+        assert_int_equal(parse("{\"metadata\":{\"name\":\"a\"},\"spec\":{\"containers\":[{\"name\":"
+                               "\"sandbox\","
+                               "\"env\":[{\"name\":\"SANDBOX_AGENT_KEY\",\"value\":\"zz\"}]}]}}",
+                               &pod),
+                         0);
         assert_string_equal(pod.agent_key, "");
 }
 
@@ -359,7 +395,8 @@ static void count(void *ud, const struct k8s_pod *pod)
 
 static void test_parse_list_and_events(void **state)
 {
-        const char *list = "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"77\",\"continue\":\"abc\"},"
+        const char *list = "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"77\","
+                           "\"continue\":\"abc\"},"
                            "\"items\":[" POD("", "{}") ",{\"metadata\":{}}," POD("", "{}") "]}";
         char cont[16], rv[K8S_RV_MAX], small[2];
         enum k8s_event_type type;
@@ -368,23 +405,29 @@ static void test_parse_list_and_events(void **state)
 
         (void)state;
         seen = 0;
-        assert_int_equal(k8s_json_parse_list(list, strlen(list), count, NULL, cont, sizeof(cont), rv), 0);
+        assert_int_equal(
+                k8s_json_parse_list(list, strlen(list), count, NULL, cont, sizeof(cont), rv), 0);
         assert_int_equal(seen, 2); /* the nameless item is skipped */
         assert_string_equal(cont, "abc");
         assert_string_equal(rv, "77");
-        assert_int_equal(k8s_json_parse_list(list, strlen(list), count, NULL, small, sizeof(small), rv),
-                         -ENAMETOOLONG);
-        assert_int_equal(k8s_json_parse_list("{\"items\":{}}", 12, count, NULL, cont, sizeof(cont), rv), -EPROTO);
+        assert_int_equal(
+                k8s_json_parse_list(list, strlen(list), count, NULL, small, sizeof(small), rv),
+                -ENAMETOOLONG);
+        assert_int_equal(
+                k8s_json_parse_list("{\"items\":{}}", 12, count, NULL, cont, sizeof(cont), rv),
+                -EPROTO);
 
         const char *ev = "{\"type\":\"DELETED\",\"object\":" POD("", "{\"phase\":\"Running\"}") "}";
         assert_int_equal(k8s_json_parse_event(ev, strlen(ev), &type, &pod, &code), 0);
         assert_int_equal(type, K8S_EV_DELETED);
         assert_string_equal(pod.name, "sb-x");
-        ev = "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"resourceVersion\":\"99\"}}}";
+        ev = "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":{"
+             "\"resourceVersion\":\"99\"}}}";
         assert_int_equal(k8s_json_parse_event(ev, strlen(ev), &type, &pod, &code), 0);
         assert_int_equal(type, K8S_EV_BOOKMARK);
         assert_string_equal(pod.rv, "99");
-        ev = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":\"Expired\"}}";
+        ev = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"code\":410,\"reason\":"
+             "\"Expired\"}}";
         assert_int_equal(k8s_json_parse_event(ev, strlen(ev), &type, &pod, &code), 0);
         assert_int_equal(type, K8S_EV_ERROR);
         assert_int_equal(code, 410);
@@ -401,7 +444,8 @@ static void test_error_message(void **state)
         char err[PROVIDER_ERR_MAX];
 
         (void)state;
-        k8s_json_error_message("create", 403, "{\"kind\":\"Status\",\"message\":\"pods is forbidden\"}", err);
+        k8s_json_error_message("create", 403,
+                               "{\"kind\":\"Status\",\"message\":\"pods is forbidden\"}", err);
         assert_string_equal(err, "kubernetes: create: HTTP 403: pods is forbidden");
         k8s_json_error_message("create", 502, "<html>", err);
         assert_string_equal(err, "kubernetes: create: HTTP 502");
@@ -411,7 +455,8 @@ static void test_error_message(void **state)
 
 static void test_agent_key_and_marker(void **state)
 {
-        char dir[] = "/tmp/k8s-unit-XXXXXX", path[256], line[256], key[K8S_AGENT_KEY_HEX + 1], key2[sizeof(key)];
+        char dir[] = "/tmp/k8s-unit-XXXXXX", path[256], line[256], key[K8S_AGENT_KEY_HEX + 1],
+             key2[sizeof(key)];
         struct k8s k = { .agent = true, .agent_port = 7070 };
         struct k8s_pod pod = { .name = "sb-x", .ip = "10.244.1.5", .agent_key = KEY };
         struct stat st;
@@ -497,10 +542,12 @@ static void test_config(void **state)
         (void)state;
         /* any readable file stands in for the CA, cert, key and token */
 #define F "/proc/self/cmdline"
-        assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes",
-                                                     "KUBERNETES_API_URL", "https://127.0.0.1:6443",
-                                                     "KUBERNETES_CA_FILE", F, "KUBERNETES_TOKEN_FILE", F, NULL },
-                              &cfg, err), 0);
+        assert_int_equal(
+                load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes", "KUBERNETES_API_URL",
+                                            "https://127.0.0.1:6443", "KUBERNETES_CA_FILE", F,
+                                            "KUBERNETES_TOKEN_FILE", F, NULL },
+                     &cfg, err),
+                0);
         assert_string_equal(cfg.kubernetes_namespace, "sandbox-broker");
         assert_string_equal(cfg.kubernetes_pull_policy, "IfNotPresent");
         assert_string_equal(cfg.kubernetes_agent_image, "sandbox-broker/agent:latest");
@@ -510,49 +557,70 @@ static void test_config(void **state)
         assert_int_equal(cfg.kubernetes_pod_wait_ms, 60000);
         assert_string_equal(cfg.sandbox_runtime, ""); /* the cluster's default RuntimeClass */
 
-        assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes",
-                                                     "KUBERNETES_API_URL", "http://127.0.0.1:8080",
-                                                     "KUBERNETES_CA_FILE", F, "KUBERNETES_TOKEN_FILE", F, NULL },
-                              &cfg, err), -EINVAL);
+        assert_int_equal(
+                load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes", "KUBERNETES_API_URL",
+                                            "http://127.0.0.1:8080", "KUBERNETES_CA_FILE", F,
+                                            "KUBERNETES_TOKEN_FILE", F, NULL },
+                     &cfg, err),
+                -EINVAL);
         assert_non_null(strstr(err, "KUBERNETES_API_URL"));
-        assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes",
-                                                     "KUBERNETES_API_URL", "https://h",
-                                                     "KUBERNETES_TOKEN_FILE", F, NULL }, &cfg, err), -EINVAL);
+        assert_int_equal(
+                load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes", "KUBERNETES_API_URL",
+                                            "https://h", "KUBERNETES_TOKEN_FILE", F, NULL },
+                     &cfg, err),
+                -EINVAL);
         assert_non_null(strstr(err, "KUBERNETES_CA_FILE"));
         /* both ways of authenticating, or neither, or half of one */
-        assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes",
-                                                     "KUBERNETES_API_URL", "https://h", "KUBERNETES_CA_FILE", F,
-                                                     "KUBERNETES_TOKEN_FILE", F, "KUBERNETES_CERT_FILE", F,
-                                                     "KUBERNETES_KEY_FILE", F, NULL }, &cfg, err), -EINVAL);
+        assert_int_equal(
+                load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes", "KUBERNETES_API_URL",
+                                            "https://h", "KUBERNETES_CA_FILE", F,
+                                            "KUBERNETES_TOKEN_FILE", F, "KUBERNETES_CERT_FILE", F,
+                                            "KUBERNETES_KEY_FILE", F, NULL },
+                     &cfg, err),
+                -EINVAL);
         assert_non_null(strstr(err, "KUBERNETES_TOKEN_FILE"));
-        assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes",
-                                                     "KUBERNETES_API_URL", "https://h", "KUBERNETES_CA_FILE", F,
-                                                     NULL }, &cfg, err), -EINVAL);
-        assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes",
-                                                     "KUBERNETES_API_URL", "https://h", "KUBERNETES_CA_FILE", F,
-                                                     "KUBERNETES_CERT_FILE", F, NULL }, &cfg, err), -EINVAL);
+        assert_int_equal(
+                load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes", "KUBERNETES_API_URL",
+                                            "https://h", "KUBERNETES_CA_FILE", F, NULL },
+                     &cfg, err),
+                -EINVAL);
+        assert_int_equal(
+                load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes", "KUBERNETES_API_URL",
+                                            "https://h", "KUBERNETES_CA_FILE", F,
+                                            "KUBERNETES_CERT_FILE", F, NULL },
+                     &cfg, err),
+                -EINVAL);
         assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes",
                                                      "KUBERNETES_API_URL", "https://h",
                                                      "KUBERNETES_CA_FILE", "/nonexistent/ca.crt",
-                                                     "KUBERNETES_TOKEN_FILE", F, NULL }, &cfg, err), -EINVAL);
+                                                     "KUBERNETES_TOKEN_FILE", F, NULL },
+                              &cfg, err),
+                         -EINVAL);
         assert_non_null(strstr(err, "/nonexistent/ca.crt"));
         assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes",
-                                                     "KUBERNETES_API_URL", "https://h", "KUBERNETES_CA_FILE", F,
-                                                     "KUBERNETES_TOKEN_FILE", F, "KUBERNETES_NAMESPACE", "Bad_NS",
-                                                     NULL }, &cfg, err), -EINVAL);
+                                                     "KUBERNETES_API_URL", "https://h",
+                                                     "KUBERNETES_CA_FILE", F, "KUBERNETES_TOKEN_FILE",
+                                                     F, "KUBERNETES_NAMESPACE", "Bad_NS", NULL },
+                              &cfg, err),
+                         -EINVAL);
         assert_non_null(strstr(err, "KUBERNETES_NAMESPACE"));
-        assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes",
-                                                     "KUBERNETES_API_URL", "https://h", "KUBERNETES_CA_FILE", F,
-                                                     "KUBERNETES_TOKEN_FILE", F,
-                                                     "KUBERNETES_IMAGE_PULL_POLICY", "never", NULL },
-                              &cfg, err), -EINVAL);
+        assert_int_equal(
+                load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes", "KUBERNETES_API_URL",
+                                            "https://h", "KUBERNETES_CA_FILE", F,
+                                            "KUBERNETES_TOKEN_FILE", F,
+                                            "KUBERNETES_IMAGE_PULL_POLICY", "never", NULL },
+                     &cfg, err),
+                -EINVAL);
         assert_non_null(strstr(err, "KUBERNETES_IMAGE_PULL_POLICY"));
         assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes",
-                                                     "KUBERNETES_API_URL", "https://h", "KUBERNETES_CA_FILE", F,
-                                                     "KUBERNETES_TOKEN_FILE", F, "KUBERNETES_AGENT_PORT", "0",
-                                                     NULL }, &cfg, err), -EINVAL);
+                                                     "KUBERNETES_API_URL", "https://h",
+                                                     "KUBERNETES_CA_FILE", F, "KUBERNETES_TOKEN_FILE",
+                                                     F, "KUBERNETES_AGENT_PORT", "0", NULL },
+                              &cfg, err),
+                         -EINVAL);
         /* the Docker provider keeps its runtime default */
-        assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "docker", NULL }, &cfg, err), 0);
+        assert_int_equal(
+                load((const char *const[]){ "SANDBOX_PROVIDER", "docker", NULL }, &cfg, err), 0);
         assert_string_equal(cfg.sandbox_runtime, "sandbox-runc");
 #undef F
 }
@@ -560,10 +628,14 @@ static void test_config(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_labels_and_names),  cmocka_unit_test(test_manifest_without_agent),
-                cmocka_unit_test(test_manifest_with_agent), cmocka_unit_test(test_parse_pod_states),
-                cmocka_unit_test(test_parse_list_and_events), cmocka_unit_test(test_error_message),
-                cmocka_unit_test(test_agent_key_and_marker), cmocka_unit_test(test_config),
+                cmocka_unit_test(test_labels_and_names),
+                cmocka_unit_test(test_manifest_without_agent),
+                cmocka_unit_test(test_manifest_with_agent),
+                cmocka_unit_test(test_parse_pod_states),
+                cmocka_unit_test(test_parse_list_and_events),
+                cmocka_unit_test(test_error_message),
+                cmocka_unit_test(test_agent_key_and_marker),
+                cmocka_unit_test(test_config),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

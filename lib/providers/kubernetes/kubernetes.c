@@ -20,7 +20,8 @@ bool k8s_ref_valid(const char *ref)
         if (n == 0 || n > 63 || ref[0] == '-' || ref[n - 1] == '-')
                 return false;
         for (size_t i = 0; i < n; i++)
-                if (!((ref[i] >= 'a' && ref[i] <= 'z') || (ref[i] >= '0' && ref[i] <= '9') || ref[i] == '-'))
+                if (!((ref[i] >= 'a' && ref[i] <= 'z') || (ref[i] >= '0' && ref[i] <= '9') ||
+                      ref[i] == '-'))
                         return false;
         return true;
 }
@@ -34,8 +35,11 @@ static int bad_ref(const char *what, char *ret_err)
 int k8s_call(struct k8s *k, const char *method, const char *path, const char *json, size_t max,
              struct http_buf *resp, const char *what, char *ret_err)
 {
-        struct k8s_request req = { .method = method, .path = path, .json = json,
-                                   .timeout_ms = k->timeout_ms, .max_resp = max };
+        struct k8s_request req = { .method = method,
+                                   .path = path,
+                                   .json = json,
+                                   .timeout_ms = k->timeout_ms,
+                                   .max_resp = max };
         struct http_buf b = { 0 };
         long status = 0;
         int r;
@@ -50,7 +54,8 @@ int k8s_call(struct k8s *k, const char *method, const char *path, const char *js
         if (r == 0 && (r = k8s_api_status_errno(status)) < 0) {
                 k8s_json_error_message(what, status, b.data, ret_err);
                 if (r == -EACCES && ret_err)
-                        strncat(ret_err, " (check the credentials and the RBAC Role: docs/KUBERNETES.md)",
+                        strncat(ret_err,
+                                " (check the credentials and the RBAC Role: docs/KUBERNETES.md)",
                                 PROVIDER_ERR_MAX - strlen(ret_err) - 1);
         }
         if (r == 0 && resp) {
@@ -94,14 +99,16 @@ int k8s_pod_list(struct k8s *k, const char *sel, void (*fn)(void *ud, const stru
                 char *ec = cont[0] ? http_escape(cont) : NULL, *path = NULL;
 
                 if ((!cont[0] || ec) &&
-                    asprintf(&path, "/api/v1/namespaces/%s/pods?labelSelector=%s&limit=" K8S_LIST_PAGE "%s%s",
+                    asprintf(&path,
+                             "/api/v1/namespaces/%s/pods?labelSelector=%s&limit=" K8S_LIST_PAGE
+                             "%s%s",
                              k->ns, sel, ec ? "&continue=" : "", ec ? ec : "") < 0)
                         path = NULL;
                 free(ec);
                 r = k8s_call(k, "GET", path, NULL, K8S_LIST_MAX, &resp, what, ret_err);
                 free(path);
-                if (r == 0 && (r = k8s_json_parse_list(resp.data, resp.len, fn, ud, cont, K8S_CONTINUE_MAX,
-                                                       rv)) < 0)
+                if (r == 0 && (r = k8s_json_parse_list(resp.data, resp.len, fn, ud, cont,
+                                                       K8S_CONTINUE_MAX, rv)) < 0)
                         provider_errf(ret_err, "kubernetes: %s: malformed PodList answer", what);
                 http_buf_release(&resp);
                 if (r < 0 || !cont[0])
@@ -117,7 +124,8 @@ static void pod_delete(struct k8s *k, const char *ref, char *ret_err)
 {
         char *path = pod_path(k, ref), *body = NULL;
 
-        if (asprintf(&body, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":%d}",
+        if (asprintf(&body,
+                     "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":%d}",
                      k->grace_s) < 0)
                 body = NULL;
         (void)k8s_call(k, "DELETE", body ? path : NULL, body, K8S_RESP_MAX, NULL, "delete", ret_err);
@@ -148,7 +156,8 @@ static int wait_running(struct k8s *k, const char *ref, struct k8s_pod *pod, con
                         return -EREMOTEIO;
                 }
                 if (timeutil_mono_ms() + step > deadline) {
-                        provider_errf(ret_err, "kubernetes: %s: pod %s not Running after %d ms (%s%s%s)", what,
+                        provider_errf(ret_err,
+                                      "kubernetes: %s: pod %s not Running after %d ms (%s%s%s)", what,
                                       ref, k->pod_wait_ms, pod->phase[0] ? pod->phase : "no phase",
                                       pod->reason[0] ? ", " : "", pod->reason);
                         return -ETIMEDOUT;
@@ -158,20 +167,25 @@ static int wait_running(struct k8s *k, const char *ref, struct k8s_pod *pod, con
         }
 }
 
-static int k8s_create(struct provider *p, const struct sandbox_spec *spec, char *ret_ref, char *ret_err)
+static int k8s_create(struct provider *p, const struct sandbox_spec *spec, char *ret_ref,
+                      char *ret_err)
 {
         struct k8s *k = k8s_impl(p);
         char name[K8S_NAME_MAX], key[K8S_AGENT_KEY_HEX + 1] = "", *body = NULL, *path = NULL;
-        struct k8s_pod_opts o = { .pull_policy = k->pull_policy, .agent = k->agent,
-                                  .agent_image = k->agent_image, .agent_port = k->agent_port,
-                                  .agent_key = key, .grace_s = k->grace_s };
+        struct k8s_pod_opts o = { .pull_policy = k->pull_policy,
+                                  .agent = k->agent,
+                                  .agent_image = k->agent_image,
+                                  .agent_port = k->agent_port,
+                                  .agent_key = key,
+                                  .grace_s = k->grace_s };
         struct k8s_pod pod;
         int r;
 
         ret_ref[0] = '\0';
         if (spec->n_mounts) {
                 /* no volume ops: the broker refuses volumes before it gets here */
-                provider_errf(ret_err, "kubernetes: create: volumes are not supported by this provider");
+                provider_errf(ret_err,
+                              "kubernetes: create: volumes are not supported by this provider");
                 return -EINVAL;
         }
         r = k8s_pod_name(spec->sandbox_id, name, sizeof(name));
@@ -181,9 +195,9 @@ static int k8s_create(struct provider *p, const struct sandbox_spec *spec, char 
                 r = k8s_json_pod_manifest(spec, &o, &body);
         explicit_bzero(key, sizeof(key));
         if (r < 0) {
-                provider_errf(ret_err, "kubernetes: create: %s",
-                              r == -ENOMEM ? "out of memory"
-                                           : "a sandbox id of at most 60 characters, an image and K=V env are required");
+                provider_errf(
+                        ret_err, "kubernetes: create: %s",
+                        r == -ENOMEM ? "out of memory" : "a sandbox id of at most 60 characters, an image and K=V env are required");
                 goto out;
         }
         if (asprintf(&path, "/api/v1/namespaces/%s/pods", k->ns) < 0)
@@ -223,7 +237,8 @@ static int k8s_start(struct provider *p, const char *ref, char *ret_err)
                 return bad_ref("start", ret_err);
         r = wait_running(k, ref, &pod, "start", ret_err);
         if (r == -EREMOTEIO) {
-                provider_errf(ret_err, "kubernetes: start: pod %s has ended; a pod is not restarted", ref);
+                provider_errf(ret_err,
+                              "kubernetes: start: pod %s has ended; a pod is not restarted", ref);
                 return -EBUSY;
         }
         if (r == 0 && k->agent)
@@ -265,8 +280,10 @@ static int k8s_remove(struct provider *p, const char *ref, char *ret_err)
                 return bad_ref("remove", ret_err);
         k8s_agent_marker_remove(k, ref);
         path = pod_path(k, ref);
-        if (asprintf(&body, "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":%d,"
-                            "\"propagationPolicy\":\"Background\"}", k->grace_s) < 0)
+        if (asprintf(&body,
+                     "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":%d,"
+                     "\"propagationPolicy\":\"Background\"}",
+                     k->grace_s) < 0)
                 body = NULL;
         r = k8s_call(k, "DELETE", body ? path : NULL, body, K8S_RESP_MAX, NULL, "remove", ret_err);
         free(body);
@@ -406,7 +423,8 @@ int k8s_provider_new(const struct k8s_settings *s, struct provider **ret, char *
         if (!p || !k)
                 goto out;
         r = -ENAMETOOLONG;
-        if (!copy(k->ns, sizeof(k->ns), s->ns) || !copy(k->pull_policy, sizeof(k->pull_policy), s->pull_policy) ||
+        if (!copy(k->ns, sizeof(k->ns), s->ns) ||
+            !copy(k->pull_policy, sizeof(k->pull_policy), s->pull_policy) ||
             !copy(k->agent_image, sizeof(k->agent_image), s->agent_image) ||
             !copy(k->agent_dir, sizeof(k->agent_dir), s->agent_dir))
                 goto out;

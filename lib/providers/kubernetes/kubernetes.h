@@ -30,17 +30,17 @@
 #include "provider.h"
 
 struct k8s_settings {
-        const char *api_url;     /* https://... */
+        const char *api_url;                                     /* https://... */
         const char *ca_file, *cert_file, *key_file, *token_file; /* kubernetes_api.h */
-        const char *ns;          /* the namespace of our pods */
-        const char *pull_policy; /* Always | IfNotPresent | Never */
+        const char *ns;                                          /* the namespace of our pods */
+        const char *pull_policy;                                 /* Always | IfNotPresent | Never */
         bool agent;              /* the sandbox-agent in every pod */
         const char *agent_image; /* the image its init container copies it from */
         int agent_port;
-        const char *agent_dir;   /* AGENT_DIR: run directories and .tcp markers */
-        int timeout_ms;          /* one API call */
-        int pod_wait_ms;         /* create's wait for Running */
-        int grace_s;             /* terminationGracePeriodSeconds */
+        const char *agent_dir; /* AGENT_DIR: run directories and .tcp markers */
+        int timeout_ms;        /* one API call */
+        int pod_wait_ms;       /* create's wait for Running */
+        int grace_s;           /* terminationGracePeriodSeconds */
 };
 
 /* Make a Kubernetes provider; settings are copied, the token file read.

@@ -71,7 +71,8 @@ int k8s_agent_marker_write(struct k8s *k, const struct k8s_pod *pod, bool only_m
 
         if (!k8s_ref_valid(pod->name) || !pod->ip[0] || strcspn(pod->ip, " \n") != strlen(pod->ip) ||
             strlen(pod->agent_key) != K8S_AGENT_KEY_HEX) {
-                provider_errf(ret_err, "kubernetes: pod %.64s: no IP or no agent key for its marker", pod->name);
+                provider_errf(ret_err, "kubernetes: pod %.64s: no IP or no agent key for its marker",
+                              pod->name);
                 return -EPROTO;
         }
         if ((size_t)snprintf(path, sizeof(path), "%s/%s.tcp", k->agent_dir, pod->name) >= sizeof(path))

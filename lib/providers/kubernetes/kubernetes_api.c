@@ -70,8 +70,8 @@ static int readable(const char *what, const char *path, char *ret_err)
 
                 errf(ret_err, "%s: %s", what, path);
                 if (ret_err)
-                        snprintf(ret_err + strlen(ret_err), PROVIDER_ERR_MAX - strlen(ret_err), ": %s",
-                                 strerror(-r));
+                        snprintf(ret_err + strlen(ret_err), PROVIDER_ERR_MAX - strlen(ret_err),
+                                 ": %s", strerror(-r));
                 return r;
         }
         return 0;
@@ -152,21 +152,14 @@ int k8s_api_status_errno(long status)
                 return 0;
         switch (status) {
         case 400:
-        case 422:
-                return -EINVAL;
+        case 422: return -EINVAL;
         case 401:
-        case 403:
-                return -EACCES;
-        case 404:
-                return -ENOENT;
-        case 409:
-                return -EBUSY;
-        case 410:
-                return -ESTALE;
-        case 429:
-                return -EAGAIN;
-        default:
-                return -EREMOTEIO;
+        case 403: return -EACCES;
+        case 404: return -ENOENT;
+        case 409: return -EBUSY;
+        case 410: return -ESTALE;
+        case 429: return -EAGAIN;
+        default: return -EREMOTEIO;
         }
 }
 
@@ -227,18 +220,13 @@ static int curl_errno(CURLcode c)
 {
         switch (c) {
         case CURLE_COULDNT_CONNECT:
-        case CURLE_COULDNT_RESOLVE_HOST:
-                return -ECONNREFUSED;
-        case CURLE_OPERATION_TIMEDOUT:
-                return -ETIMEDOUT;
-        case CURLE_OUT_OF_MEMORY:
-                return -ENOMEM;
+        case CURLE_COULDNT_RESOLVE_HOST: return -ECONNREFUSED;
+        case CURLE_OPERATION_TIMEDOUT: return -ETIMEDOUT;
+        case CURLE_OUT_OF_MEMORY: return -ENOMEM;
         case CURLE_PEER_FAILED_VERIFICATION:
         case CURLE_SSL_CERTPROBLEM:
-        case CURLE_SSL_CACERT_BADFILE:
-                return -EACCES;
-        default:
-                return -EIO;
+        case CURLE_SSL_CACERT_BADFILE: return -EACCES;
+        default: return -EIO;
         }
 }
 
@@ -290,7 +278,8 @@ int k8s_api_request(struct k8s_api *api, const struct k8s_request *req, long *re
                 curl_easy_setopt(c, CURLOPT_SSLKEY, api->key);
         }
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)req->timeout_ms);
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(req->timeout_ms < 10000 ? req->timeout_ms : 10000));
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                         (long)(req->timeout_ms < 10000 ? req->timeout_ms : 10000));
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
@@ -317,17 +306,21 @@ int k8s_api_request(struct k8s_api *api, const struct k8s_request *req, long *re
                 const char *path = req->path;
                 char shortpath[96];
 
-                snprintf(shortpath, sizeof(shortpath), "%.80s%s", path, strlen(path) > 80 ? "..." : "");
-                r = (cc == CURLE_WRITE_ERROR || cc == CURLE_ABORTED_BY_CALLBACK) && x.err ? x.err
-                                                                                        : curl_errno(cc);
+                snprintf(shortpath, sizeof(shortpath), "%.80s%s", path,
+                         strlen(path) > 80 ? "..." : "");
+                r = (cc == CURLE_WRITE_ERROR || cc == CURLE_ABORTED_BY_CALLBACK) && x.err
+                            ? x.err
+                            : curl_errno(cc);
                 if (r == -EFBIG)
-                        errf(ret_err, "kubernetes: %s %s: answer over the size cap", req->method, shortpath);
+                        errf(ret_err, "kubernetes: %s %s: answer over the size cap", req->method,
+                             shortpath);
                 else if (r == -ETIMEDOUT)
                         errf(ret_err, "kubernetes: %s %s: timed out", req->method, shortpath);
                 else if (r > -4096 && x.err == r) /* a sink's or tick's own: its message */
                         ;
                 else
-                        errf(ret_err, "kubernetes: %s: %s", shortpath, cerr[0] ? cerr : curl_easy_strerror(cc));
+                        errf(ret_err, "kubernetes: %s: %s", shortpath,
+                             cerr[0] ? cerr : curl_easy_strerror(cc));
                 goto out;
         }
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x.status);

@@ -21,18 +21,18 @@
 struct k8s_api;
 
 struct k8s_auth {
-        const char *ca_file;    /* PEM CA bundle the server's certificate must chain to */
-        const char *cert_file;  /* client certificate (PEM) and key, or */
+        const char *ca_file;   /* PEM CA bundle the server's certificate must chain to */
+        const char *cert_file; /* client certificate (PEM) and key, or */
         const char *key_file;
         const char *token_file; /* a bearer token (one line) */
 };
 
 struct k8s_request {
-        const char *method;     /* GET, POST, DELETE */
-        const char *path;       /* after the base URL: "/api/v1/..." with its query */
-        const char *json;       /* a JSON body, or NULL */
-        int timeout_ms;         /* the whole exchange; > 0 */
-        size_t max_resp;        /* cap of a 2xx body (without a sink): -EFBIG over it */
+        const char *method; /* GET, POST, DELETE */
+        const char *path;   /* after the base URL: "/api/v1/..." with its query */
+        const char *json;   /* a JSON body, or NULL */
+        int timeout_ms;     /* the whole exchange; > 0 */
+        size_t max_resp;    /* cap of a 2xx body (without a sink): -EFBIG over it */
         /* Optional: a 2xx body's bytes as they come, instead of buffered;
          * a negative return aborts the transfer and is returned. */
         int (*sink)(void *ud, const void *data, size_t len);

@@ -22,7 +22,7 @@
 
 #include "linebuf.h"
 
-#define K8S_WATCH_S 300                    /* one watch request; then followed again */
+#define K8S_WATCH_S 300                      /* one watch request; then followed again */
 #define K8S_EVENT_LINE_MAX (4 * 1024 * 1024) /* one event: a whole Pod */
 
 struct watch {
@@ -46,7 +46,8 @@ static void emit(struct watch *w, const struct k8s_pod *pod, bool deleted)
                 if (w->k->agent)
                         k8s_agent_marker_remove(w->k, pod->name);
         } else if (k8s_pod_state(pod) != SANDBOX_RUN_EXITED) {
-                if (w->k->agent && pod->agent && k8s_pod_state(pod) == SANDBOX_RUN_RUNNING && pod->ip[0])
+                if (w->k->agent && pod->agent && k8s_pod_state(pod) == SANDBOX_RUN_RUNNING &&
+                    pod->ip[0])
                         (void)k8s_agent_marker_write(w->k, pod, true, NULL);
                 return;
         }
@@ -110,15 +111,20 @@ int k8s_watch_events(struct provider *p, const char *prefix,
                      bool (*stop)(void *ud), void *ud, char *ret_err)
 {
         struct k8s *k = k8s_impl(p);
-        struct watch w = { .k = k, .lb.max = K8S_EVENT_LINE_MAX, .prefix = prefix,
-                           .on_event = on_event, .stop = stop, .ud = ud };
+        struct watch w = { .k = k,
+                           .lb.max = K8S_EVENT_LINE_MAX,
+                           .prefix = prefix,
+                           .on_event = on_event,
+                           .stop = stop,
+                           .ud = ud };
         char hash[40], sel[160];
         int r;
 
         r = k8s_prefix_hash(prefix, hash, sizeof(hash));
         if (r < 0)
                 return r;
-        snprintf(sel, sizeof(sel), K8S_LABEL_DOMAIN "managed%%3D1%%2C" K8S_LABEL_PREFIX_HASH "%%3D%s", hash);
+        snprintf(sel, sizeof(sel),
+                 K8S_LABEL_DOMAIN "managed%%3D1%%2C" K8S_LABEL_PREFIX_HASH "%%3D%s", hash);
         while (!stop(ud)) {
                 struct http_buf resp = { 0 };
                 char *path = NULL;
@@ -129,16 +135,21 @@ int k8s_watch_events(struct provider *p, const char *prefix,
                         if (r < 0)
                                 break;
                 }
-                if (asprintf(&path, "/api/v1/namespaces/%s/pods?labelSelector=%s&watch=1&allowWatchBookmarks=true"
-                                    "&resourceVersion=%s&timeoutSeconds=%d",
+                if (asprintf(&path,
+                             "/api/v1/namespaces/%s/"
+                             "pods?labelSelector=%s&watch=1&allowWatchBookmarks=true"
+                             "&resourceVersion=%s&timeoutSeconds=%d",
                              k->ns, sel, w.rv, K8S_WATCH_S) < 0) {
                         r = -ENOMEM;
                         break;
                 }
-                struct k8s_request req = { .method = "GET", .path = path,
+                struct k8s_request req = { .method = "GET",
+                                           .path = path,
                                            .timeout_ms = (K8S_WATCH_S + 30) * 1000,
-                                           .sink = watch_sink, .sink_ud = &w,
-                                           .tick = watch_tick, .tick_ud = &w };
+                                           .sink = watch_sink,
+                                           .sink_ud = &w,
+                                           .tick = watch_tick,
+                                           .tick_ud = &w };
                 w.gone = false;
                 linebuf_release(&w.lb);
                 r = k8s_api_request(k->api, &req, &status, &resp, ret_err);

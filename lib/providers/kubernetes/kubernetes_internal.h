@@ -9,10 +9,10 @@
 #include "kubernetes_api.h"
 #include "kubernetes_json.h"
 
-#define K8S_RESP_MAX (1024 * 1024)       /* a Pod, a Status */
-#define K8S_LIST_MAX (32 * 1024 * 1024)  /* one page of a PodList */
+#define K8S_RESP_MAX (1024 * 1024)      /* a Pod, a Status */
+#define K8S_LIST_MAX (32 * 1024 * 1024) /* one page of a PodList */
 #define K8S_LIST_PAGE "500"
-#define K8S_LIST_PAGES 200               /* 100000 pods */
+#define K8S_LIST_PAGES 200 /* 100000 pods */
 #define K8S_CONTINUE_MAX 4096
 
 struct k8s {

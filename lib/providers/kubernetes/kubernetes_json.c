@@ -187,7 +187,8 @@ static struct json_object *security_context(void)
 {
         struct json_object *sc = json_object_new_object(), *caps = json_object_new_object();
 
-        if (!sc || !caps || json_add(caps, "drop", str_array((const char *const[]){ "ALL", NULL })) < 0 ||
+        if (!sc || !caps ||
+            json_add(caps, "drop", str_array((const char *const[]){ "ALL", NULL })) < 0 ||
             json_add(caps, "add", str_array(docker_cap_add)) < 0) {
                 json_put(sc);
                 json_put(caps);
@@ -290,7 +291,8 @@ static int labels_and_annotations(const struct sandbox_spec *spec, const struct 
             (r = json_add_str(labels, K8S_LABEL_PREFIX_HASH, hash)) < 0 ||
             (r = k8s_label_key(PROVIDER_LABEL_SANDBOX, key, sizeof(key))) < 0)
                 return r;
-        if (k8s_label_value_valid(spec->sandbox_id) && (r = json_add_str(labels, key, spec->sandbox_id)) < 0)
+        if (k8s_label_value_valid(spec->sandbox_id) &&
+            (r = json_add_str(labels, key, spec->sandbox_id)) < 0)
                 return r;
         if ((r = json_add_str(ann, key, spec->sandbox_id)) < 0 ||
             (r = k8s_label_key(PROVIDER_LABEL_PREFIX, key, sizeof(key))) < 0 ||
@@ -338,12 +340,14 @@ static int init_container(const struct k8s_pod_opts *o, struct json_object *spec
                 json_put(mounts);
                 return r;
         }
-        if ((r = json_add(c, "volumeMounts", mounts)) < 0 || (r = array_add(mounts, volume_mount(false))) < 0 ||
+        if ((r = json_add(c, "volumeMounts", mounts)) < 0 ||
+            (r = array_add(mounts, volume_mount(false))) < 0 ||
             (r = json_add_str(c, "name", "sandbox-agent-install")) < 0 ||
             (r = json_add_str(c, "image", o->agent_image)) < 0 ||
             (r = json_add_str(c, "imagePullPolicy", o->pull_policy)) < 0 ||
-            (r = json_add(c, "command", str_array((const char *const[]){ K8S_AGENT_INSTALL, K8S_AGENT_BIN,
-                                                                          NULL }))) < 0 ||
+            (r = json_add(c, "command",
+                          str_array((const char *const[]){ K8S_AGENT_INSTALL, K8S_AGENT_BIN, NULL }))) <
+                    0 ||
             (r = json_add(c, "securityContext", security_context())) < 0)
                 return r;
         return json_add(c, "resources",
@@ -353,7 +357,8 @@ static int init_container(const struct k8s_pod_opts *o, struct json_object *spec
 
 int k8s_json_pod_manifest(const struct sandbox_spec *spec, const struct k8s_pod_opts *o, char **ret)
 {
-        struct json_object *pod = NULL, *meta, *ps, *c, *containers, *mounts, *vols, *vol, *ed, *env = NULL;
+        struct json_object *pod = NULL, *meta, *ps, *c, *containers, *mounts, *vols, *vol, *ed,
+                           *env = NULL;
         char name[K8S_NAME_MAX];
         const char *s;
         int r = -EINVAL;
@@ -376,7 +381,8 @@ int k8s_json_pod_manifest(const struct sandbox_spec *spec, const struct k8s_pod_
                 json_put(meta);
                 goto out;
         }
-        if ((r = json_add_str(pod, "apiVersion", "v1")) < 0 || (r = json_add_str(pod, "kind", "Pod")) < 0 ||
+        if ((r = json_add_str(pod, "apiVersion", "v1")) < 0 ||
+            (r = json_add_str(pod, "kind", "Pod")) < 0 ||
             (r = json_add(pod, "metadata", meta)) < 0 || (r = json_add_str(meta, "name", name)) < 0 ||
             (r = labels_and_annotations(spec, o, meta)) < 0)
                 goto out;
@@ -401,7 +407,8 @@ int k8s_json_pod_manifest(const struct sandbox_spec *spec, const struct k8s_pod_
         c = json_object_new_object();
         if ((r = array_add(containers, c)) < 0)
                 goto out;
-        if ((r = json_add_str(c, "name", K8S_CONTAINER)) < 0 || (r = json_add_str(c, "image", spec->image)) < 0 ||
+        if ((r = json_add_str(c, "name", K8S_CONTAINER)) < 0 ||
+            (r = json_add_str(c, "image", spec->image)) < 0 ||
             (r = json_add_str(c, "imagePullPolicy", o->pull_policy)) < 0 ||
             (r = json_add(c, "command", command(spec, o))) < 0 ||
             (r = json_add(c, "securityContext", security_context())) < 0 ||
@@ -411,7 +418,8 @@ int k8s_json_pod_manifest(const struct sandbox_spec *spec, const struct k8s_pod_
         env = NULL;
         if (r < 0)
                 goto out;
-        if (spec->workdir && spec->workdir[0] && (r = json_add_str(c, "workingDir", spec->workdir)) < 0)
+        if (spec->workdir && spec->workdir[0] &&
+            (r = json_add_str(c, "workingDir", spec->workdir)) < 0)
                 goto out;
         if (o->agent) {
                 r = -ENOMEM;
@@ -424,10 +432,12 @@ int k8s_json_pod_manifest(const struct sandbox_spec *spec, const struct k8s_pod_
                 if (!vols || (r = json_add(ps, "volumes", vols)) < 0)
                         goto out;
                 vol = json_object_new_object();
-                if ((r = array_add(vols, vol)) < 0 || (r = json_add_str(vol, "name", "sandbox-agent")) < 0)
+                if ((r = array_add(vols, vol)) < 0 ||
+                    (r = json_add_str(vol, "name", "sandbox-agent")) < 0)
                         goto out;
                 ed = json_object_new_object();
-                if ((r = json_add(vol, "emptyDir", ed)) < 0 || (r = json_add_str(ed, "sizeLimit", "64Mi")) < 0)
+                if ((r = json_add(vol, "emptyDir", ed)) < 0 ||
+                    (r = json_add_str(ed, "sizeLimit", "64Mi")) < 0)
                         goto out;
         }
         s = json_object_to_json_string_ext(pod, JSON_C_TO_STRING_PLAIN);
@@ -490,7 +500,8 @@ static void copy_str(struct json_object *o, const char *key, char *buf, size_t s
 
 static void main_container_state(struct json_object *cs, struct k8s_pod *ret)
 {
-        struct json_object *st = get(cs, "state"), *term = get(st, "terminated"), *wait = get(st, "waiting");
+        struct json_object *st = get(cs, "state"), *term = get(st, "terminated"),
+                           *wait = get(st, "waiting");
 
         if (term && json_object_is_type(term, json_type_object)) {
                 struct json_object *code = get(term, "exitCode");
@@ -518,7 +529,8 @@ static void init_container_state(struct json_object *list, struct k8s_pod *ret)
                 return;
         n = json_object_array_length(list);
         for (size_t i = 0; i < n && !ret->reason[0]; i++) {
-                struct json_object *wait = get(get(json_object_array_get_idx(list, i), "state"), "waiting");
+                struct json_object *wait = get(get(json_object_array_get_idx(list, i), "state"),
+                                               "waiting");
 
                 copy_str(wait, "reason", ret->reason, sizeof(ret->reason));
                 copy_str(wait, "message", ret->message, sizeof(ret->message));
@@ -558,7 +570,8 @@ static void agent_key(struct json_object *containers, struct k8s_pod *ret)
 
 static int pod_from(struct json_object *o, struct k8s_pod *ret)
 {
-        struct json_object *meta = get(o, "metadata"), *status = get(o, "status"), *labels, *ann, *list;
+        struct json_object *meta = get(o, "metadata"), *status = get(o, "status"), *labels, *ann,
+                           *list;
         char key[96], v[8];
         const char *kind = json_get_str(o, "kind");
 
@@ -632,9 +645,10 @@ enum sandbox_run_state k8s_pod_state(const struct k8s_pod *pod)
 
 bool k8s_pod_stuck(const struct k8s_pod *pod)
 {
-        static const char *const stuck[] = { "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff",
-                                             "InvalidImageName", "CreateContainerConfigError",
-                                             "CreateContainerError", "RunContainerError", NULL };
+        static const char *const stuck[] = { "ErrImageNeverPull",          "ErrImagePull",
+                                             "ImagePullBackOff",           "InvalidImageName",
+                                             "CreateContainerConfigError", "CreateContainerError",
+                                             "RunContainerError",          NULL };
 
         if (strcmp(pod->phase, "Pending") && pod->phase[0])
                 return false;
@@ -656,9 +670,8 @@ void k8s_pod_info(const struct k8s_pod *pod, struct sandbox_info *ret)
         ret->oom_killed = strcmp(pod->reason, "OOMKilled") == 0;
 }
 
-int k8s_json_parse_list(const char *body, size_t len,
-                        void (*fn)(void *ud, const struct k8s_pod *pod), void *ud, char *cont,
-                        size_t cont_size, char rv[K8S_RV_MAX])
+int k8s_json_parse_list(const char *body, size_t len, void (*fn)(void *ud, const struct k8s_pod *pod),
+                        void *ud, char *cont, size_t cont_size, char rv[K8S_RV_MAX])
 {
         struct json_object *o = parse(body, len), *items, *meta;
         const char *c;
@@ -719,7 +732,8 @@ int k8s_json_parse_event(const char *line, size_t len, enum k8s_event_type *type
                 } else if (i == K8S_EV_ERROR) {
                         struct json_object *c = get(obj, "code");
 
-                        *code = c && json_object_is_type(c, json_type_int) ? json_object_get_int(c) : 0;
+                        *code = c && json_object_is_type(c, json_type_int) ? json_object_get_int(c)
+                                                                           : 0;
                         r = 0;
                 } else {
                         r = pod_from(obj, pod);
@@ -741,7 +755,8 @@ void k8s_json_error_message(const char *what, long status, const char *body, cha
         o = body ? parse(body, strlen(body)) : NULL;
         msg = json_get_str(o, "message");
         if (msg)
-                snprintf(ret_err, PROVIDER_ERR_MAX, "kubernetes: %s: HTTP %ld: %.180s", what, status, msg);
+                snprintf(ret_err, PROVIDER_ERR_MAX, "kubernetes: %s: HTTP %ld: %.180s", what,
+                         status, msg);
         else
                 snprintf(ret_err, PROVIDER_ERR_MAX, "kubernetes: %s: HTTP %ld", what, status);
         json_put(o);

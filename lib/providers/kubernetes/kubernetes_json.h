@@ -22,12 +22,12 @@
 #define K8S_LABEL_DOMAIN "sandbox-broker.io/"
 #define K8S_LABEL_PREFIX_HASH K8S_LABEL_DOMAIN "prefix-hash"
 #define K8S_AGENT_ENV "SANDBOX_AGENT_KEY"
-#define K8S_AGENT_KEY_HEX 64                    /* 32 random bytes */
+#define K8S_AGENT_KEY_HEX 64                     /* 32 random bytes */
 #define K8S_AGENT_BIN_DIR "/.sandbox-broker/bin" /* the emptyDir, read-only in the sandbox */
 #define K8S_AGENT_BIN K8S_AGENT_BIN_DIR "/sandbox-agent"
-#define K8S_AGENT_INSTALL "/agent-install"       /* the agent image's copier */
-#define K8S_CONTAINER "sandbox"                  /* the main container's name */
-#define K8S_NAME_MAX 64                          /* a DNS label and its NUL */
+#define K8S_AGENT_INSTALL "/agent-install" /* the agent image's copier */
+#define K8S_CONTAINER "sandbox"            /* the main container's name */
+#define K8S_NAME_MAX 64                    /* a DNS label and its NUL */
 #define K8S_PHASE_MAX 16
 #define K8S_REASON_MAX 64
 #define K8S_RV_MAX 64
@@ -46,13 +46,13 @@ struct k8s_pod_opts {
 /* The fields of a Pod the provider uses. */
 struct k8s_pod {
         char name[K8S_NAME_MAX];
-        char phase[K8S_PHASE_MAX];   /* Pending | Running | Succeeded | Failed | Unknown | "" */
-        char ip[K8S_IP_MAX];         /* status.podIP; "" none yet */
-        char rv[K8S_RV_MAX];         /* metadata.resourceVersion */
-        bool deleting;               /* metadata.deletionTimestamp is set */
-        bool managed;                /* our managed label "1" */
-        bool agent;                  /* our agent label "1" */
-        char sandbox_id[64];         /* our annotations; "" absent */
+        char phase[K8S_PHASE_MAX]; /* Pending | Running | Succeeded | Failed | Unknown | "" */
+        char ip[K8S_IP_MAX];       /* status.podIP; "" none yet */
+        char rv[K8S_RV_MAX];       /* metadata.resourceVersion */
+        bool deleting;             /* metadata.deletionTimestamp is set */
+        bool managed;              /* our managed label "1" */
+        bool agent;                /* our agent label "1" */
+        char sandbox_id[64];       /* our annotations; "" absent */
         char prefix[64];
         char agent_key[K8S_AGENT_KEY_HEX + 1]; /* the main container's SANDBOX_AGENT_KEY; "" none */
         /* the main container: terminated (its exit code and reason) or
@@ -106,16 +106,21 @@ void k8s_pod_info(const struct k8s_pod *pod, struct sandbox_info *ret);
  * metadata.continue into cont ("" none) and metadata.resourceVersion into
  * rv. Errors: -EPROTO (not a list), -ENAMETOOLONG (a continue token over
  * cont_size). */
-int k8s_json_parse_list(const char *body, size_t len,
-                        void (*fn)(void *ud, const struct k8s_pod *pod), void *ud, char *cont,
-                        size_t cont_size, char rv[K8S_RV_MAX]);
+int k8s_json_parse_list(const char *body, size_t len, void (*fn)(void *ud, const struct k8s_pod *pod),
+                        void *ud, char *cont, size_t cont_size, char rv[K8S_RV_MAX]);
 
 /* One watch event (a line of a ?watch=1 stream).
  *   ADDED, MODIFIED, DELETED   *pod filled
  *   BOOKMARK                   pod->rv only
  *   ERROR                      *code the Status's code (410: resourceVersion too old)
  * Errors: -EPROTO (not an event). */
-enum k8s_event_type { K8S_EV_ADDED, K8S_EV_MODIFIED, K8S_EV_DELETED, K8S_EV_BOOKMARK, K8S_EV_ERROR };
+enum k8s_event_type {
+        K8S_EV_ADDED,
+        K8S_EV_MODIFIED,
+        K8S_EV_DELETED,
+        K8S_EV_BOOKMARK,
+        K8S_EV_ERROR
+};
 int k8s_json_parse_event(const char *line, size_t len, enum k8s_event_type *type,
                          struct k8s_pod *pod, int *code);
 
