@@ -236,3 +236,66 @@ def parse_iso(s):
     """An API server timestamp (RFC 3339, seconds) as epoch seconds."""
     import calendar
     return calendar.timegm(time.strptime(s, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def test_create_of_an_image_the_node_lacks_fails_at_once_and_leaves_no_pod(cluster, kb):
+    api = cluster["api"]
+    alpha = OSB(kb, "alpha")
+    t0 = time.monotonic()
+    sid = create(alpha, image={"uri": "sandbox-broker/not-imported:1"})
+
+    def failed():
+        sb = alpha.get(sid).json
+        return sb if sb["status"]["state"] == "Failed" else None
+    sb = wait_until(failed, 60, 0.2, "record Failed")
+    took = time.monotonic() - t0
+    print("create of a missing image -> Failed: %.2f s" % took)
+    # the kubelet's reason, well before KUBERNETES_POD_WAIT_MS (60 s)
+    assert "ErrImageNeverPull" in sb["status"]["message"], sb
+    assert took < 45, took
+    wait_until(lambda: pod_of(api, sid) is None, 60, 0.2, "pod sb-%s gone" % sid)
+
+
+def test_with_the_agent_the_pod_runs_it_and_the_marker_follows_the_pod(cluster, services):
+    """KUBERNETES_AGENT=1: the pod's init container copies the agent in and the pod's command is
+    the agent with --listen-tcp. With an agent that has the TCP transport the pod runs and the
+    broker writes AGENT_DIR/<pod>.tcp (its IP, the port, the pod's key) and removes it with the
+    pod; with one that does not yet (before the agent-tcp branch) the agent refuses the option, the
+    pod ends, and the create fails with nothing left behind: no pod, no marker, no run directory."""
+    env = cluster["env"]
+    b = Broker(services, os.path.join(cluster["state"], "it", "broker-" + uuid.uuid4().hex[:6]),
+               SANDBOX_PROVIDER="kubernetes", BROKER_CAPACITY="2", OPENSANDBOX_API_KEYS=API_KEYS_ENV,
+               KUBERNETES_API_URL=env["K8S_API"], KUBERNETES_CA_FILE=env["K8S_CA"],
+               KUBERNETES_CERT_FILE=env["K8S_ADMIN_CERT"], KUBERNETES_KEY_FILE=env["K8S_ADMIN_KEY"],
+               KUBERNETES_NAMESPACE=NS, KUBERNETES_IMAGE_PULL_POLICY="Never",
+               KUBERNETES_AGENT="1", KUBERNETES_AGENT_IMAGE=AGENT_IMAGE, SANDBOX_IMAGE=IMAGE,
+               KUBERNETES_POD_WAIT_MS="30000")
+    api = cluster["api"]
+    try:
+        b.up()
+        agent_dir = os.path.join(b.state_dir, "agents")
+        alpha = OSB(b, "alpha")
+        sid = create(alpha)
+        sb = wait_until(lambda: (lambda s: s if s["status"]["state"] in ("Running", "Failed") else None)(
+            alpha.get(sid).json), 90, 0.2, "Running or Failed")
+        name = "sb-" + sid
+        marker = os.path.join(agent_dir, name + ".tcp")
+        if sb["status"]["state"] == "Running":
+            pod = pod_of(api, sid)
+            key = [e["value"] for e in pod["spec"]["containers"][0]["env"] if e["name"] == "SANDBOX_AGENT_KEY"]
+            assert len(key) == 1 and len(key[0]) == 64, key
+            with open(marker) as f:
+                assert f.read() == "%s 7070 %s\n" % (pod["status"]["podIP"], key[0])
+            assert os.stat(marker).st_mode & 0o777 == 0o600
+            assert os.stat(os.path.join(agent_dir, name)).st_mode & 0o777 == 0o700
+            assert alpha.delete(sid).status == 204
+            wait_until(lambda: pod_of(api, sid) is None, 60, 0.2, "pod gone")
+        else:
+            assert "ended" in sb["status"]["message"], sb
+            wait_until(lambda: pod_of(api, sid) is None, 60, 0.2, "pod gone")
+        assert not os.path.exists(marker)
+        assert not os.path.exists(os.path.join(agent_dir, name))
+        assert not pods(api, b.prefix)
+    finally:
+        print(b.logs_tail(40))
+        b.down()
