@@ -299,3 +299,34 @@ def test_with_the_agent_the_pod_runs_it_and_the_marker_follows_the_pod(cluster, 
     finally:
         print(b.logs_tail(40))
         b.down()
+
+
+def labelled_pod(name, sid, prefix):
+    """A pod as the provider labels them (what a crashed create, or another broker, leaves)."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {L + "managed": "1", L + "sandbox-id": sid, L + "agent": "0"},
+                         "annotations": {L + "sandbox-id": sid, L + "prefix": prefix}},
+            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
+                     "automountServiceAccountToken": False,
+                     "containers": [{"name": "sandbox", "image": IMAGE, "imagePullPolicy": "Never",
+                                     "command": ["sleep", "3600"]}]}}
+
+
+def test_reconciler_removes_its_orphan_pods_and_only_its_own(cluster, kb):
+    """A pod of this broker's prefix with no record (a create whose supervisor died after the POST)
+    is removed by the reconciler (run at the supervisor's start); a pod of another broker's prefix
+    in the same namespace is left alone."""
+    api = cluster["api"]
+    mine, theirs = uuid.uuid4().hex, uuid.uuid4().hex
+    for name, sid, prefix in (("sb-" + mine, mine, kb.prefix), ("sb-" + theirs, theirs, "other-broker:")):
+        code, body = api.call("POST", "/api/v1/namespaces/%s/pods" % NS, labelled_pod(name, sid, prefix))
+        assert code == 201, body
+    try:
+        kb.stop("supervisor")
+        kb.start("supervisor")
+        wait_until(lambda: pod_of(api, mine) is None, 60, 0.2, "orphan pod removed")
+        assert pod_of(api, theirs) is not None, "another broker's pod was touched"
+        assert "removed orphan container sb-" + mine[:9] in kb.logs("supervisor")
+    finally:
+        for sid in (mine, theirs):
+            api.call("DELETE", "/api/v1/namespaces/%s/pods/sb-%s" % (NS, sid), {"gracePeriodSeconds": 0})
