@@ -505,6 +505,12 @@ static void test_agent_key_and_marker(void **state)
         bad.agent_key[0] = '\0';
         assert_int_equal(k8s_agent_marker_write(&k, &bad, false, NULL), -EPROTO);
         bad = pod;
+        strcpy(bad.ip, "10.0.0.1 1 x\n9.9.9.9"); /* one line, an address: nothing smuggled */
+        assert_int_equal(k8s_agent_marker_write(&k, &bad, false, NULL), -EPROTO);
+        bad = pod;
+        strcpy(bad.ip, "fd00::5");
+        assert_int_equal(k8s_agent_marker_write(&k, &bad, true, NULL), 0); /* exists: kept */
+        bad = pod;
         strcpy(bad.name, "../x");
         assert_int_equal(k8s_agent_marker_write(&k, &bad, false, NULL), -EPROTO);
 

@@ -9,6 +9,7 @@
  * cannot be reached is this sandbox's failure (-EIO). */
 #include "kubernetes_internal.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -69,7 +70,11 @@ int k8s_agent_marker_write(struct k8s *k, const struct k8s_pod *pod, bool only_m
         struct stat st;
         int fd, r, len;
 
-        if (!k8s_ref_valid(pod->name) || !pod->ip[0] || strcspn(pod->ip, " \n") != strlen(pod->ip) ||
+        unsigned char addr[sizeof(struct in6_addr)];
+
+        /* the IP is the kubelet's word: an address, nothing else goes into the line */
+        if (!k8s_ref_valid(pod->name) ||
+            (inet_pton(AF_INET, pod->ip, addr) != 1 && inet_pton(AF_INET6, pod->ip, addr) != 1) ||
             strlen(pod->agent_key) != K8S_AGENT_KEY_HEX) {
                 provider_errf(ret_err, "kubernetes: pod %.64s: no IP or no agent key for its marker",
                               pod->name);
