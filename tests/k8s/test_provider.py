@@ -330,3 +330,21 @@ def test_reconciler_removes_its_orphan_pods_and_only_its_own(cluster, kb):
     finally:
         for sid in (mine, theirs):
             api.call("DELETE", "/api/v1/namespaces/%s/pods/sb-%s" % (NS, sid), {"gracePeriodSeconds": 0})
+
+
+def test_lease_acquire_is_a_pod_and_release_removes_it(cluster, kb):
+    """The lease API on the same provider: an exclusive acquire gets a Running pod; the release's
+    teardown (IDLE_POLICY=stop_keep here: a pod cannot be stopped and kept) removes the pod and the
+    record ends Terminated, instead of a stop retried for ever."""
+    from sandboxlib import SB
+    api = cluster["api"]
+    sb = SB(kb)
+    lease = sb.acquire("k8s-user", "s1")
+    sid = lease["sandboxId"]
+    pod = pod_of(api, sid)
+    assert pod is not None and pod["status"]["phase"] == "Running", pod
+    assert pod["metadata"]["annotations"][L + "prefix"] == kb.prefix
+    assert sb.record(sid)["state"] == "Running"
+    sb.release("k8s-user", "s1")
+    wait_until(lambda: pod_of(api, sid) is None, 60, 0.2, "pod sb-%s gone" % sid)
+    wait_until(lambda: sb.record(sid).get("state") in ("Terminated", None), 60, 0.2, "record Terminated")
