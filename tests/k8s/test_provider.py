@@ -333,7 +333,8 @@ def test_reconciler_removes_its_orphan_pods_and_only_its_own(cluster, kb):
 
 
 def test_lease_acquire_is_a_pod_and_release_removes_it(cluster, kb):
-    """The lease API on the same provider: an exclusive acquire gets a Running pod; the release's
+    """The lease API on the same provider: an exclusive acquire gets a Running pod; exec (no agent)
+    and stop are 501 and change nothing; the release's
     teardown (IDLE_POLICY=stop_keep here: a pod cannot be stopped and kept) removes the pod and the
     record ends Terminated, instead of a stop retried for ever."""
     from sandboxlib import SB
@@ -345,6 +346,14 @@ def test_lease_acquire_is_a_pod_and_release_removes_it(cluster, kb):
     assert pod is not None and pod["status"]["phase"] == "Running", pod
     assert pod["metadata"]["annotations"][L + "prefix"] == kb.prefix
     assert sb.record(sid)["state"] == "Running"
+    # without the agent (KUBERNETES_AGENT=0) a command cannot run, and a pod cannot be stopped and
+    # kept: 501 with the reason, nothing changes
+    r = sb.exec(lease, ["true"])
+    assert r.status == 501 and r.json["code"] == "NOT_IMPLEMENTED" and "agent" in r.json["message"], r
+    r = sb.stop(lease)
+    assert r.status == 501 and "stopped" in r.json["message"], r
+    assert sb.record(sid)["state"] == "Running"
+    assert pod_of(api, sid)["status"]["phase"] == "Running"
     sb.release("k8s-user", "s1")
     wait_until(lambda: pod_of(api, sid) is None, 60, 0.2, "pod sb-%s gone" % sid)
     wait_until(lambda: sb.record(sid).get("state") in ("Terminated", None), 60, 0.2, "record Terminated")

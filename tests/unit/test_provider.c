@@ -275,6 +275,14 @@ static void test_api_error_mapping(void **state)
         assert_int_equal(provider_api_error(-ETIMEDOUT, "exec", "slow", msg, sizeof(msg)),
                          API_SANDBOX_FAILED);
         assert_string_equal(msg, "exec: the sandbox provider timed out");
+        /* a backend that cannot (Kubernetes: stop, exec without its agent): 501 with its reason */
+        assert_int_equal(provider_api_error(-EOPNOTSUPP, "stop", "kubernetes: a pod cannot be stopped",
+                                            msg, sizeof(msg)),
+                         API_NOT_IMPLEMENTED);
+        assert_string_equal(msg, "stop: kubernetes: a pod cannot be stopped");
+        assert_int_equal(api_error_status(API_NOT_IMPLEMENTED), 501);
+        assert_int_equal(provider_api_error(-EOPNOTSUPP, "exec", NULL, msg, sizeof(msg)), API_NOT_IMPLEMENTED);
+        assert_string_equal(msg, "exec: not supported by this sandbox provider");
         assert_int_equal(provider_api_error(-EREMOTEIO, "exec", "daytona: HTTP 500", msg, sizeof(msg)),
                          API_SANDBOX_FAILED);
         assert_string_equal(msg, "exec: daytona: HTTP 500");
