@@ -310,9 +310,10 @@ deploy-test: all
 # The Kubernetes suite alone (scripts/k8s-up / k8s-down, docs/KUBERNETES.md); `make test` runs
 # it too, last (scripts/run-tests, K8S_PHASE). The first run builds Kubernetes into $$K8S_CACHE
 # (outside the clone).
-test-k8s:
+test-k8s: all
 	scripts/deps-install
 	scripts/build-images tiny
+	scripts/k8s-agent-image $(BUILD)
 	.cache/venv/bin/python -m pytest tests/k8s -v -p no:cacheprovider $(K8S_TEST_ARGS)
 
 clean:

@@ -248,6 +248,10 @@ static void pause_resume(struct request *req, bool pause)
                 reply_errno(req, r, pause ? "pause" : "resume");
                 goto out;
         }
+        if (r == -EOPNOTSUPP) { /* the backend cannot (Kubernetes): nothing changed */
+                reply_error(req, API_NOT_IMPLEMENTED, "%s: %s", pause ? "pause" : "resume", err);
+                goto out;
+        }
         if (r < 0) {
                 log_err(LOG_KV({ "SANDBOX_ID", req->path_arg }, { "REQUEST_ID", req->request_id }),
                         "%s failed: %s", pause ? "pause" : "resume", err);

@@ -71,6 +71,11 @@ static const struct int_opt int_opts[] = {
         INT_OPT("DAYTONA_TIMEOUT_MS", daytona_timeout_ms, 15000, 1000, 600000),
         INT_OPT("DAYTONA_POLL_MAX_MS", daytona_poll_max_ms, 45000, 1000, 3600000),
         INT_OPT("DAYTONA_AUTO_STOP_MIN", daytona_auto_stop_min, 0, 0, 525600),
+        INT_OPT("KUBERNETES_AGENT", kubernetes_agent, 1, 0, 1),
+        INT_OPT("KUBERNETES_AGENT_PORT", kubernetes_agent_port, 7070, 1, 65535),
+        INT_OPT("KUBERNETES_TIMEOUT_MS", kubernetes_timeout_ms, 10000, 1000, 600000),
+        INT_OPT("KUBERNETES_POD_WAIT_MS", kubernetes_pod_wait_ms, 60000, 1000, 3600000),
+        INT_OPT("KUBERNETES_GRACE_S", kubernetes_grace_s, 1, 0, 3600),
         INT_OPT("OPENSANDBOX_MAX_TIMEOUT_S", osb_max_timeout_s, 86400, 60, 31536000),
         INT_OPT("OPENSANDBOX_MAX_PER_TENANT", osb_max_per_tenant, 50, 1, 100000),
         INT_OPT("OPENSANDBOX_IDEMPOTENCY_TTL_S", osb_idempotency_ttl_s, 86400, 60, 604800),
@@ -121,6 +126,14 @@ static const struct str_opt str_opts[] = {
         STR_OPT("DAYTONA_MULTIUSER_SNAPSHOT", daytona_multiuser_snapshot, ""),
         STR_OPT("DAYTONA_TARGET", daytona_target, ""),
         STR_OPT("DAYTONA_USER", daytona_user, "root"),
+        STR_OPT("KUBERNETES_API_URL", kubernetes_api_url, ""),
+        STR_OPT("KUBERNETES_CA_FILE", kubernetes_ca_file, ""),
+        STR_OPT("KUBERNETES_CERT_FILE", kubernetes_cert_file, ""),
+        STR_OPT("KUBERNETES_KEY_FILE", kubernetes_key_file, ""),
+        STR_OPT("KUBERNETES_TOKEN_FILE", kubernetes_token_file, ""),
+        STR_OPT("KUBERNETES_NAMESPACE", kubernetes_namespace, "sandbox-broker"),
+        STR_OPT("KUBERNETES_IMAGE_PULL_POLICY", kubernetes_pull_policy, "IfNotPresent"),
+        STR_OPT("KUBERNETES_AGENT_IMAGE", kubernetes_agent_image, "sandbox-broker/agent:latest"),
         STR_OPT("OPENSANDBOX_API_KEYS", osb_api_keys, ""),
         STR_OPT("OPENSANDBOX_ENDPOINT_HOST", osb_endpoint_host, ""),
         STR_OPT("METRICS_TOKEN", metrics_token, ""),
@@ -153,6 +166,77 @@ static int config_daytona(struct broker_config *cfg, char *err, size_t errsz)
         if (cfg->daytona_multiuser_snapshot[0])
                 snprintf(cfg->sandbox_multiuser_image, sizeof(cfg->sandbox_multiuser_image), "%s",
                          cfg->daytona_multiuser_snapshot);
+        return 0;
+}
+
+/* SANDBOX_PROVIDER=kubernetes: what it needs, each wrong setting named at
+ * start (the provider reads the files again when it is made). */
+static bool dns_label(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+                        return false;
+        return true;
+}
+
+static int config_k8s_file(const char *name, const char *path, char *err, size_t errsz)
+{
+        if (path[0] != '/') {
+                snprintf(err, errsz, "SANDBOX_PROVIDER=kubernetes: %s must be an absolute path", name);
+                return -EINVAL;
+        }
+        if (access(path, R_OK) < 0) {
+                snprintf(err, errsz, "SANDBOX_PROVIDER=kubernetes: %s %s: %s", name, path, strerror(errno));
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int config_kubernetes(struct broker_config *cfg, char *err, size_t errsz)
+{
+        bool cert = cfg->kubernetes_cert_file[0], key = cfg->kubernetes_key_file[0],
+             token = cfg->kubernetes_token_file[0];
+        const char *pp = cfg->kubernetes_pull_policy;
+
+        if (strncmp(cfg->kubernetes_api_url, "https://", 8) || !cfg->kubernetes_api_url[8] ||
+            strcspn(cfg->kubernetes_api_url, " \r\n") != strlen(cfg->kubernetes_api_url)) {
+                snprintf(err, errsz, "SANDBOX_PROVIDER=kubernetes: KUBERNETES_API_URL must be an https:// URL");
+                return -EINVAL;
+        }
+        if (!cfg->kubernetes_ca_file[0]) {
+                snprintf(err, errsz, "SANDBOX_PROVIDER=kubernetes: KUBERNETES_CA_FILE is required "
+                                     "(the API server's certificate is always verified)");
+                return -EINVAL;
+        }
+        if (cert != key || cert == token) {
+                snprintf(err, errsz, "SANDBOX_PROVIDER=kubernetes: give KUBERNETES_CERT_FILE and "
+                                     "KUBERNETES_KEY_FILE, or KUBERNETES_TOKEN_FILE (one of the two)");
+                return -EINVAL;
+        }
+        if (config_k8s_file("KUBERNETES_CA_FILE", cfg->kubernetes_ca_file, err, errsz) < 0 ||
+            (cert && config_k8s_file("KUBERNETES_CERT_FILE", cfg->kubernetes_cert_file, err, errsz) < 0) ||
+            (key && config_k8s_file("KUBERNETES_KEY_FILE", cfg->kubernetes_key_file, err, errsz) < 0) ||
+            (token && config_k8s_file("KUBERNETES_TOKEN_FILE", cfg->kubernetes_token_file, err, errsz) < 0))
+                return -EINVAL;
+        if (!dns_label(cfg->kubernetes_namespace)) {
+                snprintf(err, errsz, "KUBERNETES_NAMESPACE: must be a DNS label (1-63 of a-z, 0-9, -)");
+                return -EINVAL;
+        }
+        if (strcmp(pp, "Always") && strcmp(pp, "IfNotPresent") && strcmp(pp, "Never")) {
+                snprintf(err, errsz, "KUBERNETES_IMAGE_PULL_POLICY: expected Always, IfNotPresent or Never");
+                return -EINVAL;
+        }
+        char norm[IMAGE_REF_MAX];
+
+        if (cfg->kubernetes_agent &&
+            image_ref_normalize(cfg->kubernetes_agent_image, norm, sizeof(norm)) < 0) {
+                snprintf(err, errsz, "KUBERNETES_AGENT_IMAGE: not an image reference");
+                return -EINVAL;
+        }
         return 0;
 }
 
@@ -224,7 +308,8 @@ static const char *const mode_names[3] = { "exclusive", "user_shared", "multi_us
 
 /* SANDBOX_RUNTIME: unlike the other strings, set but empty is a value of
  * its own (dockerd's default runtime: no process hiding), so only unset
- * means the default. A dockerd runtime name, so a plain character set.
+ * means the default (none with SANDBOX_PROVIDER=kubernetes, where it names a
+ * RuntimeClass). A dockerd runtime name, so a plain character set.
  * SANDBOX_RUNTIMES: the others a create may name; SANDBOX_RUNTIME_<MODE>:
  * one of those, for a lease mode. */
 static int config_runtime(struct broker_config *cfg, const char *(*lookup)(const char *name),
@@ -235,8 +320,9 @@ static int config_runtime(struct broker_config *cfg, const char *(*lookup)(const
         const char *v = lookup("SANDBOX_RUNTIME");
         int n = 0;
 
+        /* Kubernetes: a RuntimeClass name; unset is the cluster's default */
         if (!v)
-                v = "sandbox-runc";
+                v = strcmp(cfg->provider, "kubernetes") ? "sandbox-runc" : "";
         if (*v && !runtime_name_ok(v, strlen(v))) {
                 snprintf(err, errsz, "SANDBOX_RUNTIME=%s: expected a dockerd runtime name "
                          "(letters, digits, . _ -; at most %d) or empty", v, CONFIG_RUNTIME_MAX - 1);
@@ -580,12 +666,14 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
                 return -EINVAL;
         }
         if (strcmp(cfg->provider, "none") && strcmp(cfg->provider, "docker") &&
-            strcmp(cfg->provider, "daytona")) {
-                snprintf(err, errsz, "SANDBOX_PROVIDER=%s: expected none, docker or daytona",
+            strcmp(cfg->provider, "daytona") && strcmp(cfg->provider, "kubernetes")) {
+                snprintf(err, errsz, "SANDBOX_PROVIDER=%s: expected none, docker, daytona or kubernetes",
                          cfg->provider);
                 return -EINVAL;
         }
         if (strcmp(cfg->provider, "daytona") == 0 && config_daytona(cfg, err, errsz) < 0)
+                return -EINVAL;
+        if (strcmp(cfg->provider, "kubernetes") == 0 && config_kubernetes(cfg, err, errsz) < 0)
                 return -EINVAL;
         if (config_runtime(cfg, lookup, err, errsz) < 0)
                 return -EINVAL;

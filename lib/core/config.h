@@ -103,6 +103,21 @@ struct broker_config {
         int daytona_timeout_ms;
         int daytona_poll_max_ms;
         int daytona_auto_stop_min;
+        /* SANDBOX_PROVIDER=kubernetes (docs/KUBERNETES.md): file paths only, the
+         * token and key are read by the provider and never logged */
+        char kubernetes_api_url[512];
+        char kubernetes_ca_file[256];
+        char kubernetes_cert_file[256];
+        char kubernetes_key_file[256];
+        char kubernetes_token_file[256];
+        char kubernetes_namespace[64];
+        char kubernetes_pull_policy[16];   /* Always | IfNotPresent | Never */
+        char kubernetes_agent_image[256];  /* the init container's image */
+        int kubernetes_agent;              /* 1: the sandbox-agent in every pod */
+        int kubernetes_agent_port;
+        int kubernetes_timeout_ms;         /* one API call */
+        int kubernetes_pod_wait_ms;        /* a create's wait for Running */
+        int kubernetes_grace_s;            /* a pod's termination grace */
         /* OpenSandbox API */
         char osb_api_keys[4096];  /* "key:tenant,key:tenant" */
         int osb_max_timeout_s;

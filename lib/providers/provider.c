@@ -309,6 +309,10 @@ enum api_error provider_api_error(int r, const char *what, const char *err, char
         case -ETIMEDOUT:
                 why = "the sandbox provider timed out";
                 break;
+        case -EOPNOTSUPP:
+                e = API_NOT_IMPLEMENTED;
+                why = err && *err ? err : "not supported by this sandbox provider";
+                break;
         default:
                 why = err && *err ? err : strerror(r < 0 ? -r : r);
                 break;

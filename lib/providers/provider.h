@@ -539,6 +539,7 @@ bool provider_can_watch_events(const struct provider *p);
  *   -ENOENT        API_SANDBOX_NOT_RUNNING  the sandbox is gone
  *   -EBUSY         API_SANDBOX_NOT_RUNNING  not running (stopped, paused)
  *   -ETIMEDOUT     API_SANDBOX_FAILED       the backend timed out
+ *   -EOPNOTSUPP    API_NOT_IMPLEMENTED      the backend cannot (err says why)
  *   anything else  API_SANDBOX_FAILED       err, the backend's message
  * Writes "<what>: <why>" into msg (size bytes, always terminated) and
  * returns the error class. err may be NULL or "". */

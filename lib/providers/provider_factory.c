@@ -6,6 +6,7 @@
 
 #include "daytona.h"
 #include "docker.h"
+#include "kubernetes.h"
 #include "provider_metered.h"
 
 #define DEADLINE_NONE_MS 30000
@@ -14,6 +15,7 @@
 static const struct provider_backend *const backends[] = {
         &docker_backend,
         &daytona_backend,
+        &kubernetes_backend,
 };
 
 const struct provider_backend *provider_backend_find(const char *name)

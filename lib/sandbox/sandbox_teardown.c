@@ -74,7 +74,9 @@ int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
                 if (r == 0)
                         r = sandbox_transition(rc, ret_sid, "Stopping", "Stopped", "",
                                                "stopped; kept for its slot's next lease", "");
-                if (r != -ENOENT)
+                /* a backend that cannot stop and keep (Kubernetes: -EOPNOTSUPP)
+                 * removes it as below */
+                if (r != -ENOENT && r != -EOPNOTSUPP)
                         return r < 0 ? r : 1;
         }
         if (ref[0]) {

@@ -216,13 +216,15 @@ def assert_host_clean(state, env, before, during, recorded, shim_socks):
         assert not [f for f in os.listdir("/var/lib/cni/results") if f.startswith(net)]
 
 
-def start_cluster():
-    if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode:
-        pytest.fail("no local %s: run scripts/build-images tiny" % IMAGE)
+def start_cluster(images=(IMAGE,)):
+    for im in images:
+        if subprocess.run(["docker", "image", "inspect", im], capture_output=True).returncode:
+            pytest.fail("no local %s: run scripts/build-images tiny (scripts/k8s-agent-image)" % im)
     state = tempfile.mkdtemp(prefix="k8s-test-", dir=os.environ.get("IT_TMPDIR"))
     before = read_sysctls()
     t0 = time.monotonic()
-    up = subprocess.run([os.path.join(ROOT, "scripts/k8s-up"), "--import", IMAGE, state],
+    imports = [a for im in images for a in ("--import", im)]
+    up = subprocess.run([os.path.join(ROOT, "scripts/k8s-up")] + imports + [state],
                         capture_output=True, text=True, timeout=4 * 3600)
     print("k8s-up: %.1f s\n%s" % (time.monotonic() - t0, up.stderr[-3000:]))
     c = {"state": state, "sysctls_before": before, "down": None}

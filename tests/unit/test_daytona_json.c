@@ -342,7 +342,7 @@ static void test_config(void **state)
                               &cfg, err), -EINVAL);
         assert_non_null(strstr(err, "DAYTONA_POLL_MAX_MS"));
         assert_null(strstr(err, "secret-key"));
-        assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "kubernetes", NULL }, &cfg,
+        assert_int_equal(load((const char *const[]){ "SANDBOX_PROVIDER", "nomad", NULL }, &cfg,
                               err), -EINVAL);
         assert_non_null(strstr(err, "daytona"));
         /* docker keeps its images */

@@ -275,6 +275,14 @@ static void test_api_error_mapping(void **state)
         assert_int_equal(provider_api_error(-ETIMEDOUT, "exec", "slow", msg, sizeof(msg)),
                          API_SANDBOX_FAILED);
         assert_string_equal(msg, "exec: the sandbox provider timed out");
+        /* a backend that cannot (Kubernetes: stop, exec without its agent): 501 with its reason */
+        assert_int_equal(provider_api_error(-EOPNOTSUPP, "stop", "kubernetes: a pod cannot be stopped",
+                                            msg, sizeof(msg)),
+                         API_NOT_IMPLEMENTED);
+        assert_string_equal(msg, "stop: kubernetes: a pod cannot be stopped");
+        assert_int_equal(api_error_status(API_NOT_IMPLEMENTED), 501);
+        assert_int_equal(provider_api_error(-EOPNOTSUPP, "exec", NULL, msg, sizeof(msg)), API_NOT_IMPLEMENTED);
+        assert_string_equal(msg, "exec: not supported by this sandbox provider");
         assert_int_equal(provider_api_error(-EREMOTEIO, "exec", "daytona: HTTP 500", msg, sizeof(msg)),
                          API_SANDBOX_FAILED);
         assert_string_equal(msg, "exec: daytona: HTTP 500");
@@ -297,7 +305,8 @@ static void test_factory(void **state)
         assert_non_null(provider_backend_find("docker"));
         assert_non_null(provider_backend_find("daytona"));
         assert_string_equal(provider_backend_find("daytona")->name, "daytona");
-        assert_null(provider_backend_find("kubernetes"));
+        assert_string_equal(provider_backend_find("kubernetes")->name, "kubernetes");
+        assert_null(provider_backend_find("nomad"));
         assert_null(provider_backend_find("none"));
 
         cfg.docker_timeout_ms = 30000;
@@ -312,10 +321,21 @@ static void test_factory(void **state)
         /* Daytona's own timeouts, not DOCKER_TIMEOUT_MS */
         snprintf(cfg.provider, sizeof(cfg.provider), "daytona");
         assert_int_equal(provider_deadline_ms(&cfg), 23000);
+        /* Kubernetes: two calls and the wait for Running */
+        cfg.kubernetes_timeout_ms = 10000;
+        cfg.kubernetes_pod_wait_ms = 60000;
+        snprintf(cfg.provider, sizeof(cfg.provider), "kubernetes");
+        assert_int_equal(provider_deadline_ms(&cfg), 80000);
 
         snprintf(cfg.provider, sizeof(cfg.provider), "none");
         assert_int_equal(provider_new_from_config(&cfg, &p, err), 0);
         assert_null(p);
+        p = (struct provider *)&cfg;
+        snprintf(cfg.provider, sizeof(cfg.provider), "nomad");
+        assert_int_equal(provider_new_from_config(&cfg, &p, err), -EINVAL);
+        assert_null(p);
+        assert_non_null(strstr(err, "nomad"));
+        /* Kubernetes refuses a config without its URL, CA and credentials */
         p = (struct provider *)&cfg;
         snprintf(cfg.provider, sizeof(cfg.provider), "kubernetes");
         assert_int_equal(provider_new_from_config(&cfg, &p, err), -EINVAL);
