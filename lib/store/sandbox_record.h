@@ -66,7 +66,8 @@ int sandbox_record_key(const struct broker_config *cfg, const char *sid, char *b
  * Fields the hash lacks read "" (numbers as documented above); the
  * malloc'd strings of the groups asked for are never NULL after a
  * success, the others are NULL. Release with sandbox_record_clear, on
- * success and failure alike. Errors: -ENOENT (no record: no state),
+ * success and failure alike (a read of the core alone, groups 0,
+ * allocates nothing). Errors: -ENOENT (no record: no state),
  * -EPROTO (an odd reply, or a field longer than its member: the broker
  * never writes one), -ENAMETOOLONG (sid), -ENOMEM, those of
  * redis_conn_command. */
