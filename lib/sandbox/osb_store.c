@@ -8,14 +8,18 @@
 #include "auth.h"
 #include "lua_scripts.h"
 #include "sandbox.h"
+#include "sandbox_record.h"
 #include "timeutil.h"
 
 int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
                   redisReply **ret)
 {
-        char key[160];
+        char key[SANDBOX_RECORD_KEY_MAX];
+        int r = sandbox_record_key(cfg, sid, key, sizeof(key));
 
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        *ret = NULL;
+        if (r < 0)
+                return r;
         const char *argv[] = { "HGETALL", key };
         return redis_conn_command(c, 2, argv, ret);
 }
