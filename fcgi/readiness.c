@@ -8,6 +8,7 @@
 
 #include "opensandbox.h"
 #include "osb_store.h"
+#include "redis_conn.h"
 #include "timeutil.h"
 
 /* Requests of this process waiting in readiness_wait right now. */
@@ -24,13 +25,13 @@ int readiness_read(struct request *req, const char *sid, struct readiness *ret)
         memset(ret, 0, sizeof(*ret));
         if (r < 0)
                 return r;
-        f = osb_record_field(rep, "state");
+        f = reply_hash_get(rep, "state");
         snprintf(ret->state, sizeof(ret->state), "%s", f ? f : "Terminated");
-        f = osb_record_field(rep, "reason");
+        f = reply_hash_get(rep, "reason");
         snprintf(ret->reason, sizeof(ret->reason), "%s", f ? f : "");
-        f = osb_record_field(rep, "message");
+        f = reply_hash_get(rep, "message");
         snprintf(ret->message, sizeof(ret->message), "%s", f ? f : "");
-        f = osb_record_field(rep, "ref");
+        f = reply_hash_get(rep, "ref");
         ret->ref = f && *f;
         reply_free(rep);
         return 0;
