@@ -30,15 +30,6 @@ static void osb_done(struct osb *o)
         o->rec = NULL;
 }
 
-static const char *rec_get(const redisReply *h, const char *name)
-{
-        for (size_t i = 0; h && i + 1 < h->elements; i += 2)
-                if (h->element[i]->type == REDIS_REPLY_STRING && strcmp(h->element[i]->str, name) == 0 &&
-                    h->element[i + 1]->type == REDIS_REPLY_STRING)
-                        return h->element[i + 1]->str;
-        return NULL;
-}
-
 int h_osb_auth(struct request *req, struct osb *o)
 {
         memset(o, 0, sizeof(*o));
@@ -68,7 +59,7 @@ static int osb_open(struct request *req, struct osb *o)
                 reply_errno(req, r, "sandbox lookup");
                 return -1;
         }
-        tenant = rec_get(o->rec, "tenant");
+        tenant = reply_hash_get(o->rec, "tenant");
         if (!tenant || (strcmp(tenant, o->tenant) != 0 && !req->auth.admin)) {
                 reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", req->path_arg);
                 osb_done(o);
@@ -78,7 +69,7 @@ static int osb_open(struct request *req, struct osb *o)
          * removed after OPENSANDBOX_UNANSWERED_S: a request of its own
          * tenant naming it shows that a client has it (one that found it in
          * its list after a 502, say). An admin's look does not. */
-        if (strcmp(tenant, o->tenant) == 0 && (answer_by = rec_get(o->rec, "answerBy")) && *answer_by &&
+        if (strcmp(tenant, o->tenant) == 0 && (answer_by = reply_hash_get(o->rec, "answerBy")) && *answer_by &&
             (r = osb_store_answered(req->w->redis, req->path_arg)) < 0)
                 log_warn(LOG_KV({ "SANDBOX_ID", req->path_arg }, { "REQUEST_ID", req->request_id }),
                          "a request named a sandbox waiting for its create's answer, but it was not "
@@ -210,7 +201,7 @@ void h_osb_delete(struct request *req)
         } else if (r < 0) {
                 reply_errno(req, r, "delete");
         } else {
-                const char *ref = rec_get(o.rec, "ref"), *vols = rec_get(o.rec, "volumes");
+                const char *ref = reply_hash_get(o.rec, "ref"), *vols = reply_hash_get(o.rec, "volumes");
                 /* A sandbox that never had a container ends here, with no
                  * teardown to release its deleteOnSandboxTermination volumes
                  * (sandbox_teardown_next); one still being made keeps its
@@ -236,8 +227,8 @@ static void pause_resume(struct request *req, bool pause)
 
         if (osb_open(req, &o) < 0)
                 return;
-        state = rec_get(o.rec, "state");
-        ref = rec_get(o.rec, "ref");
+        state = reply_hash_get(o.rec, "state");
+        ref = reply_hash_get(o.rec, "ref");
         if (!state || strcmp(state, from) != 0 || !ref || !*ref) {
                 reply_error(req, API_CONFLICT, "sandbox %s is %s; %s needs it %s", req->path_arg,
                             state ? state : "unknown", pause ? "pause" : "resume", from);
