@@ -16,14 +16,6 @@ static void copy_state(const redisReply *rep, char *ret_state)
                                                                              : "");
 }
 
-static const char *field(const redisReply *h, const char *name)
-{
-        for (size_t i = 0; h && i + 1 < h->elements; i += 2)
-                if (reply_is_str(h->element[i], name) && h->element[i + 1]->type == REDIS_REPLY_STRING)
-                        return h->element[i + 1]->str;
-        return NULL;
-}
-
 /* How long a snapshot may stay Creating: a commit is bounded by the
  * timeout; a little more for its bookkeeping. */
 static int stale_ms(const struct broker_config *cfg)
@@ -96,10 +88,10 @@ int snapshot_store_commit(struct redis_conn *rc, struct provider *pv,
         r = redis_conn_command(rc, 2, argv, &rec);
         if (r < 0)
                 return r;
-        ref = field(rec, "ref");
-        sid = field(rec, "sandboxId");
-        tenant = field(rec, "tenant");
-        image = field(rec, "image");
+        ref = reply_hash_get(rec, "ref");
+        sid = reply_hash_get(rec, "sandboxId");
+        tenant = reply_hash_get(rec, "tenant");
+        image = reply_hash_get(rec, "image");
         if (!ref || !sid || !tenant || !image) {
                 snprintf(err, SNAPSHOT_ERR_MAX, "snapshot %s has no record", id);
                 r = -ENOENT;
@@ -180,8 +172,8 @@ int snapshot_store_image(struct redis_conn *rc, const struct broker_config *cfg,
 
         if (r < 0)
                 return r;
-        st = field(rec, "state");
-        im = field(rec, "image");
+        st = reply_hash_get(rec, "state");
+        im = reply_hash_get(rec, "image");
         snprintf(ret_state, SNAPSHOT_STATE_MAX, "%s", st ? st : "");
         if (!st || strcmp(st, "Ready") != 0 || !im || strlen(im) >= SNAPSHOT_IMAGE_MAX)
                 r = -EBUSY;
@@ -235,8 +227,8 @@ int snapshot_store_delete(struct redis_conn *rc, struct provider *pv, const stru
 
         if (r < 0)
                 return r;
-        st = field(rec, "state");
-        im = field(rec, "image");
+        st = reply_hash_get(rec, "state");
+        im = reply_hash_get(rec, "image");
         snprintf(ret_state, SNAPSHOT_STATE_MAX, "%s", st ? st : "");
         if (!st || !im) {
                 r = -EPROTO;
