@@ -51,6 +51,10 @@ bool reply_is_str(const redisReply *r, const char *s);
  * the field, or its value is no string. Points into h. */
 const char *reply_hash_get(const redisReply *h, const char *name);
 
+/* reply_hash_get's value element itself (any type; its len counts bytes
+ * past a NUL), or NULL. */
+const redisReply *reply_hash_find(const redisReply *h, const char *name);
+
 /* Run one raw command (argv[0] is the command name; keys are the caller's,
  * prefix included). Same errors and ownership as redis_conn_script. */
 int redis_conn_command(struct redis_conn *c, int argc, const char **argv, redisReply **ret);

@@ -32,6 +32,7 @@ static const struct field {
         F_TEXT("ref", CORE, ref),
         F_TEXT("userId", SANDBOX_RECORD_OWNER, user_id),
         F_TEXT("tenant", SANDBOX_RECORD_OWNER, tenant),
+        F_TEXT("answerBy", SANDBOX_RECORD_OWNER, answer_by),
         F_TEXT("image", SANDBOX_RECORD_SPEC, image),
         F("nanoCpus", SANDBOX_RECORD_SPEC, NUM, nano_cpus),
         F("memoryBytes", SANDBOX_RECORD_SPEC, NUM, memory_bytes),
@@ -43,6 +44,7 @@ static const struct field {
         F("env", SANDBOX_RECORD_SPEC, HEAP, env),
         F("volumes", SANDBOX_RECORD_VOLUMES, HEAP, volumes),
         F("egress_policy", SANDBOX_RECORD_EGRESS, HEAP, egress_policy),
+        F("message", SANDBOX_RECORD_STATUS, HEAP, message),
 #undef F
 #undef F_TEXT
 };
@@ -139,6 +141,29 @@ out:
         return r;
 }
 
+int sandbox_record_from_hash(const redisReply *h, unsigned groups, struct sandbox_record *ret)
+{
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        if (!h || h->type != REDIS_REPLY_ARRAY || h->elements % 2)
+                return -EPROTO;
+        /* fields[0] is the state: no state, no record */
+        if (!reply_hash_get(h, fields[0].name))
+                return -ENOENT;
+        ret->groups = groups;
+        for (size_t i = 0; i < N_FIELDS; i++) {
+                if (fields[i].group != CORE && !(fields[i].group & groups))
+                        continue;
+                r = field_set(ret, &fields[i], reply_hash_find(h, fields[i].name));
+                if (r < 0) {
+                        sandbox_record_clear(ret);
+                        return r;
+                }
+        }
+        return 0;
+}
+
 void sandbox_record_clear(struct sandbox_record *rec)
 {
         if (!rec)
@@ -147,5 +172,6 @@ void sandbox_record_clear(struct sandbox_record *rec)
         free(rec->env);
         free(rec->volumes);
         free(rec->egress_policy);
+        free(rec->message);
         memset(rec, 0, sizeof(*rec));
 }

@@ -25,11 +25,12 @@ struct redis_conn;
 /* The groups of fields a read asks for (OR them). The core ones (state,
  * reason, lastTransitionAt, ref) are always read. */
 enum {
-        SANDBOX_RECORD_OWNER = 1u << 0,   /* userId, tenant */
+        SANDBOX_RECORD_OWNER = 1u << 0,   /* userId, tenant, answerBy */
         SANDBOX_RECORD_SPEC = 1u << 1,    /* image, nanoCpus, memoryBytes, pids, diskMb,
                                            * poolLimits, runtime, entrypoint, env */
         SANDBOX_RECORD_VOLUMES = 1u << 2, /* volumes */
         SANDBOX_RECORD_EGRESS = 1u << 3,  /* egress_policy */
+        SANDBOX_RECORD_STATUS = 1u << 4,  /* message */
 };
 
 struct sandbox_record {
@@ -42,6 +43,7 @@ struct sandbox_record {
         /* SANDBOX_RECORD_OWNER */
         char user_id[272]; /* "<tenant>/<user>" of a lease sandbox (LEASE_SCOPED_MAX); "" = none */
         char tenant[130];  /* an OpenSandbox record's tenant; "" otherwise */
+        char answer_by[24]; /* an OpenSandbox create's answer is due by (ms); "" = answered */
         /* SANDBOX_RECORD_SPEC */
         char image[256];
         long long nano_cpus, memory_bytes, pids; /* 0 = absent */
@@ -55,6 +57,8 @@ struct sandbox_record {
         /* SANDBOX_RECORD_EGRESS */
         char *egress_policy;      /* JSON (egress_policy.h), malloc'd; "" = none */
         size_t egress_policy_len; /* its bytes */
+        /* SANDBOX_RECORD_STATUS */
+        char *message; /* the last transition's message, malloc'd; "" = none */
 };
 
 /* The key of sid's record into buf (size bytes; SANDBOX_RECORD_KEY_MAX
@@ -73,6 +77,11 @@ int sandbox_record_key(const struct broker_config *cfg, const char *sid, char *b
  * redis_conn_command. */
 int sandbox_record_read(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
                         unsigned groups, struct sandbox_record *ret);
+
+/* sandbox_record_read from a record already fetched whole: h, the flat
+ * field/value array of an HGETALL (or of a script that answers one).
+ * Same fields, same errors but those of Redis; an empty h is -ENOENT. */
+int sandbox_record_from_hash(const redisReply *h, unsigned groups, struct sandbox_record *ret);
 
 /* Free what a read allocated and zero rec; accepts NULL and a zeroed or
  * half-read rec. */

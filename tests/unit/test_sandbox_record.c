@@ -207,7 +207,8 @@ static void test_each_group_asks_its_fields(void **state)
                 unsigned group;
                 const char *in[10], *out[4];
         } cases[] = {
-                { SANDBOX_RECORD_OWNER, { "userId", "tenant" }, { "env", "image", "volumes", "egress_policy" } },
+                { SANDBOX_RECORD_OWNER, { "userId", "tenant", "answerBy" }, { "env", "image", "volumes", "egress_policy" } },
+                { SANDBOX_RECORD_STATUS, { "message" }, { "env", "entrypoint", "volumes", "egress_policy" } },
                 { SANDBOX_RECORD_SPEC,
                   { "image", "nanoCpus", "memoryBytes", "pids", "diskMb", "poolLimits", "runtime", "entrypoint", "env" },
                   { "userId", "volumes", "egress_policy" } },
@@ -351,6 +352,68 @@ static void test_odd_replies_and_errors(void **state)
         sandbox_record_clear(NULL);
 }
 
+/* ---- sandbox_record_from_hash: the same fields from an HGETALL ---- */
+
+static redisReply *flat(size_t n, const char *const *kv)
+{
+        redisReply *h = r_new(REDIS_REPLY_ARRAY);
+
+        h->elements = n;
+        h->element = calloc(n ? n : 1, sizeof(*h->element));
+        assert_non_null(h->element);
+        for (size_t i = 0; i < n; i++)
+                h->element[i] = r_str(kv[i]);
+        return h;
+}
+
+static void test_from_hash(void **state)
+{
+        static const char *const kv[] = { "sandboxId", "sb1", "tenant", "acme", "state", "Pending",
+                                          "answerBy", "1733400009000", "message", "waiting for admission",
+                                          "volumes", "[]", "env", "{\"A\":\"1\"}", "ref", "" };
+        char big[200];
+        struct sandbox_record rec;
+        redisReply *h = flat(16, kv);
+
+        (void)state;
+        assert_int_equal(sandbox_record_from_hash(h, SANDBOX_RECORD_OWNER | SANDBOX_RECORD_STATUS | SANDBOX_RECORD_VOLUMES,
+                                                  &rec),
+                         0);
+        assert_int_equal(fake.calls, 0); /* no Redis */
+        assert_string_equal(rec.state, "Pending");
+        assert_string_equal(rec.tenant, "acme");
+        assert_string_equal(rec.answer_by, "1733400009000");
+        assert_string_equal(rec.message, "waiting for admission");
+        assert_string_equal(rec.volumes, "[]");
+        assert_string_equal(rec.reason, "");
+        assert_null(rec.env); /* SPEC not asked */
+        sandbox_record_clear(&rec);
+        reply_free(h);
+
+        /* empty (HGETALL of no key) and stateless: no record */
+        h = flat(0, kv);
+        assert_int_equal(sandbox_record_from_hash(h, SANDBOX_RECORD_OWNER, &rec), -ENOENT);
+        reply_free(h);
+        h = flat(4, kv);
+        assert_int_equal(sandbox_record_from_hash(h, SANDBOX_RECORD_OWNER, &rec), -ENOENT);
+        reply_free(h);
+        /* odd: a dangling field, no array */
+        h = flat(5, kv);
+        assert_int_equal(sandbox_record_from_hash(h, 0, &rec), -EPROTO);
+        reply_free(h);
+        assert_int_equal(sandbox_record_from_hash(NULL, 0, &rec), -EPROTO);
+        /* a field longer than its member: nothing handed out */
+        memset(big, '7', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        {
+                const char *const kv2[] = { "state", "Pending", "message", "m", "answerBy", big };
+                h = flat(6, kv2);
+        }
+        assert_int_equal(sandbox_record_from_hash(h, SANDBOX_RECORD_OWNER | SANDBOX_RECORD_STATUS, &rec), -EPROTO);
+        assert_null(rec.message);
+        reply_free(h);
+}
+
 /* ---- reply_hash_get ---- */
 
 static void test_reply_hash_get(void **state)
@@ -391,6 +454,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_no_state_is_no_record, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_oversized_field_is_eproto_and_frees, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_odd_replies_and_errors, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_from_hash, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reply_hash_get, setup, teardown),
         };
 
