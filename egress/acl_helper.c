@@ -42,6 +42,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "redis_conn.h"
+#include "sandbox_record.h"
 #include "timeutil.h"
 
 #define EGRESS_ACL_CACHE_MS 1000
@@ -65,22 +66,25 @@ struct acl {
  * there was a readable one) or a negative errno (Redis unreachable). */
 static int policy_load(struct acl *acl, const char *sid, struct cached *c)
 {
-        char key[160], err[256];
-        const char *argv[] = { "HGET", key, "egress_policy" };
-        redisReply *rep = NULL;
-        int r;
+        char err[256];
+        struct sandbox_record rec;
+        int r = sandbox_record_read(acl->redis, &acl->cfg, sid, SANDBOX_RECORD_EGRESS, &rec);
 
-        snprintf(key, sizeof(key), "%ssandbox:%s", acl->cfg.key_prefix, sid);
-        r = redis_conn_command(acl->redis, 3, argv, &rep);
+        c->found = false;
+        if (r == -ENOENT || r == -ENAMETOOLONG)
+                return 0; /* no record: no policy */
+        if (r == -EPROTO) {
+                log_warn(LOG_KV({ "SANDBOX_ID", sid }), "egress: unreadable sandbox record");
+                return 0;
+        }
         if (r < 0)
                 return r;
-        c->found = false;
-        if (rep->type == REDIS_REPLY_STRING &&
-            egress_policy_parse(rep->str, rep->len, &c->policy, err, sizeof(err)) == 0)
+        if (rec.egress_policy[0] &&
+            egress_policy_parse(rec.egress_policy, rec.egress_policy_len, &c->policy, err, sizeof(err)) == 0)
                 c->found = true;
-        else if (rep->type == REDIS_REPLY_STRING)
+        else if (rec.egress_policy[0])
                 log_warn(LOG_KV({ "SANDBOX_ID", sid }), "egress: unreadable policy: %s", err);
-        reply_free(rep);
+        sandbox_record_clear(&rec);
         return 0;
 }
 

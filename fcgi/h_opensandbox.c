@@ -26,17 +26,7 @@
 
 static void osb_done(struct osb *o)
 {
-        reply_free(o->rec);
-        o->rec = NULL;
-}
-
-static const char *rec_get(const redisReply *h, const char *name)
-{
-        for (size_t i = 0; h && i + 1 < h->elements; i += 2)
-                if (h->element[i]->type == REDIS_REPLY_STRING && strcmp(h->element[i]->str, name) == 0 &&
-                    h->element[i + 1]->type == REDIS_REPLY_STRING)
-                        return h->element[i + 1]->str;
-        return NULL;
+        osb_sandbox_clear(&o->sb);
 }
 
 int h_osb_auth(struct request *req, struct osb *o)
@@ -50,26 +40,22 @@ int h_osb_auth(struct request *req, struct osb *o)
         return 0;
 }
 
-static int read_record(struct request *req, const char *sid, redisReply **ret)
-{
-        return osb_store_get(req->w->redis, req->w->cfg, sid, ret);
-}
-
 /* Authenticate and load the path's sandbox of this tenant; replies on error. */
 static int osb_open(struct request *req, struct osb *o)
 {
-        const char *tenant, *answer_by;
+        const char *tenant;
         int r;
 
         if (h_osb_auth(req, o) < 0)
                 return -1;
-        r = read_record(req, req->path_arg, &o->rec);
-        if (r < 0) {
+        r = osb_store_get(req->w->redis, req->w->cfg, req->path_arg, true, &o->sb);
+        if (r < 0 && r != -ENOENT) {
                 reply_errno(req, r, "sandbox lookup");
                 return -1;
         }
-        tenant = rec_get(o->rec, "tenant");
-        if (!tenant || (strcmp(tenant, o->tenant) != 0 && !req->auth.admin)) {
+        /* no record, or one that is no OpenSandbox sandbox (a lease's: no tenant) */
+        tenant = o->sb.rec.tenant;
+        if (r == -ENOENT || !tenant[0] || (strcmp(tenant, o->tenant) != 0 && !req->auth.admin)) {
                 reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s", req->path_arg);
                 osb_done(o);
                 return -1;
@@ -78,7 +64,7 @@ static int osb_open(struct request *req, struct osb *o)
          * removed after OPENSANDBOX_UNANSWERED_S: a request of its own
          * tenant naming it shows that a client has it (one that found it in
          * its list after a 502, say). An admin's look does not. */
-        if (strcmp(tenant, o->tenant) == 0 && (answer_by = rec_get(o->rec, "answerBy")) && *answer_by &&
+        if (strcmp(tenant, o->tenant) == 0 && o->sb.rec.answer_by[0] &&
             (r = osb_store_answered(req->w->redis, req->path_arg)) < 0)
                 log_warn(LOG_KV({ "SANDBOX_ID", req->path_arg }, { "REQUEST_ID", req->request_id }),
                          "a request named a sandbox waiting for its create's answer, but it was not "
@@ -88,26 +74,13 @@ static int osb_open(struct request *req, struct osb *o)
         return 0;
 }
 
-void h_osb_reply_sandbox(struct request *req, int status, const char *hdr, const redisReply *rec,
-                         bool full)
-{
-        struct json_object *o = NULL;
-
-        if (osb_sandbox_json(rec, full, &o) < 0) {
-                reply_errno(req, -EPROTO, "sandbox");
-                return;
-        }
-        reply_json_hdr(req, status, hdr, o);
-        json_put(o);
-}
-
 void h_osb_get(struct request *req)
 {
         struct osb o;
 
         if (osb_open(req, &o) < 0)
                 return;
-        h_osb_reply_sandbox(req, 200, NULL, o.rec, true);
+        reply_json(req, 200, o.sb.json);
         osb_done(&o);
 }
 
@@ -132,10 +105,10 @@ void h_osb_list(struct request *req)
 {
         struct osb_list_filter f;
         struct json_object *items = NULL, *o;
-        redisReply *ids = NULL;
         const char *cursor = req->query;
         char name[32], value[1024];
-        long page = 1, size = 20, total = 0;
+        long page = 1, size = 20;
+        long long total = 0;
         struct osb a;
         int r;
 
@@ -179,22 +152,14 @@ void h_osb_list(struct request *req)
                 return;
         }
         /* an admin key lists every tenant's live sandboxes */
-        r = osb_store_list(req->w->redis, req->auth.admin ? "" : a.tenant, page, size, &f, &ids);
+        r = osb_store_list(req->w->redis, req->auth.admin ? "" : a.tenant, page, size, &f, &total, &items);
         if (r < 0) {
                 reply_errno(req, r, "list");
                 return;
         }
-        items = json_object_new_array();
-        total = ids->element[0]->integer;
-        for (size_t i = 1; i < ids->elements; i++) {
-                struct json_object *sb;
-                if (osb_sandbox_json(ids->element[i], true, &sb) == 0)
-                        json_object_array_add(items, sb);
-        }
         o = osb_page_json(items, page, size, total);
         reply_json(req, 200, o);
         json_put(o);
-        reply_free(ids);
 }
 
 void h_osb_delete(struct request *req)
@@ -210,7 +175,7 @@ void h_osb_delete(struct request *req)
         } else if (r < 0) {
                 reply_errno(req, r, "delete");
         } else {
-                const char *ref = rec_get(o.rec, "ref"), *vols = rec_get(o.rec, "volumes");
+                const char *ref = o.sb.rec.ref, *vols = o.sb.rec.volumes;
                 /* A sandbox that never had a container ends here, with no
                  * teardown to release its deleteOnSandboxTermination volumes
                  * (sandbox_teardown_next); one still being made keeps its
@@ -236,11 +201,11 @@ static void pause_resume(struct request *req, bool pause)
 
         if (osb_open(req, &o) < 0)
                 return;
-        state = rec_get(o.rec, "state");
-        ref = rec_get(o.rec, "ref");
-        if (!state || strcmp(state, from) != 0 || !ref || !*ref) {
+        state = o.sb.rec.state;
+        ref = o.sb.rec.ref;
+        if (strcmp(state, from) != 0 || !*ref) {
                 reply_error(req, API_CONFLICT, "sandbox %s is %s; %s needs it %s", req->path_arg,
-                            state ? state : "unknown", pause ? "pause" : "resume", from);
+                            state, pause ? "pause" : "resume", from);
                 goto out;
         }
         r = osb_store_pause_resume(req->w->redis, req->w->provider, req->path_arg, ref, pause, err);
@@ -328,8 +293,7 @@ out:
 
 void h_osb_metadata(struct request *req)
 {
-        struct json_object *body = NULL;
-        redisReply *rec = NULL;
+        struct json_object *body = NULL, *sb = NULL;
         char err[OSB_ERR_MAX];
         struct osb o;
         int r;
@@ -346,7 +310,7 @@ void h_osb_metadata(struct request *req)
         }
         r = osb_store_metadata_patch(req->w->redis, req->path_arg, o.tenant,
                                      json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN),
-                                     OSB_METADATA_MAX - 1, &rec);
+                                     OSB_METADATA_MAX - 1, &sb);
         if (r == -E2BIG) {
                 reply_error(req, API_INVALID_REQUEST, "metadata is larger than %d bytes", OSB_METADATA_MAX - 1);
         } else if (r == -ENOENT) {
@@ -354,10 +318,10 @@ void h_osb_metadata(struct request *req)
         } else if (r < 0) {
                 reply_errno(req, r, "metadata");
         } else {
-                h_osb_reply_sandbox(req, 200, NULL, rec, true);
+                reply_json(req, 200, sb);
         }
 out:
-        reply_free(rec);
+        json_put(sb);
         json_put(body);
         osb_done(&o);
 }

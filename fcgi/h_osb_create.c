@@ -287,7 +287,7 @@ void h_osb_create(struct request *req)
         struct json_object *body = NULL;
         struct osb_create c;
         struct osb_store_outcome so = { 0 };
-        redisReply *rep = NULL;
+        struct osb_sandbox sb = { 0 };
         char err[OSB_ERR_MAX], sid[33], cpus[24], mem[24], pids[16], exp[24] = ""; /* timeout ms */
         char key[OSB_IDEMPOTENCY_KEY_MAX + 1], fp[OSB_FINGERPRINT_MAX] = "", hdr[192];
         char *egress = NULL; /* normalized networkPolicy (egress_store.h) */
@@ -372,7 +372,9 @@ void h_osb_create(struct request *req)
         }
         pending_keep(&c, so.sid, pending.work);
         req->after = create_after;
-        r = osb_store_get(req->w->redis, req->w->cfg, so.sid, &rep);
+        r = osb_store_get(req->w->redis, req->w->cfg, so.sid, false, &sb);
+        if (r == -ENOENT)
+                r = -EPROTO; /* the record it just made or named: gone is a fault */
         if (r < 0) {
                 reply_errno(req, r, "create");
                 goto out;
@@ -385,7 +387,7 @@ void h_osb_create(struct request *req)
         } else {
                 snprintf(hdr, sizeof(hdr), "Location: /v1/sandboxes/%s", so.sid);
         }
-        h_osb_reply_sandbox(req, 202, hdr, rep, false);
+        reply_json_hdr(req, 202, hdr, sb.json);
 out:
         if (volumes && !committed)
                 volume_undo(req->w->provider, volumes);
@@ -394,6 +396,6 @@ out:
                 pending_wipe();
         osb_create_wipe(&c);
         free(egress);
-        reply_free(rep);
+        osb_sandbox_clear(&sb);
         json_put(body);
 }

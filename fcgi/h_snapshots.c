@@ -38,18 +38,6 @@ static int snap_provider(struct request *req)
         return 0;
 }
 
-static void reply_snapshot(struct request *req, int status, const char *hdr, const redisReply *rec)
-{
-        struct json_object *o = NULL;
-
-        if (snapshot_json(rec, &o) < 0) {
-                reply_errno(req, -EPROTO, "snapshot");
-                return;
-        }
-        reply_json_hdr(req, status, hdr, o);
-        json_object_put(o);
-}
-
 /* After the 202: commit the snapshot (seconds; up to SNAPSHOT_TIMEOUT_MS). */
 static void commit_after(struct request *req)
 {
@@ -68,8 +56,7 @@ static void commit_after(struct request *req)
 void h_snap_create(struct request *req)
 {
         const char *cl = FCGX_GetParam("CONTENT_LENGTH", req->fcgx->envp);
-        struct json_object *body = NULL;
-        redisReply *rec = NULL;
+        struct json_object *body = NULL, *snap = NULL;
         char name[SNAPSHOT_NAME_MAX + 1], err[SNAPSHOT_ERR_MAX], id[SNAPSHOT_ID_LEN + 1];
         char state[SNAPSHOT_STATE_MAX] = "", location[96];
         long long n = 0;
@@ -115,7 +102,7 @@ void h_snap_create(struct request *req)
                 reply_errno(req, r, "snapshot");
                 goto out;
         }
-        r = snapshot_store_get(req->w->redis, req->w->cfg, id, req->auth.tenant, &rec);
+        r = snapshot_store_get(req->w->redis, req->w->cfg, id, req->auth.tenant, &snap);
         if (r < 0) {
                 reply_errno(req, r, "snapshot");
                 goto out;
@@ -123,30 +110,30 @@ void h_snap_create(struct request *req)
         snprintf(location, sizeof(location), "Location: /v1/snapshots/%s", id);
         snprintf(req->after_arg, sizeof(req->after_arg), "%s", id);
         req->after = commit_after;
-        reply_snapshot(req, 202, location, rec);
+        reply_json_hdr(req, 202, location, snap);
 out:
-        reply_free(rec);
+        json_object_put(snap);
         json_object_put(body);
 }
 
 void h_snap_get(struct request *req)
 {
-        redisReply *rec = NULL;
+        struct json_object *snap = NULL;
         int r;
 
         if (snap_provider(req) < 0)
                 return;
         r = snapshot_id_valid(req->path_arg)
                     ? snapshot_store_get(req->w->redis, req->w->cfg, req->path_arg,
-                                         req->auth.tenant, &rec)
+                                         req->auth.tenant, &snap)
                     : -ENOENT;
         if (r == -ENOENT)
                 reply_error(req, API_NOT_FOUND, "no snapshot %s", req->path_arg);
         else if (r < 0)
                 reply_errno(req, r, "snapshot");
         else
-                reply_snapshot(req, 200, NULL, rec);
-        reply_free(rec);
+                reply_json(req, 200, snap);
+        json_object_put(snap);
 }
 
 void h_snap_list(struct request *req)
@@ -155,8 +142,8 @@ void h_snap_list(struct request *req)
         const char *cursor = req->query, *states[8];
         char qname[32], value[256], sid[64] = "", name[SNAPSHOT_NAME_MAX + 1] = "";
         char unknown[8][SNAPSHOT_STATE_MAX];
-        long page = 1, size = 20, total;
-        redisReply *rep = NULL;
+        long page = 1, size = 20;
+        long long total;
         int n_states = 0, r;
 
         if (snap_provider(req) < 0)
@@ -210,22 +197,14 @@ void h_snap_list(struct request *req)
                 return;
         }
         r = snapshot_store_list(req->w->redis, req->auth.tenant, page, size, sid, name, states,
-                                n_states, &rep);
+                                n_states, &total, &items);
         if (r < 0) {
                 reply_errno(req, r, "snapshots");
                 return;
         }
-        items = json_object_new_array();
-        total = (long)rep->element[0]->integer;
-        for (size_t i = 1; i < rep->elements; i++) {
-                struct json_object *s;
-                if (snapshot_json(rep->element[i], &s) == 0)
-                        json_object_array_add(items, s);
-        }
         o = osb_page_json(items, page, size, total);
         reply_json(req, 200, o);
         json_object_put(o);
-        reply_free(rep);
 }
 
 void h_snap_delete(struct request *req)

@@ -1,13 +1,14 @@
 /* readiness: see readiness.h. */
 #include "readiness.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "opensandbox.h"
-#include "osb_store.h"
+#include "sandbox_record.h"
 #include "timeutil.h"
 
 /* Requests of this process waiting in readiness_wait right now. */
@@ -17,22 +18,22 @@ static struct {
 
 int readiness_read(struct request *req, const char *sid, struct readiness *ret)
 {
-        redisReply *rep = NULL;
-        const char *f;
-        int r = osb_store_get(req->w->redis, req->w->cfg, sid, &rep);
+        struct sandbox_record rec;
+        int r = sandbox_record_read(req->w->redis, req->w->cfg, sid, SANDBOX_RECORD_STATUS, &rec);
 
         memset(ret, 0, sizeof(*ret));
+        if (r == -ENOENT) {
+                /* gone: it expired after it finished */
+                snprintf(ret->state, sizeof(ret->state), "Terminated");
+                return 0;
+        }
         if (r < 0)
                 return r;
-        f = osb_record_field(rep, "state");
-        snprintf(ret->state, sizeof(ret->state), "%s", f ? f : "Terminated");
-        f = osb_record_field(rep, "reason");
-        snprintf(ret->reason, sizeof(ret->reason), "%s", f ? f : "");
-        f = osb_record_field(rep, "message");
-        snprintf(ret->message, sizeof(ret->message), "%s", f ? f : "");
-        f = osb_record_field(rep, "ref");
-        ret->ref = f && *f;
-        reply_free(rep);
+        snprintf(ret->state, sizeof(ret->state), "%s", rec.state);
+        snprintf(ret->reason, sizeof(ret->reason), "%s", rec.reason);
+        snprintf(ret->message, sizeof(ret->message), "%s", rec.message);
+        ret->ref = rec.ref[0] != '\0';
+        sandbox_record_clear(&rec);
         return 0;
 }
 

@@ -364,21 +364,12 @@ static const struct { const char *key, *name, *help; } gauges[] = {
         { "queueDepth", "broker_queue_depth", "Tickets waiting in the queue now." },
 };
 
-/* The value element of field in a flat HGETALL reply, or NULL. */
-static const redisReply *field_find(const redisReply *h, const char *field)
-{
-        for (size_t i = 0; h && i + 1 < h->elements; i += 2)
-                if (h->element[i]->type == REDIS_REPLY_STRING && strcmp(h->element[i]->str, field) == 0)
-                        return h->element[i + 1];
-        return NULL;
-}
-
 /* The value of field in a flat HGETALL reply, or 0. */
 static long long field_value(const redisReply *h, const char *field)
 {
-        const redisReply *v = field_find(h, field);
+        const char *v = reply_hash_get(h, field);
 
-        return v && v->str ? strtoll(v->str, NULL, 10) : 0;
+        return v ? strtoll(v, NULL, 10) : 0;
 }
 
 static void put_seconds(struct buf *b, long long ms)
@@ -412,7 +403,7 @@ int metrics_format(const redisReply *h, struct json_object *status, char **ret, 
                         put(&b, "%s 0\n", fam);
                 for (const char *const *z = counters[f].zeros; z && *z; z++) {
                         snprintf(name, sizeof(name), "%s%s", fam, *z);
-                        if (!field_find(h, name))
+                        if (!reply_hash_get(h, name))
                                 put(&b, "%s 0\n", name);
                 }
         }

@@ -8,6 +8,7 @@
 
 #include "json_input.h"
 #include "lua_scripts.h"
+#include "sandbox_record.h"
 
 #define EGRESS_CAS_TRIES 32
 
@@ -69,11 +70,6 @@ int egress_policy_for_create(const struct broker_config *cfg, struct json_object
         return r;
 }
 
-static void sandbox_key(const struct broker_config *cfg, const char *sid, char *key, size_t size)
-{
-        snprintf(key, size, "%ssandbox:%s", cfg->key_prefix, sid);
-}
-
 /* Run an egress script; *ret_word gets its first word. */
 static int run(struct redis_conn *rc, enum lua_script_id id, int argc, const char **argv,
                char *ret_word, size_t size)
@@ -133,29 +129,19 @@ int egress_config_policies(const struct broker_config *cfg, char *pol[EGRESS_CON
 static int read_raw(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
                     char **ret_text, struct egress_policy *p)
 {
-        char key[192], err[256];
-        const char *argv[] = { "HMGET", key, "sandboxId", "egress_policy", "state" };
-        redisReply *rep = NULL;
-        const char *text = "";
+        char err[256];
+        struct sandbox_record rec;
         int r;
 
         *ret_text = NULL;
-        sandbox_key(cfg, sid, key, sizeof(key));
-        r = redis_conn_command(rc, 5, argv, &rep);
+        r = sandbox_record_read(rc, cfg, sid, SANDBOX_RECORD_EGRESS, &rec);
         if (r < 0)
                 return r;
-        r = -EPROTO;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3)
-                goto out;
         r = -ENOENT;
-        if (rep->element[0]->type != REDIS_REPLY_STRING ||
-            (rep->element[2]->type == REDIS_REPLY_STRING &&
-             !strcmp(rep->element[2]->str, "Terminated")))
+        if (!strcmp(rec.state, "Terminated"))
                 goto out;
-        if (rep->element[1]->type == REDIS_REPLY_STRING)
-                text = rep->element[1]->str;
-        if (text[0]) {
-                r = egress_policy_parse(text, strlen(text), p, err, sizeof(err));
+        if (rec.egress_policy[0]) {
+                r = egress_policy_parse(rec.egress_policy, strlen(rec.egress_policy), p, err, sizeof(err));
                 if (r == -EINVAL)
                         r = -EPROTO;
                 if (r < 0)
@@ -163,12 +149,11 @@ static int read_raw(struct redis_conn *rc, const struct broker_config *cfg, cons
         } else {
                 egress_policy_deny_all(p);
         }
-        r = -ENOMEM;
-        *ret_text = strdup(text);
-        if (*ret_text)
-                r = 0;
+        *ret_text = rec.egress_policy; /* handed over */
+        rec.egress_policy = NULL;
+        r = 0;
 out:
-        reply_free(rep);
+        sandbox_record_clear(&rec);
         return r;
 }
 

@@ -11,6 +11,7 @@
 
 #include "digest.h"
 #include "json_input.h"
+#include "redis_conn.h"
 #include "timeutil.h"
 
 int osb_parse_cpu(const char *s, int64_t *ret)
@@ -152,22 +153,6 @@ int osb_metadata_patch_check(struct json_object *patch, char *err)
         return 0;
 }
 
-static const char *hash_get(const redisReply *h, const char *name)
-{
-        for (size_t i = 0; i + 1 < h->elements; i += 2)
-                if (h->element[i]->type == REDIS_REPLY_STRING && strcmp(h->element[i]->str, name) == 0 &&
-                    h->element[i + 1]->type == REDIS_REPLY_STRING)
-                        return h->element[i + 1]->str;
-        return NULL;
-}
-
-const char *osb_record_field(const redisReply *h, const char *name)
-{
-        if (!h || h->type != REDIS_REPLY_ARRAY)
-                return NULL;
-        return hash_get(h, name);
-}
-
 static struct json_object *iso_time(const char *ms)
 {
         char buf[32];
@@ -197,34 +182,34 @@ int osb_sandbox_json(const redisReply *h, bool full, struct json_object **ret)
                 return -EPROTO;
         if (h->elements == 0)
                 return -ENOENT;
-        id = hash_get(h, "sandboxId");
-        state = hash_get(h, "state");
+        id = reply_hash_get(h, "sandboxId");
+        state = reply_hash_get(h, "state");
         if (!id || !state)
                 return -EPROTO;
         o = json_object_new_object();
         st = json_object_new_object();
         json_object_object_add(o, "id", json_object_new_string(id));
         /* a restored sandbox names its snapshot instead of an image (the spec's Sandbox) */
-        if (full && (v = hash_get(h, "snapshotId")) && *v) {
+        if (full && (v = reply_hash_get(h, "snapshotId")) && *v) {
                 json_object_object_add(o, "snapshotId", json_object_new_string(v));
-        } else if (full && (v = hash_get(h, "image"))) {
+        } else if (full && (v = reply_hash_get(h, "image"))) {
                 struct json_object *img = json_object_new_object();
                 json_object_object_add(img, "uri", json_object_new_string(v));
                 json_object_object_add(o, "image", img);
         }
         json_object_object_add(st, "state", json_object_new_string(state));
-        if ((v = hash_get(h, "reason")) && *v)
+        if ((v = reply_hash_get(h, "reason")) && *v)
                 json_object_object_add(st, "reason", json_object_new_string(v));
-        if ((v = hash_get(h, "message")) && *v)
+        if ((v = reply_hash_get(h, "message")) && *v)
                 json_object_object_add(st, "message", json_object_new_string(v));
-        if ((v = hash_get(h, "lastTransitionAt")))
+        if ((v = reply_hash_get(h, "lastTransitionAt")))
                 json_object_object_add(st, "lastTransitionAt", iso_time(v));
         json_object_object_add(o, "status", st);
-        json_object_object_add(o, "metadata", parsed(hash_get(h, "metadata"), "{}"));
-        if ((v = hash_get(h, "extensions")) && *v)
+        json_object_object_add(o, "metadata", parsed(reply_hash_get(h, "metadata"), "{}"));
+        if ((v = reply_hash_get(h, "extensions")) && *v)
                 json_object_object_add(o, "extensions", parsed(v, "{}"));
         /* a sandbox served by a warm-pool member: the spec's AllocationSummary */
-        if (full && (v = hash_get(h, "poolRef")) && *v) {
+        if (full && (v = reply_hash_get(h, "poolRef")) && *v) {
                 struct json_object *a = json_object_new_object();
 
                 json_object_object_add(a, "mode", json_object_new_string("pool"));
@@ -232,11 +217,11 @@ int osb_sandbox_json(const redisReply *h, bool full, struct json_object **ret)
                 json_object_object_add(a, "state", json_object_new_string("allocated"));
                 json_object_object_add(o, "allocation", a);
         }
-        json_object_object_add(o, "entrypoint", parsed(hash_get(h, "entrypoint"), "[\"sleep\",\"infinity\"]"));
+        json_object_object_add(o, "entrypoint", parsed(reply_hash_get(h, "entrypoint"), "[\"sleep\",\"infinity\"]"));
         /* expiresAt is omitted for manual cleanup, as the spec says */
-        if ((v = hash_get(h, "expiresAt")) && *v)
+        if ((v = reply_hash_get(h, "expiresAt")) && *v)
                 json_object_object_add(o, "expiresAt", iso_time(v));
-        json_object_object_add(o, "createdAt", iso_time(hash_get(h, "createdAt")));
+        json_object_object_add(o, "createdAt", iso_time(reply_hash_get(h, "createdAt")));
         *ret = o;
         return 0;
 }

@@ -135,10 +135,6 @@ void osb_create_wipe(struct osb_create *c);
 int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
                      struct osb_create *ret, char *err);
 
-/* The value of field name in a record (flat HGETALL array), or NULL;
- * points into h. */
-const char *osb_record_field(const redisReply *h, const char *name);
-
 /* Render a record (flat HGETALL array) as the spec's Sandbox object; with
  * !full, the create response's subset (no image, no updatedAt).
  * Returns 0, -ENOENT (empty), -EPROTO. */

@@ -7,17 +7,43 @@
 
 #include "auth.h"
 #include "lua_scripts.h"
+#include "opensandbox.h"
 #include "sandbox.h"
+#include "sandbox_record.h"
 #include "timeutil.h"
 
-int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
-                  redisReply **ret)
+int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const char *sid, bool full,
+                  struct osb_sandbox *ret)
 {
-        char key[160];
+        char key[SANDBOX_RECORD_KEY_MAX];
+        redisReply *rep = NULL;
+        int r;
 
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        memset(ret, 0, sizeof(*ret));
+        r = sandbox_record_key(cfg, sid, key, sizeof(key));
+        if (r < 0)
+                return r;
         const char *argv[] = { "HGETALL", key };
-        return redis_conn_command(c, 2, argv, ret);
+        r = redis_conn_command(c, 2, argv, &rep);
+        if (r < 0)
+                return r;
+        r = sandbox_record_from_hash(rep, SANDBOX_RECORD_OWNER | SANDBOX_RECORD_VOLUMES | SANDBOX_RECORD_STATUS,
+                                     &ret->rec);
+        if (r == 0 && osb_sandbox_json(rep, full, &ret->json) < 0)
+                r = -EPROTO; /* a record that is there: not "no sandbox" */
+        reply_free(rep);
+        if (r < 0)
+                osb_sandbox_clear(ret);
+        return r;
+}
+
+void osb_sandbox_clear(struct osb_sandbox *s)
+{
+        if (!s)
+                return;
+        sandbox_record_clear(&s->rec);
+        json_object_put(s->json);
+        s->json = NULL;
 }
 
 int osb_store_create(struct redis_conn *c, const struct broker_config *cfg,
@@ -179,7 +205,7 @@ int osb_store_renew(struct redis_conn *c, const struct broker_config *cfg, const
 }
 
 int osb_store_metadata_patch(struct redis_conn *c, const char *sid, const char *tenant,
-                             const char *patch, size_t max, redisReply **ret)
+                             const char *patch, size_t max, struct json_object **ret)
 {
         char maxs[24];
         redisReply *rep = NULL;
@@ -193,10 +219,8 @@ int osb_store_metadata_patch(struct redis_conn *c, const char *sid, const char *
                 return r;
         if (reply_is_str(rep->element[0], "ok") && rep->elements == 2 &&
             rep->element[1]->type == REDIS_REPLY_ARRAY) {
-                /* hand the record out: detach it from the reply */
-                *ret = rep->element[1];
-                rep->element[1] = NULL;
-                rep->elements = 1;
+                if (osb_sandbox_json(rep->element[1], true, ret) < 0)
+                        r = -EPROTO;
         } else if (reply_is_str(rep->element[0], "toolarge")) {
                 r = -E2BIG;
         } else if (reply_is_str(rep->element[0], "notfound")) {
@@ -209,13 +233,16 @@ int osb_store_metadata_patch(struct redis_conn *c, const char *sid, const char *
 }
 
 int osb_store_list(struct redis_conn *c, const char *tenant, long page, long size,
-                   const struct osb_list_filter *f, redisReply **ret)
+                   const struct osb_list_filter *f, long long *ret_total, struct json_object **ret_items)
 {
         const char *argv[8 + 8 + 32];
         char pg[24], sz[24], scan[24], ns[8], nm[8];
+        redisReply *rep = NULL;
+        struct json_object *items = NULL;
         int argc = 0, r;
 
-        *ret = NULL;
+        *ret_total = 0;
+        *ret_items = NULL;
         snprintf(pg, sizeof(pg), "%ld", page);
         snprintf(sz, sizeof(sz), "%ld", size);
         snprintf(scan, sizeof(scan), "%d", OSB_LIST_SCAN_MAX);
@@ -233,16 +260,33 @@ int osb_store_list(struct redis_conn *c, const char *tenant, long page, long siz
                 argv[argc++] = f->md_keys[i];
                 argv[argc++] = f->md_vals[i];
         }
-        r = redis_conn_script(c, LUA_OSB_LIST, argc, argv, ret);
+        r = redis_conn_script(c, LUA_OSB_LIST, argc, argv, &rep);
         if (r < 0)
                 return r;
-        if ((*ret)->type != REDIS_REPLY_ARRAY || (*ret)->elements < 1 ||
-            (*ret)->element[0]->type != REDIS_REPLY_INTEGER) {
-                reply_free(*ret);
-                *ret = NULL;
-                return -EPROTO;
+        r = -EPROTO;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+            rep->element[0]->type != REDIS_REPLY_INTEGER)
+                goto out;
+        r = -ENOMEM;
+        items = json_object_new_array();
+        if (!items)
+                goto out;
+        for (size_t i = 1; i < rep->elements; i++) {
+                struct json_object *sb;
+                /* a record that does not render is left out of the page */
+                if (osb_sandbox_json(rep->element[i], true, &sb) == 0 && json_object_array_add(items, sb) < 0) {
+                        json_object_put(sb);
+                        goto out;
+                }
         }
-        return 0;
+        *ret_total = rep->element[0]->integer;
+        *ret_items = items;
+        items = NULL;
+        r = 0;
+out:
+        json_object_put(items);
+        reply_free(rep);
+        return r;
 }
 
 int osb_store_pause_resume(struct redis_conn *c, struct provider *pv, const char *sid,

@@ -2,19 +2,22 @@
  * one script of lib/store/lua/osb_*.lua (atomic), so the lifecycle handlers
  * (fcgi/h_opensandbox.c) never speak Redis or a provider themselves.
  *
- * Records are flat HGETALL arrays (rendered by osb_sandbox_json() of
- * opensandbox.h). tenant is always the owner's: the scripts answer
+ * A record is answered as a struct osb_sandbox (the sandbox record's fields
+ * the handlers decide on, sandbox_record.h, and the spec's Sandbox object,
+ * osb_sandbox_json() of opensandbox.h) or as Sandbox objects alone: no
+ * hiredis reply leaves this module. tenant is always the owner's: the scripts answer
  * -ENOENT for a sandbox of another tenant, exactly as for an unknown one.
  * Errors of every function, besides those listed: -EIO (Redis unreachable),
  * -EPROTO (unexpected reply), -ENOMEM. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
-#include <hiredis/hiredis.h>
+#include <json-c/json.h>
 
 #include "config.h"
 #include "provider.h"
 #include "redis_conn.h"
+#include "sandbox_record.h"
 
 #define OSB_LIST_SCAN_MAX 10000 /* records a filtered list looks at, newest first */
 
@@ -27,10 +30,21 @@ struct osb_list_filter {
         int n_md;
 };
 
-/* The record of sid into *ret (caller frees with reply_free); an unknown
- * sandbox is an empty array, not an error. */
-int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const char *sid,
-                  redisReply **ret);
+/* An OpenSandbox sandbox as the handlers see it. */
+struct osb_sandbox {
+        struct sandbox_record rec; /* core, owner, volumes and status groups */
+        struct json_object *json;  /* the spec's Sandbox object (full or not, as asked) */
+};
+
+/* The record of sid (any tenant's: the caller checks rec.tenant) into *ret,
+ * its Sandbox object full, or the create's answer's subset (!full). Release
+ * with osb_sandbox_clear, on failure too. -ENOENT: no record; -EPROTO: one
+ * that does not render. */
+int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const char *sid, bool full,
+                  struct osb_sandbox *ret);
+
+/* Free what osb_store_get filled and zero s; accepts NULL and a zeroed s. */
+void osb_sandbox_clear(struct osb_sandbox *s);
 
 /* A new create, as osb_store_create stores it. */
 struct osb_store_new {
@@ -107,15 +121,18 @@ int osb_store_renew(struct redis_conn *c, const struct broker_config *cfg, const
 
 /* Apply a JSON Merge Patch (patch: an object of strings or nulls, already
  * checked) to the metadata, atomically (concurrent patches both land), and
- * return the new record in *ret. -ENOENT; -E2BIG when the result would be
- * larger than max bytes. */
+ * return the sandbox after it as the spec's Sandbox object (full) in *ret,
+ * the caller's. -ENOENT; -E2BIG when the result would be larger than max
+ * bytes. */
 int osb_store_metadata_patch(struct redis_conn *c, const char *sid, const char *tenant,
-                             const char *patch, size_t max, redisReply **ret);
+                             const char *patch, size_t max, struct json_object **ret);
 
 /* One page (1-based) of tenant's sandboxes ("" = every tenant's live ones:
- * an admin key), newest first: *ret is {totalItems, record...}. */
+ * an admin key), newest first: *ret_items a JSON array of Sandbox objects
+ * (full; the caller's; a record that does not render is left out),
+ * *ret_total the number of all that match. */
 int osb_store_list(struct redis_conn *c, const char *tenant, long page, long size,
-                   const struct osb_list_filter *f, redisReply **ret);
+                   const struct osb_list_filter *f, long long *ret_total, struct json_object **ret_items);
 
 /* Pause (Running -> Paused) or resume (Paused -> Running) the sandbox sid
  * whose backend reference is ref. -ECONNREFUSED (provider unreachable) or

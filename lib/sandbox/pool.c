@@ -464,18 +464,16 @@ bool pool_serves_leases(const struct broker_config *cfg, int i, char *why, size_
 
 static long long hget_ll(const redisReply *h, const char *field)
 {
-        for (size_t i = 0; h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2)
-                if (h->element[i]->str && !strcmp(h->element[i]->str, field) && h->element[i + 1]->str)
-                        return atoll(h->element[i + 1]->str);
-        return 0;
+        const char *v = reply_hash_get(h, field);
+
+        return v ? atoll(v) : 0;
 }
 
 static const char *hget_str(const redisReply *h, const char *field)
 {
-        for (size_t i = 0; h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2)
-                if (h->element[i]->str && !strcmp(h->element[i]->str, field) && h->element[i + 1]->str)
-                        return h->element[i + 1]->str;
-        return "";
+        const char *v = reply_hash_get(h, field);
+
+        return v ? v : "";
 }
 
 int pool_status(struct redis_conn *rc, const struct broker_config *cfg, const char *image,

@@ -11,37 +11,44 @@
 
 #include "auth.h"
 #include "lease.h"
+#include "sandbox_record.h"
+
+/* src into buf when it fits, else "" (sandbox_owner's contract). */
+static void copy_fit(char *buf, size_t size, const char *src)
+{
+        size_t n = strlen(src);
+
+        if (n >= size)
+                n = 0;
+        memcpy(buf, src, n);
+        buf[n] = '\0';
+}
 
 int sandbox_owner_get(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
                       struct sandbox_owner *o)
 {
-        char key[160];
-        redisReply *rep = NULL;
+        struct sandbox_record rec;
         int r;
 
         memset(o, 0, sizeof(*o));
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        const char *argv[] = { "HMGET", key, "state", "reason", "userId", "tenant" };
-        r = redis_conn_command(rc, 6, argv, &rep);
+        r = sandbox_record_read(rc, cfg, sid, SANDBOX_RECORD_OWNER, &rec);
+        if (r == -EPROTO)
+                r = -ENOENT; /* as an unreadable reply was */
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4 || !reply_is_str(rep->element[0], NULL)) {
-                r = -ENOENT;
-        } else {
-                (void)copy_str(rep->element[0], o->state, sizeof(o->state));
-                (void)copy_str(rep->element[1], o->reason, sizeof(o->reason));
-                (void)copy_str(rep->element[2], o->user_id, sizeof(o->user_id));
-                (void)copy_str(rep->element[3], o->tenant, sizeof(o->tenant));
-                r = 0;
-        }
-        reply_free(rep);
-        return r;
+        copy_fit(o->state, sizeof(o->state), rec.state);
+        copy_fit(o->reason, sizeof(o->reason), rec.reason);
+        copy_fit(o->user_id, sizeof(o->user_id), rec.user_id);
+        copy_fit(o->tenant, sizeof(o->tenant), rec.tenant);
+        sandbox_record_clear(&rec);
+        return 0;
 }
 
 int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const char *tenant,
                    const char *lease_id, const char *sid, struct sandbox_access *a)
 {
         char key[160], owner[LEASE_SCOPED_MAX];
+        struct sandbox_record rec;
         const char *user;
         redisReply *rep = NULL;
         int r;
@@ -84,19 +91,15 @@ int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const
         a->seat = strcmp(a->mode, "multi_user_shared") == 0;
         reply_free(rep);
         rep = NULL;
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        const char *sargv[] = { "HMGET", key, "state", "ref" };
-        r = redis_conn_command(rc, 4, sargv, &rep);
+        r = sandbox_record_read(rc, cfg, sid, 0, &rec);
+        if (r == -EPROTO)
+                r = -ENOENT; /* as an unreadable reply was */
         if (r < 0)
                 return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 || !reply_is_str(rep->element[0], NULL)) {
-                r = -ENOENT;
-                goto out;
-        }
-        copy_str(rep->element[0], a->state, sizeof(a->state));
-        if (reply_is_str(rep->element[1], NULL))
-                copy_str(rep->element[1], a->ref, sizeof(a->ref));
-        r = 0;
+        copy_fit(a->state, sizeof(a->state), rec.state);
+        copy_fit(a->ref, sizeof(a->ref), rec.ref);
+        sandbox_record_clear(&rec);
+        return 0;
 out:
         reply_free(rep);
         return r;

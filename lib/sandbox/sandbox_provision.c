@@ -21,6 +21,7 @@
 #include "opensandbox.h"
 #include "metrics.h"
 #include "pool.h"
+#include "sandbox_record.h"
 #include "provider_factory.h"
 #include "timeutil.h"
 #include "volume.h"
@@ -122,71 +123,12 @@ static int claim(struct redis_conn *rc, const struct broker_config *cfg, const c
         return r;
 }
 
-/* The fields of a record that provisioning needs. */
-struct record {
-        char state[16];
-        char ref[PROVIDER_REF_MAX];
-        char image[256];
-        long long nano_cpus, memory, pids;
-        long long disk_mb;                   /* -1: the record has none (older than disks) */
-        char entrypoint[OSB_ENTRYPOINT_MAX]; /* JSON array; "" = keep-alive default */
-        char env[OSB_ENV_MAX];               /* JSON object; "" = none */
-        char pool_limits[64];                /* a claimed warm member's "cpus,mem,pids"; "" = cold */
-        char volumes[VOLUME_RECORD_MAX];     /* JSON of volume.h; "" = none */
-        char runtime[CONFIG_RUNTIME_MAX];    /* "" = SANDBOX_RUNTIME (a record older than runtimes) */
-};
-
-static int record_read(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
-                       struct record *rec)
-{
-        char key[160];
-        redisReply *rep = NULL;
-        int r;
-
-        memset(rec, 0, sizeof(*rec));
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        const char *argv[] = { "HMGET", key, "state", "ref", "image", "nanoCpus", "memoryBytes", "pids",
-                               "entrypoint", "env", "poolLimits", "volumes", "runtime", "diskMb" };
-        r = redis_conn_command(rc, 14, argv, &rep);
-        if (r < 0)
-                return r;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 12) {
-                r = -EPROTO;
-        } else if (!reply_is_str(rep->element[0], NULL)) {
-                r = -ENOENT;
-        } else {
-                copy_str(rep->element[0], rec->state, sizeof(rec->state));
-                if (reply_is_str(rep->element[1], NULL))
-                        copy_str(rep->element[1], rec->ref, sizeof(rec->ref));
-                if (reply_is_str(rep->element[2], NULL))
-                        copy_str(rep->element[2], rec->image, sizeof(rec->image));
-                rec->nano_cpus = reply_is_str(rep->element[3], NULL) ? atoll(rep->element[3]->str) : 0;
-                rec->memory = reply_is_str(rep->element[4], NULL) ? atoll(rep->element[4]->str) : 0;
-                rec->pids = reply_is_str(rep->element[5], NULL) ? atoll(rep->element[5]->str) : 0;
-                if (reply_is_str(rep->element[6], NULL))
-                        copy_str(rep->element[6], rec->entrypoint, sizeof(rec->entrypoint));
-                if (reply_is_str(rep->element[7], NULL))
-                        copy_str(rep->element[7], rec->env, sizeof(rec->env));
-                if (reply_is_str(rep->element[8], NULL))
-                        copy_str(rep->element[8], rec->pool_limits, sizeof(rec->pool_limits));
-                if (reply_is_str(rep->element[9], NULL) &&
-                    copy_str(rep->element[9], rec->volumes, sizeof(rec->volumes)) < 0)
-                        r = -EPROTO;
-                if (reply_is_str(rep->element[10], NULL) &&
-                    copy_str(rep->element[10], rec->runtime, sizeof(rec->runtime)) < 0)
-                        r = -EPROTO;
-                rec->disk_mb = reply_is_str(rep->element[11], NULL) ? atoll(rep->element[11]->str) : -1;
-        }
-        reply_free(rep);
-        return r;
-}
-
 #define SPEC_MAX_ARGS 65
 #define SPEC_MAX_ENV 130
 
 /* The record's entrypoint and env (JSON, validated at create) as argv/envp;
  * strings borrow from *ep_obj / *env_obj, which the caller releases. */
-static void spec_from_record(const struct record *rec, const char *sid, char *env_sid,
+static void spec_from_record(const struct sandbox_record *rec, const char *sid, char *env_sid,
                              struct json_object **ep_obj, struct json_object **env_obj,
                              const char **argv, char (*envbuf)[1024], const char **envp)
 {
@@ -228,7 +170,7 @@ static void on_pull_progress(void *ud, const char *msg)
 /* Create the container of sid (or find the one a crashed attempt made). */
 static int create_container(struct redis_conn *rc, struct provider *pv,
                             const struct broker_config *cfg, const char *sid,
-                            const struct record *rec, const struct image_auth *auth, char *ref,
+                            const struct sandbox_record *rec, const struct image_auth *auth, char *ref,
                             char *err)
 {
         struct pull_progress pp = { rc, sid };
@@ -246,7 +188,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
                 .network = cfg->sandbox_network,
                 .runtime = config_runtime_of(cfg, rec->runtime),
                 /* a record made before disks gets the default one, never none */
-                .limits = { rec->nano_cpus, rec->memory, rec->pids,
+                .limits = { rec->nano_cpus, rec->memory_bytes, rec->pids,
                             rec->disk_mb >= 0 ? rec->disk_mb : cfg->sandbox_disk_mb },
                 .image_auth = auth,
                 .pull_cb = &pull_cb,
@@ -307,12 +249,12 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
 
 /* A claimed warm-pool member was made with the pool's limits: give it the
  * record's when they differ (Engine API container update). */
-static int warm_limits(struct provider *pv, const struct record *rec, const char *ref, char *err)
+static int warm_limits(struct provider *pv, const struct sandbox_record *rec, const char *ref, char *err)
 {
         char want[64];
-        struct sandbox_limits l = { rec->nano_cpus, rec->memory, rec->pids, 0 }; /* the disk stays */
+        struct sandbox_limits l = { rec->nano_cpus, rec->memory_bytes, rec->pids, 0 }; /* the disk stays */
 
-        snprintf(want, sizeof(want), "%lld,%lld,%lld", rec->nano_cpus, rec->memory, rec->pids);
+        snprintf(want, sizeof(want), "%lld,%lld,%lld", rec->nano_cpus, rec->memory_bytes, rec->pids);
         if (strcmp(want, rec->pool_limits) == 0 || !provider_can_update_limits(pv))
                 return 0;
         return pv_err(provider_update_limits(pv, ref, &l, err));
@@ -322,7 +264,7 @@ static int warm_limits(struct provider *pv, const struct record *rec, const char
  * entrypoint (an OpenSandbox create's) with its env as the sandbox's main
  * process, as a cold create's container would have run it. */
 static int warm_entrypoint(struct provider *pv, const struct broker_config *cfg,
-                           const struct record *rec, const char *sid, const char *ref, char *err)
+                           const struct sandbox_record *rec, const char *sid, const char *ref, char *err)
 {
         char (*envbuf)[1024]; /* SPEC_MAX_ENV of them: the heap's, for this call only */
         const char *argv[SPEC_MAX_ARGS], *envp[SPEC_MAX_ENV];
@@ -362,48 +304,43 @@ static int warm_entrypoint(struct provider *pv, const struct broker_config *cfg,
         return r;
 }
 
-/* Make sid run, holding its lock; *cold: a cold create of its pooled
- * image (into image, sizeof(rec.image)) was marked (pool_cold_begin), for
- * the caller to end. */
-static int provision_steps(struct redis_conn *rc, struct provider *pv,
-                           const struct broker_config *cfg, const char *sid,
-                           const struct image_auth *auth, char *image, bool *cold, char *err)
+/* provision_steps with sid's record (spec and volumes) read. */
+static int provision_record(struct redis_conn *rc, struct provider *pv,
+                            const struct broker_config *cfg, const char *sid,
+                            const struct sandbox_record *rec, const struct image_auth *auth,
+                            char *image, bool *cold, char *err)
 {
-        struct record rec;
         char ref[PROVIDER_REF_MAX] = "";
         int64_t t0;
         bool warm = false;
         int r, attempt;
 
-        r = record_read(rc, cfg, sid, &rec);
-        if (r < 0)
-                return r;
-        if (strcmp(rec.state, "Running") == 0)
+        if (strcmp(rec->state, "Running") == 0)
                 return 0;
-        if (strcmp(rec.state, "Pending") != 0) {
-                snprintf(err, SANDBOX_ERR_MAX, "sandbox %s is %s", sid, rec.state);
+        if (strcmp(rec->state, "Pending") != 0) {
+                snprintf(err, SANDBOX_ERR_MAX, "sandbox %s is %s", sid, rec->state);
                 return -ECANCELED;
         }
-        snprintf(ref, sizeof(ref), "%s", rec.ref);
+        snprintf(ref, sizeof(ref), "%s", rec->ref);
         t0 = timeutil_mono_ms();
         for (attempt = 0; attempt < 2; attempt++) {
                 if (!ref[0]) {
-                        if (!*cold && pool_cold_begin(rc, cfg, rec.image, sid) == 1) {
-                                memcpy(image, rec.image, sizeof(rec.image));
+                        if (!*cold && pool_cold_begin(rc, cfg, rec->image, sid) == 1) {
+                                memcpy(image, rec->image, sizeof(rec->image));
                                 *cold = true;
                         }
-                        r = create_container(rc, pv, cfg, sid, &rec, auth, ref, err);
+                        r = create_container(rc, pv, cfg, sid, rec, auth, ref, err);
                         if (r < 0)
                                 return r;
-                } else if (rec.pool_limits[0] && rec.volumes[0]) {
+                } else if (rec->pool_limits[0] && rec->volumes[0]) {
                         /* a warm member was made without mounts, and mounts
                          * cannot be added to a container: never claimed for
                          * a create with volumes (those are OpenSandbox
                          * creates, which sandbox_claim.lua makes cold) */
                         snprintf(err, SANDBOX_ERR_MAX, "sandbox %s: a warm pool member cannot take volumes", sid);
                         return -EREMOTEIO;
-                } else if (rec.pool_limits[0] && attempt == 0) {
-                        r = warm_limits(pv, &rec, ref, err);
+                } else if (rec->pool_limits[0] && attempt == 0) {
+                        r = warm_limits(pv, rec, ref, err);
                         if (r < 0)
                                 return r;
                         warm = true;
@@ -417,7 +354,7 @@ static int provision_steps(struct redis_conn *rc, struct provider *pv,
         if (r == -ENOENT)
                 r = -EREMOTEIO;
         if (r == 0 && warm)
-                r = warm_entrypoint(pv, cfg, &rec, sid, ref, err);
+                r = warm_entrypoint(pv, cfg, rec, sid, ref, err);
         if (r < 0)
                 return r;
         metrics_observe_ms(METRICS_SANDBOX_CREATE, timeutil_mono_ms() - t0);
@@ -425,11 +362,28 @@ static int provision_steps(struct redis_conn *rc, struct provider *pv,
         return r == -EBUSY ? -ECANCELED : r;
 }
 
+/* Make sid run, holding its lock; *cold: a cold create of its pooled
+ * image (into image, sizeof(rec.image)) was marked (pool_cold_begin), for
+ * the caller to end. */
+static int provision_steps(struct redis_conn *rc, struct provider *pv,
+                           const struct broker_config *cfg, const char *sid,
+                           const struct image_auth *auth, char *image, bool *cold, char *err)
+{
+        struct sandbox_record rec;
+        int r = sandbox_record_read(rc, cfg, sid, SANDBOX_RECORD_SPEC | SANDBOX_RECORD_VOLUMES, &rec);
+
+        if (r < 0)
+                return r;
+        r = provision_record(rc, pv, cfg, sid, &rec, auth, image, cold, err);
+        sandbox_record_clear(&rec);
+        return r;
+}
+
 static int provision_locked(struct redis_conn *rc, struct provider *pv,
                             const struct broker_config *cfg, const char *sid,
                             const struct image_auth *auth, char *err)
 {
-        char image[sizeof(((struct record *)0)->image)];
+        char image[sizeof(((struct sandbox_record *)0)->image)];
         bool cold = false;
         int r = provision_steps(rc, pv, cfg, sid, auth, image, &cold, err);
 
@@ -444,7 +398,7 @@ static int provision(struct redis_conn *rc, struct provider *pv, const struct br
 {
         char lock[48], token[33];
         int64_t deadline = timeutil_mono_ms() + lock_ttl_ms(cfg) + 1000;
-        struct record rec;
+        struct sandbox_record rec = { 0 }; /* core fields only: nothing to clear */
         int r;
 
         snprintf(lock, sizeof(lock), "sandbox:%s", sid);
@@ -464,7 +418,7 @@ static int provision(struct redis_conn *rc, struct provider *pv, const struct br
                         r = 1;
                         break;
                 }
-                r = record_read(rc, cfg, sid, &rec);
+                r = sandbox_record_read(rc, cfg, sid, 0, &rec);
                 if (r < 0)
                         return r;
                 if (strcmp(rec.state, "Pending") != 0)
@@ -480,7 +434,7 @@ static int provision(struct redis_conn *rc, struct provider *pv, const struct br
                 if (r < 0 && r != -EIO && r != -ECANCELED) {
                         /* A provider failure: nothing half-made stays behind. */
                         char ignored[PROVIDER_ERR_MAX];
-                        if (record_read(rc, cfg, sid, &rec) == 0 && rec.ref[0])
+                        if (sandbox_record_read(rc, cfg, sid, 0, &rec) == 0 && rec.ref[0])
                                 provider_remove(pv, rec.ref, ignored);
                         sandbox_transition(rc, sid, "", "Failed", "PROVIDER_ERROR", err, "");
                 }
@@ -578,7 +532,7 @@ int sandbox_lease_ready_auth(struct redis_conn *rc, struct provider *pv,
 {
         struct sandbox_claim c;
         struct lease_outcome out = { 0 };
-        struct record rec;
+        struct sandbox_record rec; /* core fields only: nothing to clear */
         int r;
 
         if (ret_lease)
@@ -597,7 +551,7 @@ int sandbox_lease_ready_auth(struct redis_conn *rc, struct provider *pv,
                 if (r < 0)
                         goto fail;
         }
-        r = record_read(rc, cfg, c.sandbox_id, &rec);
+        r = sandbox_record_read(rc, cfg, c.sandbox_id, 0, &rec);
         if (r < 0)
                 goto fail;
         r = prepare_workdir(pv, cfg, rec.ref, &c, err);

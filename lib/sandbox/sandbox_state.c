@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "sandbox_record.h"
 
 /* One transition; seen ("" = any) is the lastTransitionAt the caller read:
  * a record moved since is a conflict. *ret_ended (may be NULL) gets the
@@ -113,25 +114,20 @@ int sandbox_pause_follow(struct redis_conn *rc, const char *sid, const char *sta
 int sandbox_record_state(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
                          char *state, size_t size, char *seen)
 {
-        char key[160];
-        redisReply *rep = NULL;
-        int r;
+        struct sandbox_record rec;
+        int r = sandbox_record_read(rc, cfg, sid, 0, &rec);
 
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        const char *argv[] = { "HMGET", key, "state", "lastTransitionAt" };
-        r = redis_conn_command(rc, 4, argv, &rep);
-        if (r < 0)
-                return r;
         state[0] = '\0';
         if (seen)
                 seen[0] = '\0';
-        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) {
-                if (reply_is_str(rep->element[0], NULL))
-                        copy_str(rep->element[0], state, size);
-                if (seen && reply_is_str(rep->element[1], NULL))
-                        copy_str(rep->element[1], seen, SANDBOX_SEEN_MAX);
-        }
-        reply_free(rep);
+        if (r == -ENOENT || r == -EPROTO)
+                return 0; /* as no record: nothing to follow */
+        if (r < 0)
+                return r;
+        (void)snprintf(state, size, "%s", rec.state);
+        if (seen)
+                (void)snprintf(seen, SANDBOX_SEEN_MAX, "%s", rec.last_transition_at);
+        sandbox_record_clear(&rec);
         return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sandbox_record.h"
 #include "volume.h"
 
 /* deleteOnSandboxTermination (volume.h): the named volumes the removed
@@ -16,16 +17,13 @@
 static void release_volumes(struct redis_conn *rc, struct provider *pv,
                             const struct broker_config *cfg, const char *sid)
 {
-        char key[160];
-        const char *argv[] = { "HGET", key, "volumes" };
-        redisReply *rep = NULL;
+        struct sandbox_record rec;
 
-        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
-        if (redis_conn_command(rc, 3, argv, &rep) < 0)
+        if (sandbox_record_read(rc, cfg, sid, SANDBOX_RECORD_VOLUMES, &rec) < 0)
                 return;
-        if (reply_is_str(rep, NULL) && rep->str[0] && provider_has_volumes(pv))
-                (void)volume_release(pv, rep->str);
-        reply_free(rep);
+        if (rec.volumes[0] && provider_has_volumes(pv))
+                (void)volume_release(pv, rec.volumes);
+        sandbox_record_clear(&rec);
 }
 
 int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,

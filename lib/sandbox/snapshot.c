@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "redis_conn.h"
 #include "timeutil.h"
 
 bool snapshot_id_valid(const char *id)
@@ -74,16 +75,6 @@ const char *snapshot_state_canonical(const char *s)
         return NULL;
 }
 
-static const char *field(const redisReply *h, const char *name)
-{
-        for (size_t i = 0; i + 1 < h->elements; i += 2)
-                if (h->element[i]->type == REDIS_REPLY_STRING &&
-                    strcmp(h->element[i]->str, name) == 0 &&
-                    h->element[i + 1]->type == REDIS_REPLY_STRING)
-                        return h->element[i + 1]->str;
-        return NULL;
-}
-
 /* epoch ms (text) as an RFC 3339 string, or NULL */
 static struct json_object *iso(const char *ms)
 {
@@ -105,8 +96,8 @@ int snapshot_json(const redisReply *h, struct json_object **ret)
                 return -EPROTO;
         if (h->elements == 0)
                 return -ENOENT;
-        id = field(h, "id");
-        state = field(h, "state");
+        id = reply_hash_get(h, "id");
+        state = reply_hash_get(h, "state");
         if (!id || !state)
                 return -EPROTO;
         o = json_object_new_object();
@@ -115,19 +106,19 @@ int snapshot_json(const redisReply *h, struct json_object **ret)
                 goto out;
         json_object_object_add(o, "id", json_object_new_string(id));
         json_object_object_add(o, "sandboxId",
-                               json_object_new_string((v = field(h, "sandboxId")) ? v : ""));
-        if ((v = field(h, "name")) && *v)
+                               json_object_new_string((v = reply_hash_get(h, "sandboxId")) ? v : ""));
+        if ((v = reply_hash_get(h, "name")) && *v)
                 json_object_object_add(o, "name", json_object_new_string(v));
         json_object_object_add(st, "state", json_object_new_string(state));
-        if ((v = field(h, "reason")) && *v)
+        if ((v = reply_hash_get(h, "reason")) && *v)
                 json_object_object_add(st, "reason", json_object_new_string(v));
-        if ((v = field(h, "message")) && *v)
+        if ((v = reply_hash_get(h, "message")) && *v)
                 json_object_object_add(st, "message", json_object_new_string(v));
-        if ((v = field(h, "lastTransitionAt")) && *v)
+        if ((v = reply_hash_get(h, "lastTransitionAt")) && *v)
                 json_object_object_add(st, "lastTransitionAt", iso(v));
         json_object_object_add(o, "status", st);
         st = NULL;
-        json_object_object_add(o, "createdAt", iso(field(h, "createdAt")));
+        json_object_object_add(o, "createdAt", iso(reply_hash_get(h, "createdAt")));
         *ret = o;
         o = NULL;
         r = 0;

@@ -16,14 +16,6 @@ static void copy_state(const redisReply *rep, char *ret_state)
                                                                              : "");
 }
 
-static const char *field(const redisReply *h, const char *name)
-{
-        for (size_t i = 0; h && i + 1 < h->elements; i += 2)
-                if (reply_is_str(h->element[i], name) && h->element[i + 1]->type == REDIS_REPLY_STRING)
-                        return h->element[i + 1]->str;
-        return NULL;
-}
-
 /* How long a snapshot may stay Creating: a commit is bounded by the
  * timeout; a little more for its bookkeeping. */
 static int stale_ms(const struct broker_config *cfg)
@@ -96,10 +88,10 @@ int snapshot_store_commit(struct redis_conn *rc, struct provider *pv,
         r = redis_conn_command(rc, 2, argv, &rec);
         if (r < 0)
                 return r;
-        ref = field(rec, "ref");
-        sid = field(rec, "sandboxId");
-        tenant = field(rec, "tenant");
-        image = field(rec, "image");
+        ref = reply_hash_get(rec, "ref");
+        sid = reply_hash_get(rec, "sandboxId");
+        tenant = reply_hash_get(rec, "tenant");
+        image = reply_hash_get(rec, "image");
         if (!ref || !sid || !tenant || !image) {
                 snprintf(err, SNAPSHOT_ERR_MAX, "snapshot %s has no record", id);
                 r = -ENOENT;
@@ -146,8 +138,10 @@ out:
         return r;
 }
 
-int snapshot_store_get(struct redis_conn *rc, const struct broker_config *cfg, const char *id,
-                       const char *tenant, redisReply **ret)
+/* The record of tenant's snapshot id into *ret (flat HGETALL array, the
+ * caller's to free). -ENOENT. */
+static int record_get(struct redis_conn *rc, const struct broker_config *cfg, const char *id,
+                      const char *tenant, redisReply **ret)
 {
         char stale[16];
         redisReply *rep = NULL;
@@ -171,17 +165,30 @@ int snapshot_store_get(struct redis_conn *rc, const struct broker_config *cfg, c
         return r;
 }
 
+int snapshot_store_get(struct redis_conn *rc, const struct broker_config *cfg, const char *id,
+                       const char *tenant, struct json_object **ret)
+{
+        redisReply *rec = NULL;
+        int r = record_get(rc, cfg, id, tenant, &rec);
+
+        *ret = NULL;
+        if (r == 0 && snapshot_json(rec, ret) < 0)
+                r = -EPROTO; /* a record snapshot_get.lua found: not "no snapshot" */
+        reply_free(rec);
+        return r;
+}
+
 int snapshot_store_image(struct redis_conn *rc, const struct broker_config *cfg, const char *id,
                          const char *tenant, char *image, char *ret_state)
 {
         redisReply *rec = NULL;
         const char *st, *im;
-        int r = snapshot_store_get(rc, cfg, id, tenant, &rec);
+        int r = record_get(rc, cfg, id, tenant, &rec);
 
         if (r < 0)
                 return r;
-        st = field(rec, "state");
-        im = field(rec, "image");
+        st = reply_hash_get(rec, "state");
+        im = reply_hash_get(rec, "image");
         snprintf(ret_state, SNAPSHOT_STATE_MAX, "%s", st ? st : "");
         if (!st || strcmp(st, "Ready") != 0 || !im || strlen(im) >= SNAPSHOT_IMAGE_MAX)
                 r = -EBUSY;
@@ -193,13 +200,16 @@ int snapshot_store_image(struct redis_conn *rc, const struct broker_config *cfg,
 
 int snapshot_store_list(struct redis_conn *rc, const char *tenant, long page, long size,
                         const char *sid, const char *name, const char *const *states, int n,
-                        redisReply **ret)
+                        long long *ret_total, struct json_object **ret_items)
 {
         const char *argv[6 + 8];
         char pg[24], sz[24], ns[8];
+        redisReply *rep = NULL;
+        struct json_object *items = NULL;
         int argc = 0, r;
 
-        *ret = NULL;
+        *ret_total = 0;
+        *ret_items = NULL;
         if (n < 0 || n > 8)
                 return -EINVAL;
         snprintf(pg, sizeof(pg), "%ld", page);
@@ -213,16 +223,33 @@ int snapshot_store_list(struct redis_conn *rc, const char *tenant, long page, lo
         argv[argc++] = ns;
         for (int i = 0; i < n; i++)
                 argv[argc++] = states[i];
-        r = redis_conn_script(rc, LUA_SNAPSHOT_LIST, argc, argv, ret);
+        r = redis_conn_script(rc, LUA_SNAPSHOT_LIST, argc, argv, &rep);
         if (r < 0)
                 return r;
-        if ((*ret)->type != REDIS_REPLY_ARRAY || (*ret)->elements < 1 ||
-            (*ret)->element[0]->type != REDIS_REPLY_INTEGER) {
-                reply_free(*ret);
-                *ret = NULL;
-                return -EPROTO;
+        r = -EPROTO;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
+            rep->element[0]->type != REDIS_REPLY_INTEGER)
+                goto out;
+        r = -ENOMEM;
+        items = json_object_new_array();
+        if (!items)
+                goto out;
+        for (size_t i = 1; i < rep->elements; i++) {
+                struct json_object *o;
+                /* a record that does not render is left out of the page */
+                if (snapshot_json(rep->element[i], &o) == 0 && json_object_array_add(items, o) < 0) {
+                        json_object_put(o);
+                        goto out;
+                }
         }
-        return 0;
+        *ret_total = rep->element[0]->integer;
+        *ret_items = items;
+        items = NULL;
+        r = 0;
+out:
+        json_object_put(items);
+        reply_free(rep);
+        return r;
 }
 
 int snapshot_store_delete(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
@@ -231,12 +258,12 @@ int snapshot_store_delete(struct redis_conn *rc, struct provider *pv, const stru
         char perr[PROVIDER_ERR_MAX] = "";
         redisReply *rec = NULL;
         const char *st, *im;
-        int r = snapshot_store_get(rc, cfg, id, tenant, &rec);
+        int r = record_get(rc, cfg, id, tenant, &rec);
 
         if (r < 0)
                 return r;
-        st = field(rec, "state");
-        im = field(rec, "image");
+        st = reply_hash_get(rec, "state");
+        im = reply_hash_get(rec, "image");
         snprintf(ret_state, SNAPSHOT_STATE_MAX, "%s", st ? st : "");
         if (!st || !im) {
                 r = -EPROTO;

@@ -13,7 +13,7 @@
  * -EPROTO (unexpected reply), -ENOMEM. */
 #pragma once
 #include <stdint.h>
-#include <hiredis/hiredis.h>
+#include <json-c/json.h>
 
 #include "config.h"
 #include "provider.h"
@@ -40,11 +40,11 @@ int snapshot_store_begin(struct redis_conn *rc, const struct broker_config *cfg,
 int snapshot_store_commit(struct redis_conn *rc, struct provider *pv,
                           const struct broker_config *cfg, const char *id, char *err);
 
-/* The record of tenant's snapshot id into *ret (flat HGETALL array; caller
- * frees with reply_free). A record Creating for longer than
+/* Tenant's snapshot id as the spec's Snapshot object (snapshot_json) into
+ * *ret, the caller's (json_object_put). A record Creating for longer than
  * SNAPSHOT_TIMEOUT_MS (its commit was lost) turns Failed. -ENOENT. */
 int snapshot_store_get(struct redis_conn *rc, const struct broker_config *cfg, const char *id,
-                       const char *tenant, redisReply **ret);
+                       const char *tenant, struct json_object **ret);
 
 /* The image of tenant's snapshot id into image (SNAPSHOT_IMAGE_MAX bytes),
  * to make a sandbox from. -ENOENT; -EBUSY when it is not Ready (its state
@@ -54,10 +54,12 @@ int snapshot_store_image(struct redis_conn *rc, const struct broker_config *cfg,
 
 /* One page (1-based) of tenant's snapshots, newest first, filtered by
  * source sandbox (sid "" = any), exact name ("" = any) and states (n of
- * them, at most 8, any of; 0 = all): *ret is {totalItems, record...}. */
+ * them, at most 8, any of; 0 = all): *ret_items a JSON array of Snapshot
+ * objects (the caller's; a record that does not render is left out),
+ * *ret_total the number of all that match. -EINVAL (n). */
 int snapshot_store_list(struct redis_conn *rc, const char *tenant, long page, long size,
                         const char *sid, const char *name, const char *const *states, int n,
-                        redisReply **ret);
+                        long long *ret_total, struct json_object **ret_items);
 
 /* Delete tenant's snapshot id: its image (untagged only while a sandbox
  * still runs from it) and its record. A snapshot left Deleting (a delete

@@ -52,6 +52,23 @@ bool reply_is_str(const redisReply *r, const char *s)
                (!s || strcmp(r->str, s) == 0);
 }
 
+const redisReply *reply_hash_find(const redisReply *h, const char *name)
+{
+        if (!h || h->type != REDIS_REPLY_ARRAY)
+                return NULL;
+        for (size_t i = 0; i + 1 < h->elements; i += 2)
+                if (reply_is_str(h->element[i], name))
+                        return h->element[i + 1];
+        return NULL;
+}
+
+const char *reply_hash_get(const redisReply *h, const char *name)
+{
+        const redisReply *v = reply_hash_find(h, name);
+
+        return v && v->type == REDIS_REPLY_STRING ? v->str : NULL;
+}
+
 int redis_conn_script_tagged(struct redis_conn *c, enum lua_script_id id, int argc,
                              const char **argv, redisReply **ret)
 {

@@ -46,6 +46,15 @@ int redis_conn_script_tagged(struct redis_conn *c, enum lua_script_id id, int ar
 /* Is r a string (or status) reply, equal to s when s is not NULL? */
 bool reply_is_str(const redisReply *r, const char *s);
 
+/* The value of field name in h, a flat field/value array (HGETALL, or a
+ * script's list of pairs), or NULL when h is NULL or no array, or lacks
+ * the field, or its value is no string. Points into h. */
+const char *reply_hash_get(const redisReply *h, const char *name);
+
+/* reply_hash_get's value element itself (any type; its len counts bytes
+ * past a NUL), or NULL. */
+const redisReply *reply_hash_find(const redisReply *h, const char *name);
+
 /* Run one raw command (argv[0] is the command name; keys are the caller's,
  * prefix included). Same errors and ownership as redis_conn_script. */
 int redis_conn_command(struct redis_conn *c, int argc, const char **argv, redisReply **ret);

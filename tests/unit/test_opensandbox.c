@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "opensandbox.h"
+#include "redis_conn.h"
 
 static void test_parse_cpu(void **state)
 {
@@ -744,10 +745,10 @@ static void test_sandbox_json_bad_records(void **state)
         assert_true(json_object_object_get_ex(o, "entrypoint", &v));
         json_object_put(o);
         hash_free(h);
-        assert_null(osb_record_field(NULL, "state"));
+        assert_null(reply_hash_get(NULL, "state"));
         h = hash_of(junk, 8);
-        assert_string_equal(osb_record_field(h, "state"), "Running");
-        assert_null(osb_record_field(h, "ref"));
+        assert_string_equal(reply_hash_get(h, "state"), "Running");
+        assert_null(reply_hash_get(h, "ref"));
         hash_free(h);
 }
 
