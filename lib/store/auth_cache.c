@@ -189,10 +189,10 @@ fail:
         return NULL;
 }
 
-/* Read what arrived on ac.ctx (io held): every "message" empties the
- * cache. Returns 0 or -EIO. */
 static int sub_read_one_locked(void);
 
+/* Read what arrived on ac.ctx (io held): every "message" empties the
+ * cache. Returns 0 or -EIO. */
 static int sub_read_locked(void)
 {
         int r;
