@@ -369,7 +369,9 @@ class Broker:
             "REDIS_PORT": str(self.services.redis_port),
             # the broker programs reach the session's Redis over its unix socket, as
             # scripts/stack's own services would (TCP if it is not there)
-            "REDIS_SOCKET": os.path.join(self.services.state_dir, "run", "redis.sock"),
+            # (a test's own Redis without a state dir: TCP only)
+            "REDIS_SOCKET": (os.path.join(self.services.state_dir, "run", "redis.sock")
+                             if getattr(self.services, "state_dir", None) else ""),
             "KAFKA_PORT": str(self.services.kafka_port),
             "KAFKA_CONTROLLER_PORT": str(self.services.kafka_controller_port),
         })
