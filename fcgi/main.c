@@ -65,10 +65,9 @@ static struct {
         const char *group;
         int listen_fd;
         struct kafka_producer *kafka;
-        pthread_mutex_t accept_lock;
         atomic_int busy;
         atomic_bool stopping;
-} app = { .accept_lock = PTHREAD_MUTEX_INITIALIZER };
+} app;
 
 static void serve_one(struct worker *w, FCGX_Request *fcgx)
 {
@@ -100,10 +99,15 @@ static void *worker_main(void *arg)
         while (!app.stopping) {
                 int r;
 
-                /* libfcgi's threaded example serialises accept(); do the same. */
-                pthread_mutex_lock(&app.accept_lock);
+                /* No lock around accept(), unlike libfcgi's threaded
+                 * example ("some platforms require accept() serialization"):
+                 * on Linux libfcgi takes none either (os_unix.c AcquireLock
+                 * without USE_LOCKING), OS_Accept keeps its state on its
+                 * stack, and the kernel hands each connection to one of the
+                 * threads blocked in accept(). A mutex only added a futex
+                 * hand-off, a wake-up and a context switch per request
+                 * (docs/LOAD-CAPACITY.md, the lease path). */
                 r = FCGX_Accept_r(&fcgx);
-                pthread_mutex_unlock(&app.accept_lock);
                 if (r < 0)
                         break;
                 atomic_fetch_add(&app.busy, 1);

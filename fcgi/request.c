@@ -64,8 +64,10 @@ static void body_timeo_set(struct request *req, int64_t ms)
 
 void request_finish_io(struct request *req)
 {
-        /* a connection nginx keeps (fastcgi_keep_conn) must not keep the deadline */
-        if (req->body_timeo)
+        /* a connection nginx keeps (fastcgi_keep_conn) must not keep the
+         * deadline; one FCGX_Finish_r closes next needs no reset (a system
+         * call per request saved: nginx/broker.conf.in keeps none) */
+        if (req->body_timeo && req->fcgx->keepConnection)
                 body_timeo_set(req, 0);
         req->body_timeo = false;
 }

@@ -1,8 +1,10 @@
 /* log: stderr lines or journald fields; see log.h. */
 #include "log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,15 +23,29 @@ static struct {
         const char *ident;
         int max_priority;
         bool journal;
-        pthread_mutex_t lock; /* keeps stderr lines whole across threads */
-} log_ctx = { "broker", LOG_INFO, false, PTHREAD_MUTEX_INITIALIZER };
+        atomic_int pid;       /* getpid() once, not a system call per line (0: not yet) */
+} log_ctx = { "broker", LOG_INFO, false, 0 };
+
+static void log_atfork_child(void)
+{
+        atomic_store_explicit(&log_ctx.pid, 0, memory_order_relaxed); /* a child logs its own */
+}
+
+static void log_register_atfork(void)
+{
+        (void)pthread_atfork(NULL, NULL, log_atfork_child);
+}
 
 void log_init(const char *ident, int max_priority)
 {
         const char *target = getenv("LOG_TARGET");
 
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+
         log_ctx.ident = ident;
         log_ctx.max_priority = max_priority;
+        atomic_store_explicit(&log_ctx.pid, 0, memory_order_relaxed);
+        (void)pthread_once(&once, log_register_atfork);
         if (target && strcmp(target, "journal") == 0)
                 log_ctx.journal = true;
         else if (target && strcmp(target, "stderr") == 0)
@@ -97,19 +113,38 @@ static void emit_stderr(int priority, const struct log_kv *fields, const char *m
         char line[4096];
         size_t off;
 
+        int pid = atomic_load_explicit(&log_ctx.pid, memory_order_relaxed);
+
+        if (!pid) {
+                pid = (int)getpid(); /* every thread that races here stores the same */
+                atomic_store_explicit(&log_ctx.pid, pid, memory_order_relaxed);
+        }
         timeutil_format_iso(timeutil_now_ms(), ts, sizeof(ts));
         off = (size_t)snprintf(line, sizeof(line), "%s %s %s[%d]: %s", ts, prio_name(priority),
-                               log_ctx.ident, (int)getpid(), msg);
+                               log_ctx.ident, pid, msg);
         for (const struct log_kv *f = fields; f && f->key && off < sizeof(line); f++) {
                 if (!f->value || !*f->value)
                         continue;
                 off += (size_t)snprintf(line + off, sizeof(line) - off, " %s=%s", f->key, f->value);
         }
-        if (off >= sizeof(line))
-                off = sizeof(line) - 1;
-        pthread_mutex_lock(&log_ctx.lock);
-        fprintf(stderr, "%.*s\n", (int)off, line);
-        pthread_mutex_unlock(&log_ctx.lock);
+        if (off >= sizeof(line) - 1)
+                off = sizeof(line) - 2;
+        line[off++] = '\n';
+        /* One write(2) of the whole line, no lock: at most 4 KiB (PIPE_BUF)
+         * to a pipe is written whole, appends to a file too (the kernel
+         * serialises writes on one file position), so lines of concurrent
+         * threads never mix. A mutex held across the write made every
+         * request thread queue behind the one writing (docs/LOAD-CAPACITY.md,
+         * the lease path). A short write or EINTR continues the line. */
+        for (size_t done = 0; done < off;) {
+                ssize_t n = write(STDERR_FILENO, line + done, off - done);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break; /* nowhere to log: nothing to do about it */
+                done += (size_t)n;
+        }
 }
 
 void log_emit(int priority, const struct log_kv *fields, const char *fmt, ...)

@@ -83,7 +83,8 @@ void audit_emit(struct kafka_producer *p, const struct audit_event *ev)
                         { "SESSION_ID", ev->session_id }, { "LEASE_ID", ev->lease_id },
                         { "SANDBOX_ID", ev->sandbox_id }, { "TICKET_ID", ev->ticket_id },
                         { "REQUEST_ID", ev->request_id }, { "REASON", ev->reason }),
-                 "audit: %s", ev->type);
+                 "%s%saudit: %s", ev->note && *ev->note ? ev->note : "",
+                 ev->note && *ev->note ? "; " : "", ev->type);
         if (!p)
                 return;
         if (audit_event_json(ev, timeutil_now_ms(), &json) < 0) {

@@ -5,7 +5,8 @@
  * the Kafka events topic (KAFKA_EVENTS_TOPIC, keyed by tenant so that a
  * tenant's events stay in order on one partition), and as one journald
  * entry at info level (fields TENANT, USER_ID, SESSION_ID, LEASE_ID,
- * SANDBOX_ID, TICKET_ID, REQUEST_ID, REASON, EVENT). docs/OPERATIONS.md,
+ * SANDBOX_ID, TICKET_ID, REQUEST_ID, REASON, EVENT; MESSAGE "audit: <type>",
+ * or "<note>; audit: <type>" when the caller's own log line rides along). docs/OPERATIONS.md,
  * "Audit events", shows how to read both.
  *
  * The Kafka copy is best effort: audit_emit() never blocks and never fails;
@@ -55,6 +56,11 @@ struct audit_event {
         const char *ticket_id;
         const char *request_id; /* X-Request-ID of the request that caused it */
         const char *reason;     /* free text or a reason code, e.g. LEASE_EXPIRED */
+        /* What the caller would have logged about the same change: the
+         * journald entry's MESSAGE is then "<note>; audit: <type>" (one
+         * line per request where there were two), else "audit: <type>".
+         * Never part of the Kafka copy. */
+        const char *note;
 };
 
 /* Log ev to journald and queue it for Kafka on p (NULL: log only). Safe

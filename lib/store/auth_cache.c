@@ -42,9 +42,13 @@ static struct {
          * lock, never after. */
         pthread_mutex_t io;
         redisContext *ctx;
+        /* Read without io by sub_drain(): ctx's fd (-1 without one), and
+         * whether a reader is taking a message off it right now. */
+        atomic_int fd;
+        atomic_bool reading;
         bool broken;     /* a read failed: the thread reconnects */
         int64_t last_rx; /* mono ms of the last reply or message */
-} ac = { .lock = PTHREAD_MUTEX_INITIALIZER, .io = PTHREAD_MUTEX_INITIALIZER };
+} ac = { .lock = PTHREAD_MUTEX_INITIALIZER, .io = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 static int sub_read_locked(void);
 static void set_enabled(bool on);
@@ -97,6 +101,18 @@ uint64_t auth_cache_gen(void)
 /* Apply whatever the subscription socket holds now, without waiting. */
 static void sub_drain(void)
 {
+        int fd = atomic_load(&ac.fd);
+        struct pollfd probe = { .fd = fd, .events = POLLIN };
+
+        /* Every request of every thread comes here: the common case (nothing
+         * on the socket, nobody taking a message off it) takes no lock, so
+         * the threads do not queue on io behind each other's poll(). A
+         * message on the socket, or one a reader has taken off it and is
+         * applying (reading is set before the read), is waited for under io
+         * as before: a revocation published before this request is applied
+         * before its key is looked up. */
+        if (fd >= 0 && poll(&probe, 1, 0) == 0 && !atomic_load(&ac.reading))
+                return;
         pthread_mutex_lock(&ac.io);
         if (ac.ctx && !ac.broken) {
                 struct pollfd pfd = { .fd = ac.ctx->fd, .events = POLLIN };
@@ -173,9 +189,21 @@ fail:
         return NULL;
 }
 
+static int sub_read_one_locked(void);
+
 /* Read what arrived on ac.ctx (io held): every "message" empties the
  * cache. Returns 0 or -EIO. */
 static int sub_read_locked(void)
+{
+        int r;
+
+        atomic_store(&ac.reading, true); /* before the read: see sub_drain() */
+        r = sub_read_one_locked();
+        atomic_store(&ac.reading, false);
+        return r;
+}
+
+static int sub_read_one_locked(void)
 {
         void *reply = NULL;
 
@@ -266,6 +294,7 @@ static void *sub_main(void *arg)
                         }
                         pthread_mutex_lock(&ac.io);
                         ac.ctx = ctx;
+                        atomic_store(&ac.fd, ctx->fd);
                         ac.broken = false;
                         ac.last_rx = last_ping = timeutil_mono_ms();
                         set_enabled(true);
@@ -278,6 +307,7 @@ static void *sub_main(void *arg)
                         continue;
                 pthread_mutex_lock(&ac.io);
                 set_enabled(false);
+                atomic_store(&ac.fd, -1);
                 redisFree(ac.ctx);
                 ac.ctx = NULL;
                 ac.broken = false;
@@ -289,6 +319,7 @@ static void *sub_main(void *arg)
         }
         pthread_mutex_lock(&ac.io);
         set_enabled(false);
+        atomic_store(&ac.fd, -1);
         if (ac.ctx)
                 redisFree(ac.ctx);
         ac.ctx = NULL;

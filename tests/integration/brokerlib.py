@@ -39,7 +39,7 @@ CONFIG_VARS = (
     "BODY_MIN_BYTES_PER_S", "BODY_GRACE_MS", "EXECD_TENANT_SHARE_PCT",
     "SANDBOXES_TENANT_SHARE_PCT", "LEASES_TENANT_SHARE_PCT",
     "LOG_LEVEL", "SUPERVISOR_TICK_MS", "BROKER_STATE_DIR", "BROKER_HTTP_PORT",
-    "KAFKA_PORT", "KAFKA_CONTROLLER_PORT", "KAFKA_HEAP",
+    "KAFKA_PORT", "KAFKA_CONTROLLER_PORT", "KAFKA_HEAP", "REDIS_SOCKET",
     # sandboxes, OpenSandbox, Daytona: never inherited from the developer's shell
     "DOCKER_SOCKET", "DOCKER_TIMEOUT_MS", "SANDBOX_START_TIMEOUT_MS", "SANDBOX_IMAGE",
     "SANDBOX_MULTIUSER_IMAGE",
@@ -371,6 +371,11 @@ class Broker:
             "BROKER_STATE_DIR": self.state_dir,
             "BROKER_HTTP_PORT": str(self.port),
             "REDIS_PORT": str(self.services.redis_port),
+            # the broker programs reach the session's Redis over its unix socket, as
+            # scripts/stack's own services would (TCP if it is not there)
+            # (a test's own Redis without a state dir: TCP only)
+            "REDIS_SOCKET": (os.path.join(self.services.state_dir, "run", "redis.sock")
+                             if getattr(self.services, "state_dir", None) else ""),
             "KAFKA_PORT": str(self.services.kafka_port),
             "KAFKA_CONTROLLER_PORT": str(self.services.kafka_controller_port),
         })

@@ -243,6 +243,32 @@ static void test_log_line_has_the_journald_fields(void **state)
         assert_non_null(strstr(line, " TICKET_ID=T"));
 }
 
+/* A caller's own line rides along: one log line, both messages, and the
+ * note stays out of the Kafka copy. */
+static void test_note_joins_the_log_line(void **state)
+{
+        const struct audit_event ev = { .type = AUDIT_LEASE_RELEASED, .lease_id = "L",
+                                        .user_id = "alice", .note = "lease released (reason idle)" };
+        char line[2048], *s = NULL;
+
+        (void)state;
+        emit_and_capture(&ev, line, sizeof(line));
+        assert_non_null(strstr(line, " info "));
+        assert_non_null(strstr(line, ": lease released (reason idle); audit: lease.released"));
+        assert_non_null(strstr(line, " EVENT=lease.released"));
+        assert_non_null(strstr(line, " LEASE_ID=L"));
+        assert_ptr_equal(strchr(line, '\n'), line + strlen(line) - 1); /* one line */
+        assert_int_equal(audit_event_json(&ev, 0, &s), 0);
+        assert_null(strstr(s, "reason idle"));
+        assert_null(strstr(s, "note"));
+        free(s);
+
+        /* an empty note is none */
+        emit_and_capture(&(struct audit_event){ .type = AUDIT_LEASE_RELEASED, .note = "" }, line,
+                         sizeof(line));
+        assert_non_null(strstr(line, ": audit: lease.released"));
+}
+
 static void expect_split(const char *scoped, int want_r, const char *want_tenant,
                          const char *want_user)
 {
@@ -354,6 +380,7 @@ int main(void)
                 cmocka_unit_test_setup(test_emit_without_tenant_has_no_key, reset),
                 cmocka_unit_test_setup(test_emit_ignores_failures_and_null_producer, reset),
                 cmocka_unit_test_setup(test_log_line_has_the_journald_fields, reset),
+                cmocka_unit_test_setup(test_note_joins_the_log_line, reset),
                 cmocka_unit_test_setup(test_split_user, reset),
                 cmocka_unit_test_setup(test_split_user_points_into_the_input, reset),
                 cmocka_unit_test(test_events_topic_config),
