@@ -279,7 +279,8 @@ out:
 }
 
 void execd_stream_command(struct request *req, const struct execd *x, const char *id,
-                          const struct exec_spec *caller_spec, int64_t to_ms, const char *what)
+                          const struct exec_spec *caller_spec, int64_t to_ms, const char *what,
+                          bool events)
 {
         char err[PROVIDER_ERR_MAX] = "", why[160], ev[16];
         struct exec_result res = { 0 };
@@ -303,7 +304,10 @@ void execd_stream_command(struct request *req, const struct execd *x, const char
                 return;
         }
         stream_spec.kill_on_hangup = true;
-        sse_begin(&s, req);
+        if (events)
+                sse_begin_events(&s, req);
+        else
+                sse_begin(&s, req);
         sse_text(&s, "init", id, strlen(id));
         t0 = timeutil_mono_ms();
         /* streamed as it comes, or (a backend without streaming) at the end */
@@ -326,11 +330,15 @@ void execd_stream_command(struct request *req, const struct execd *x, const char
                 goto out;
         }
         if (s.dropped) {
-                char note[128];
-                int n = snprintf(note, sizeof(note), "[output truncated: %zu bytes over the %d-byte limit]",
+                char note[160];
+                int n = snprintf(note, sizeof(note),
+                                 events ? "[output truncated: %zu bytes over the %d-byte limit or not events]"
+                                        : "[output truncated: %zu bytes over the %d-byte limit]",
                                  s.dropped, SSE_OUTPUT_MAX);
                 sse_text(&s, "stderr", note, (size_t)n);
         }
+        if (events && res.exit_code == 0 && !res.timed_out)
+                goto out; /* it sent its own last event */
         if (res.exit_code == 0 && !res.timed_out) {
                 sse_complete(&s, timeutil_mono_ms() - t0);
                 goto out;
@@ -373,7 +381,7 @@ static void cmd_foreground(struct request *req, const struct execd *x, const str
         };
 
         snprintf(path, sizeof(path), "%s/%s", EXECD_CMD_DIR, id);
-        execd_stream_command(req, x, id, &spec, to_ms, "command");
+        execd_stream_command(req, x, id, &spec, to_ms, "command", false);
 }
 
 void h_execd_run_command(struct request *req)

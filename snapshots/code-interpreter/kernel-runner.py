@@ -66,7 +66,7 @@ def die(code, msg):
 
 
 def emit(obj):
-    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    line = json.dumps(obj, separators=(",", ":"))  # ASCII: valid UTF-8 whatever the text
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
 
@@ -220,14 +220,26 @@ def start_kernel(cid, lang):
     kpid = int(kpid)
     with open(os.path.join(d, "pid"), "w") as f:
         f.write("%d\n" % kpid)
+    # ready: it answers kernel_info (no heartbeat check: a loaded machine misses beats)
     kc = BlockingKernelClient(connection_file=conn)
     kc.load_connection_file()
-    kc.start_channels()
+    kc.start_channels(shell=True, iopub=False, stdin=False, hb=False)
+    deadline = time.monotonic() + START_TIMEOUT_S
     try:
-        kc.wait_for_ready(timeout=START_TIMEOUT_S)
-    except RuntimeError as e:
-        remove(cid)
-        die(1, "the kernel did not become ready: %s; its log: %s" % (e, read(os.path.join(d, "kernel.log"))))
+        while True:
+            if not alive(kpid) or time.monotonic() > deadline:
+                why = "exited" if not alive(kpid) else "did not answer in %d s" % START_TIMEOUT_S
+                log_text = (read(os.path.join(d, "kernel.log")) or "")[-2000:]
+                remove(cid)
+                die(1, "the kernel %s; its log: %s" % (why, log_text))
+            msg_id = kc.kernel_info()
+            try:
+                while True:
+                    reply = kc.get_shell_msg(timeout=1)
+                    if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                        return
+            except Exception:  # queue.Empty: ask again
+                continue
     finally:
         kc.stop_channels()
 
@@ -323,7 +335,7 @@ def cmd_run(cid, exec_id, timeout_ms):
         kc.load_connection_file()
     except OSError:
         die(X_NOT_FOUND, "no context %s" % cid)
-    kc.start_channels()
+    kc.start_channels(shell=True, iopub=True, stdin=False, hb=False)
     msg_id = kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=True)
     interrupted_at = None
     try:
