@@ -130,9 +130,10 @@ def alive(pid):
 def context(cid):
     """{"id","language"} of a context whose kernel lives, else None (a dead one is removed)."""
     lang = read(os.path.join(ctx_dir(cid), "language"))
-    if lang is None:
-        return None
-    if not alive(kernel_pid(cid)):
+    pid = kernel_pid(cid)
+    if lang is None or pid is None:
+        return None  # none, or being started (by a create holding the lock): not removed here
+    if not alive(pid):
         remove(cid)
         return None
     return {"id": cid, "language": lang}
