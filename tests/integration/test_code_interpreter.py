@@ -317,3 +317,14 @@ def test_contexts_bound(ci_broker):
     st, _, body = ex.json("GET", "/code/contexts")
     assert st == 200 and body == [], body
     ctx_create(ex)
+
+
+def test_zz_no_sanitizer_reports(ci_broker):
+    """Last of the module: under SANITIZER= (BROKER_BUILD_DIR=build-asan) no handler reported
+    anything while serving the above (a report aborts the process: its requests would have
+    failed too, but the report says where)."""
+    logdir = os.path.join(ci_broker.state_dir, "logs")
+    for name in sorted(os.listdir(logdir)):
+        with open(os.path.join(logdir, name), "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+        assert "AddressSanitizer" not in text and "runtime error:" not in text, (name, text[-4000:])
