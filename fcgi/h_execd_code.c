@@ -28,7 +28,8 @@
  * use. Interrupt is SIGINT to the context's kernel (a KeyboardInterrupt in
  * the cell: the context and its state live on); a run is interrupted the
  * same way at CODE_RUN_MAX_MS, and killed CODE_WRAPPER_SLACK_MS later if
- * it does not stop. Bounds: the code is the body (MAX_BODY_BYTES),
+ * it does not stop, and when its client goes away mid-run (the runner is
+ * killed then, the cell interrupted). Bounds: the code is the body (MAX_BODY_BYTES),
  * CODE_CONTEXTS_MAX contexts per sandbox, output as a command's
  * (SSE_OUTPUT_MAX, one event at most SSE_EVENT_LINE_MAX). */
 #include <errno.h>
@@ -79,13 +80,12 @@ static bool id_valid(const char *s)
 
 /* One kernel-runner call (args after the program), as root, with the
  * sandbox's env (the kernels a create starts see it, and set_env's file).
- * 0 with *res, or -1 after replying. */
-static int code_call(struct request *req, const struct execd *x, const char *const *args,
-                     struct exec_result *res)
+ * 0 with *res, or the provider's negative errno with err set. */
+static int code_exec(struct request *req, const struct execd *x, const char *const *args,
+                     struct exec_result *res, char *err)
 {
         const char *argv[16] = { "sh", "-c", EXECD_SH_CODE, "sh" };
-        char err[PROVIDER_ERR_MAX] = "";
-        int n = 4, r;
+        int n = 4;
 
         for (int i = 0; args[i] && n < 15; i++)
                 argv[n++] = args[i];
@@ -93,7 +93,16 @@ static int code_call(struct request *req, const struct execd *x, const char *con
         struct exec_spec spec = { .argv = argv, .env = x->env, .user = "root", .cwd = "/",
                                   .timeout_ms = req->w->cfg->exec_timeout_ms,
                                   .max_output = CODE_OUT_MAX, .env_file = true };
-        r = provider_exec(req->w->provider, x->ref, &spec, res, err);
+        return provider_exec(req->w->provider, x->ref, &spec, res, err);
+}
+
+/* code_exec, replying to a provider failure: 0 with *res, or -1. */
+static int code_call(struct request *req, const struct execd *x, const char *const *args,
+                     struct exec_result *res)
+{
+        char err[PROVIDER_ERR_MAX] = "";
+        int r = code_exec(req, x, args, res, err);
+
         if (r < 0) {
                 execd_reply_provider(req, x, r, "code interpreter", err);
                 return -1;
@@ -407,7 +416,21 @@ void h_execd_code_run(struct request *req)
                                   .max_output = (size_t)req->w->cfg->exec_max_output,
                                   .stdin_data = code, .stdin_len = len, .record = &rec };
 
-        execd_stream_command(req, &x, eid, &spec, to_ms + CODE_WRAPPER_SLACK_MS, what, true);
+        if (execd_stream_command(req, &x, eid, &spec, to_ms + CODE_WRAPPER_SLACK_MS, what, true) ==
+            -EPIPE) {
+                /* the client went away: its runner was killed, not the cell,
+                 * which would keep the kernel (and every later run of the
+                 * context) busy; interrupt it (the answer is over: nothing
+                 * more is said, whatever this gives) */
+                char err[PROVIDER_ERR_MAX] = "";
+                struct exec_result ir = { 0 };
+
+                if (code_exec(req, &x, (const char *const[]){ "interrupt", eid, NULL }, &ir, err) == 0 &&
+                    ir.exit_code == 0)
+                        log_info(execd_kv(req, &x), "code execution %s interrupted: its client went away",
+                                 eid);
+                exec_result_free(&ir);
+        }
 out:
         json_put(pre);
         exec_result_free(&res);

@@ -278,9 +278,9 @@ out:
         free(content);
 }
 
-void execd_stream_command(struct request *req, const struct execd *x, const char *id,
-                          const struct exec_spec *caller_spec, int64_t to_ms, const char *what,
-                          bool events)
+int execd_stream_command(struct request *req, const struct execd *x, const char *id,
+                         const struct exec_spec *caller_spec, int64_t to_ms, const char *what,
+                         bool events)
 {
         char err[PROVIDER_ERR_MAX] = "", why[160], ev[16];
         struct exec_result res = { 0 };
@@ -291,7 +291,7 @@ void execd_stream_command(struct request *req, const struct execd *x, const char
         struct sse s;
         struct exec_stream_cb cb = { .on_output = sse_on_output, .on_tick = sse_on_tick, .ud = &s };
         int64_t t0;
-        int slot, r;
+        int slot, r, ret = 0;
 
         if (execd_streams_take(tenant_share_cap(req->w->cfg->fcgi_threads), x->sandbox_id, id,
                                &slot) < 0) {
@@ -301,7 +301,7 @@ void execd_stream_command(struct request *req, const struct execd *x, const char
                 reply_error_hdr(req, API_TOO_MANY_REQUESTS, retry,
                                 "too many commands streaming (at most %d per sandbox); retry later",
                                 EXECD_STREAMS_PER_SANDBOX);
-                return;
+                return -EAGAIN;
         }
         stream_spec.kill_on_hangup = true;
         if (events)
@@ -321,6 +321,7 @@ void execd_stream_command(struct request *req, const struct execd *x, const char
                 log_info(execd_kv(req, x), "%s %s: client gone, killing it", what, id);
                 execd_command_kill(req, x, id, true, &kr, kerr);
                 exec_result_free(&kr);
+                ret = -EPIPE;
                 goto out;
         }
         if (r < 0) {
@@ -355,6 +356,7 @@ out:
         sse_end(&s);
         exec_result_free(&res);
         execd_streams_put(slot);
+        return ret;
 }
 
 static void cmd_foreground(struct request *req, const struct execd *x, const struct cmd_req *c,

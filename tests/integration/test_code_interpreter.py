@@ -205,6 +205,35 @@ def test_interrupt_raw_and_timeout_bound_is_not_hit(ci):
     assert st == 404
 
 
+def test_client_gone_interrupts_the_cell(ci):
+    """A client that hangs up mid-run: the broker kills the run's runner and interrupts the cell,
+    so the context is free again (without the interrupt the next run would queue behind the
+    endless loop forever)."""
+    import http.client
+    cid = ctx_create(ci)
+    run(ci, "m = 5", ctx=cid)
+    c = http.client.HTTPConnection("127.0.0.1", ci.port, timeout=60)
+    c.request("POST", ci.url("/code"), body=json.dumps({"code": "while True: pass",
+                                                         "context": {"id": cid}}),
+              headers={"X-EXECD-ACCESS-TOKEN": ci.token, "Content-Type": "application/json"})
+    r = c.getresponse()
+    assert r.status == 200
+    buf = b""
+    while b"\n\n" not in buf:
+        buf += r.read1(4096)
+    assert b'"init"' in buf, buf
+    time.sleep(1.0)
+    c.sock.shutdown(2)   # gone, mid-run
+    c.close()
+    t0 = time.monotonic()
+
+    def deadline(e):   # pings keep a queued run's stream alive: give up on our own
+        assert time.monotonic() - t0 < 90, "the next run waited behind the abandoned cell"
+
+    ev = run(ci, "m + 1", ctx=cid, on_event=deadline)   # the broker sees the hang-up at a ping (3 s)
+    assert of(ev, "result")[0]["results"]["text/plain"] == "6", ev
+
+
 # ------------------------------------------------------------------ images without it
 
 def test_base_image_answers_at_once(ci_broker):
