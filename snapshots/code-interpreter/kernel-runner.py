@@ -337,7 +337,9 @@ def cmd_run(cid, exec_id, timeout_ms):
     except OSError:
         die(X_NOT_FOUND, "no context %s" % cid)
     kc.start_channels(shell=True, iopub=True, stdin=False, hb=False)
-    msg_id = kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=True)
+    # stop_on_error off: a run that fails (or is interrupted) must not abort the runs queued
+    # behind it in the kernel: each is a call of its own
+    msg_id = kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
     interrupted_at = None
     try:
         while True:
