@@ -94,10 +94,16 @@ int execd_owner_str(struct json_object *o, char *out, size_t size);
  * ran); a client that goes away has the command killed, and so does this
  * process dying mid-stream (spec's kill_on_hangup is set). to_ms is the
  * runner's timeout (to tell a timeout from a kill); what names it in logs
- * ("command"). Replies in every case (429 when too many stream). In
- * h_execd_command.c; sessions use it too. */
-void execd_stream_command(struct request *req, const struct execd *x, const char *id,
-                          const struct exec_spec *spec, int64_t to_ms, const char *what);
+ * ("command"). Replies in every case (429 when too many stream). With
+ * events, the command prints its own events (sse.h, events mode: the code
+ * interpreter's kernel-runner) and its last one: an exit 0 adds none, any
+ * other end the same error as a command's. Returns -EPIPE when the client
+ * went away mid-stream (the command was killed), -EAGAIN when it was
+ * refused (429), else 0. In h_execd_command.c; sessions and the code
+ * interpreter (h_execd_code.c) use it too. */
+int execd_stream_command(struct request *req, const struct execd *x, const char *id,
+                         const struct exec_spec *spec, int64_t to_ms, const char *what,
+                         bool events);
 
 int execd_command_kill(struct request *req, const struct execd *x, const char *id, bool known,
                        struct exec_result *res, char *err);

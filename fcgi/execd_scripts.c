@@ -258,3 +258,8 @@ const char EXECD_SH_SESSION_DELETE[] =
         "if [ -n \"$i\" ] && [ -s \"$f.pid\" ] && [ ! -e \"$f.rc\" ] && [ ! -e \"$f.done\" ]; then\n"
         "  kill -s KILL -- \"-$(cat \"$f.pid\")\" 2>/dev/null; fi\n"
         "rm -rf -- \"$d\"\n";
+
+const char EXECD_SH_CODE[] =
+        "r=" EXECD_CODE_RUNNER "\n"
+        "[ -x \"$r\" ] || exit 77\n"
+        "exec \"$r\" \"$@\"\n";

@@ -170,3 +170,14 @@ extern const char EXECD_SH_SESSION_BODY[];
 /* Delete: arg ID. Kills the session's command if it still runs, removes
  * the session. Exit EXECD_X_NOT_FOUND: no session. */
 extern const char EXECD_SH_SESSION_DELETE[];
+
+/* ---- the code interpreter (h_execd_code.c) ----
+ * The image's kernel-runner (snapshots/code-interpreter/kernel-runner.py,
+ * which documents its commands, output and exit codes) does the work; this
+ * runs it with the arguments given, or exits EXECD_X_NO_INTERPRETER when
+ * the image has none (not a code-interpreter image). */
+#define EXECD_CODE_RUNNER "/opt/code-interpreter/kernel-runner"
+#define EXECD_X_NO_INTERPRETER 77
+#define EXECD_X_LANGUAGE 65 /* kernel-runner: a language the image lacks */
+#define EXECD_X_MISMATCH 66 /* kernel-runner: the context is of another language */
+extern const char EXECD_SH_CODE[];

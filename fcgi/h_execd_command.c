@@ -278,8 +278,9 @@ out:
         free(content);
 }
 
-void execd_stream_command(struct request *req, const struct execd *x, const char *id,
-                          const struct exec_spec *caller_spec, int64_t to_ms, const char *what)
+int execd_stream_command(struct request *req, const struct execd *x, const char *id,
+                         const struct exec_spec *caller_spec, int64_t to_ms, const char *what,
+                         bool events)
 {
         char err[PROVIDER_ERR_MAX] = "", why[160], ev[16];
         struct exec_result res = { 0 };
@@ -290,7 +291,7 @@ void execd_stream_command(struct request *req, const struct execd *x, const char
         struct sse s;
         struct exec_stream_cb cb = { .on_output = sse_on_output, .on_tick = sse_on_tick, .ud = &s };
         int64_t t0;
-        int slot, r;
+        int slot, r, ret = 0;
 
         if (execd_streams_take(tenant_share_cap(req->w->cfg->fcgi_threads), x->sandbox_id, id,
                                &slot) < 0) {
@@ -300,10 +301,13 @@ void execd_stream_command(struct request *req, const struct execd *x, const char
                 reply_error_hdr(req, API_TOO_MANY_REQUESTS, retry,
                                 "too many commands streaming (at most %d per sandbox); retry later",
                                 EXECD_STREAMS_PER_SANDBOX);
-                return;
+                return -EAGAIN;
         }
         stream_spec.kill_on_hangup = true;
-        sse_begin(&s, req);
+        if (events)
+                sse_begin_events(&s, req);
+        else
+                sse_begin(&s, req);
         sse_text(&s, "init", id, strlen(id));
         t0 = timeutil_mono_ms();
         /* streamed as it comes, or (a backend without streaming) at the end */
@@ -317,6 +321,7 @@ void execd_stream_command(struct request *req, const struct execd *x, const char
                 log_info(execd_kv(req, x), "%s %s: client gone, killing it", what, id);
                 execd_command_kill(req, x, id, true, &kr, kerr);
                 exec_result_free(&kr);
+                ret = -EPIPE;
                 goto out;
         }
         if (r < 0) {
@@ -326,11 +331,15 @@ void execd_stream_command(struct request *req, const struct execd *x, const char
                 goto out;
         }
         if (s.dropped) {
-                char note[128];
-                int n = snprintf(note, sizeof(note), "[output truncated: %zu bytes over the %d-byte limit]",
+                char note[160];
+                int n = snprintf(note, sizeof(note),
+                                 events ? "[output truncated: %zu bytes over the %d-byte limit or not events]"
+                                        : "[output truncated: %zu bytes over the %d-byte limit]",
                                  s.dropped, SSE_OUTPUT_MAX);
                 sse_text(&s, "stderr", note, (size_t)n);
         }
+        if (events && res.exit_code == 0 && !res.timed_out)
+                goto out; /* it sent its own last event */
         if (res.exit_code == 0 && !res.timed_out) {
                 sse_complete(&s, timeutil_mono_ms() - t0);
                 goto out;
@@ -347,6 +356,7 @@ out:
         sse_end(&s);
         exec_result_free(&res);
         execd_streams_put(slot);
+        return ret;
 }
 
 static void cmd_foreground(struct request *req, const struct execd *x, const struct cmd_req *c,
@@ -373,7 +383,7 @@ static void cmd_foreground(struct request *req, const struct execd *x, const str
         };
 
         snprintf(path, sizeof(path), "%s/%s", EXECD_CMD_DIR, id);
-        execd_stream_command(req, x, id, &spec, to_ms, "command");
+        execd_stream_command(req, x, id, &spec, to_ms, "command", false);
 }
 
 void h_execd_run_command(struct request *req)

@@ -219,7 +219,7 @@ static void run_stream(struct request *req, const struct execd *x, const char *s
                                   .max_output = (size_t)req->w->cfg->exec_max_output,
                                   .env_file = true };
 
-        execd_stream_command(req, x, id, &spec, to_ms, what);
+        execd_stream_command(req, x, id, &spec, to_ms, what, false);
 }
 
 void h_execd_session_run(struct request *req)

@@ -100,14 +100,14 @@ static const struct route routes[] = {
         { "execd", "GET", EXECD_IDENTITY_PREFIX "/files/search", h_execd_files_search, ROUTE_TOKEN },
         { "execd", "POST", EXECD_IDENTITY_PREFIX "/files/replace", h_execd_files_replace, ROUTE_TOKEN },
         { "execd", "GET", EXECD_IDENTITY_PREFIX "/directories/list", h_execd_dirs_list, ROUTE_TOKEN },
-        /* execd-api.yaml routes not served (docs/EXECD.md): 501 with a message */
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/code/contexts", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/code/contexts", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/code/contexts/{}", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/code/contexts/{}", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/code/context", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/code", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/code", h_execd_not_implemented, ROUTE_TOKEN },
+        /* the code interpreter (h_execd_code.c; a code-interpreter image's kernel-runner) */
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/code/contexts", h_execd_code_contexts_list, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/code/contexts", h_execd_code_contexts_delete, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/code/contexts/{}", h_execd_code_context_get, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/code/contexts/{}", h_execd_code_context_delete, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/code/context", h_execd_code_context_create, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/44772/code", h_execd_code_run, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/44772/code", h_execd_code_interrupt, ROUTE_TOKEN },
         { "execd", "GET", "/v1/sandboxes/{}/proxy/44772/metrics/watch", h_execd_metrics_watch, ROUTE_TOKEN },
         /* the SDKs' isolated sessions (/v1/isolated/...: sessions, runs, their
          * files, commit, diff), in no spec: 501 with the reason, any method */

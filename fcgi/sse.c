@@ -22,6 +22,13 @@ void sse_begin(struct sse *s, struct request *req)
         FCGX_FFlush(req->fcgx->out);
 }
 
+void sse_begin_events(struct sse *s, struct request *req)
+{
+        sse_begin(s, req);
+        s->events = true;
+        s->lb[0].max = SSE_EVENT_LINE_MAX;
+}
+
 /* Send one event; o (borrowed) gets type and timestamp added. */
 static int sse_send(struct sse *s, const char *type, struct json_object *o)
 {
@@ -101,12 +108,50 @@ static int on_line(void *ud, const char *line, size_t len)
         return r;
 }
 
+/* Events mode: one stdout line, a JSON event of the command's own. */
+static int on_event(void *ud, const char *line, size_t len)
+{
+        static const char *const types[] = { SSE_EVENT_TYPES };
+        struct line_ctx *lc = ud;
+        struct sse *s = lc->s;
+        struct json_object *o = NULL;
+        const char *type;
+        char *clean = NULL, err[96];
+        size_t n = 0;
+        int r = 0;
+
+        if (!lc->lb->ended || s->out_bytes + len > SSE_OUTPUT_MAX) {
+                s->dropped += len + 1; /* a piece of an over-long line, or over the cap */
+                return 0;
+        }
+        s->out_bytes += len + 1;
+        if (utf8_sanitize(line, len, &clean, &n) < 0)
+                return -ENOMEM;
+        if (json_input_parse_object(clean, n, JSON_INPUT_MAX_DEPTH, &o, err, sizeof(err)) < 0 ||
+            !(type = json_get_str(o, "type"))) {
+                s->dropped += len + 1;
+                goto out;
+        }
+        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+                if (strcmp(type, types[i]) == 0) {
+                        json_object_object_add(o, "timestamp", json_object_new_int64(timeutil_now_ms()));
+                        r = sse_data(s, o);
+                        goto out;
+                }
+        s->dropped += len + 1;
+out:
+        json_put(o);
+        free(clean);
+        return r;
+}
+
 int sse_on_output(void *ud, int stream, const char *data, size_t len)
 {
         struct sse *s = ud;
         struct line_ctx lc = { s, stream == 2 ? "stderr" : "stdout", &s->lb[stream == 2] };
 
-        return linebuf_feed(&s->lb[stream == 2], data, len, on_line, &lc);
+        return linebuf_feed(&s->lb[stream == 2], data, len,
+                            s->events && stream != 2 ? on_event : on_line, &lc);
 }
 
 int sse_on_tick(void *ud)
@@ -129,7 +174,7 @@ int sse_on_tick(void *ud)
 int sse_flush_lines(struct sse *s)
 {
         struct line_ctx out = { s, "stdout", &s->lb[0] }, err = { s, "stderr", &s->lb[1] };
-        int r = linebuf_flush(&s->lb[0], on_line, &out);
+        int r = linebuf_flush(&s->lb[0], s->events ? on_event : on_line, &out);
 
         if (r == 0)
                 r = linebuf_flush(&s->lb[1], on_line, &err);

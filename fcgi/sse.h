@@ -15,6 +15,14 @@
  * is counted in `dropped`. Once a write fails the client is gone: `broken`
  * is set and every later call returns -EPIPE.
  *
+ * Events mode (sse_begin_events; the code interpreter, h_execd_code.c): the
+ * command prints its own events, one JSON object per stdout line, as
+ * kernel-runner does; each becomes an event as it is (re-serialised, so
+ * nothing it prints can break the framing) with "timestamp" added, if its
+ * "type" is one of SSE_EVENT_TYPES; other lines, and lines over
+ * SSE_EVENT_LINE_MAX, are dropped (counted in `dropped` with the output
+ * over SSE_OUTPUT_MAX). stderr lines are stderr events as in the plain mode.
+ *
  * One struct sse per answer, on the handler's stack; not thread-safe. */
 #pragma once
 #include <stdbool.h>
@@ -27,19 +35,27 @@
 #define SSE_PING_MS 3000
 #define SSE_LINE_MAX (64 * 1024)
 #define SSE_OUTPUT_MAX (64 * 1024 * 1024)
+#define SSE_EVENT_LINE_MAX (2 * 1024 * 1024) /* one event of events mode, as printed */
+/* the types an events-mode command may print (init is the broker's) */
+#define SSE_EVENT_TYPES "stdout", "stderr", "result", "error", "execution_count", \
+                        "execution_complete", "status"
 
 struct sse {
         struct request *req;
         int64_t last_ms;     /* when the last event went out (monotonic) */
         bool broken;         /* the client is gone */
         size_t out_bytes;    /* output sent as events */
-        size_t dropped;      /* output over SSE_OUTPUT_MAX */
+        size_t dropped;      /* output over SSE_OUTPUT_MAX (and bad event lines) */
+        bool events;         /* events mode: stdout lines are JSON events */
         struct linebuf lb[2];
 };
 
 /* Start the answer: 200 with text/event-stream (nginx told not to buffer),
  * flushed. Marks req answered; end with sse_end. */
 void sse_begin(struct sse *s, struct request *req);
+
+/* sse_begin, in events mode (above). */
+void sse_begin_events(struct sse *s, struct request *req);
 
 /* One event whose data is o (borrowed) as it is, flushed (metrics/watch:
  * the spec's Metrics object). 0 or -EPIPE. */

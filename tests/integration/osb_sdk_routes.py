@@ -38,7 +38,9 @@ BASES = {
     "execd": "/v1/sandboxes/{sid}/proxy/44772",
     "egress": "/v1/sandboxes/{sid}/proxy/18080",
 }
-STATUSES = ("served", "501")
+# "image": served by a sandbox whose image has what the route needs (the code interpreter:
+# sandbox-broker/code-interpreter), 501 NOT_IMPLEMENTED with the reason in any other
+STATUSES = ("served", "501", "image")
 
 
 def _package_dir():
