@@ -20,7 +20,9 @@ CFLAGS   += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -fno-sanitize-recove
 LDFLAGS  += -fsanitize=$(SANITIZER)
 endif
 
-LIB_SRC  := $(wildcard lib/*/*.c lib/*/*/*.c)
+# agent/cron.c is pure (libc only): the broker checks a hook's schedule at
+# create with the code the agent runs it with (lib/sandbox/lifecycle.c).
+LIB_SRC  := $(wildcard lib/*/*.c lib/*/*/*.c) agent/cron.c
 LUA_OPS  := $(filter-out lib/store/lua/common.lua,$(wildcard lib/store/lua/*.lua))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 FCGI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard fcgi/*.c))
@@ -114,12 +116,13 @@ $(BUILD)/%.o: %.c
 	@echo "  CC      $<"
 	@$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
--include $(wildcard $(BUILD)/lib/*/*.d $(BUILD)/lib/*/*/*.d $(BUILD)/fcgi/*.d $(BUILD)/supervisor/*.d $(BUILD)/admin/*.d $(BUILD)/egress/*.d $(BUILD)/ingress/*.d)
+-include $(wildcard $(BUILD)/agent/*.d $(BUILD)/lib/*/*.d $(BUILD)/lib/*/*/*.d $(BUILD)/fcgi/*.d $(BUILD)/supervisor/*.d $(BUILD)/admin/*.d $(BUILD)/egress/*.d $(BUILD)/ingress/*.d)
 
 # Unit tests: one binary per core module, library seams wrapped at link time.
 # A test or fuzz target NAME of a pure agent/ (or mountd/) file (they link
 # nothing of lib/) compiles that file in: AGENT_SRC_NAME.
 AGENT_SRC_agent_envfile := agent/envfile.c
+AGENT_SRC_agent_cron := agent/cron.c
 AGENT_SRC_agent_plainsh := agent/plainsh.c
 AGENT_SRC_agent_seat := agent/seat.c
 AGENT_SRC_mountd_proto := mountd/proto.c
@@ -128,6 +131,8 @@ AGENT_SRC_agent_marker := egress/agent_marker.c agent/tcp_auth.c agent/sha256.c
 agent_src = $(if $(AGENT_SRC_$(1)),$(addprefix -I,$(sort $(dir $(AGENT_SRC_$(1))))) $(AGENT_SRC_$(1)))
 $(BUILD)/tests/test_agent_envfile $(BUILD)/fuzz-replay-agent_envfile $(BUILD)/fuzzer-agent_envfile: \
 	agent/envfile.c agent/envfile.h
+$(BUILD)/tests/test_agent_cron $(BUILD)/fuzz-replay-agent_cron $(BUILD)/fuzzer-agent_cron: \
+	agent/cron.c agent/cron.h
 $(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
 $(BUILD)/tests/test_agent_seat: agent/seat.c agent/seat.h
 $(BUILD)/tests/test_agent_tcp_auth: $(AGENT_SRC_agent_tcp_auth) agent/tcp_auth.h agent/sha256.h
