@@ -1,7 +1,7 @@
 /* sandbox-agent: the first process of a Docker sandbox (docs/AGENT.md).
  *
  *   sandbox-agent (--socket PATH | --dial PATH | --listen-tcp [ADDR:]PORT --key-env NAME)
- *                 [--keep] [-- ENTRYPOINT ARGS...]
+ *                 [--keep] [--hook SPEC]... [-- ENTRYPOINT ARGS...]
  *
  * PID 1's duties: reap every zombie, start the entrypoint (its own process
  * group, the terminal's foreground one if there is a terminal), forward the
@@ -32,11 +32,13 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "dialer.h"
 #include "egress.h"
+#include "hooks.h"
 #include "listener.h"
 #include "tcp_listener.h"
 
@@ -60,6 +62,9 @@ struct agent {
         int entry_rd;     /* read end of the late-entrypoint pipe (agent_state.entry_fd) */
         bool egress;      /* the egress directory is mounted: run its relay child */
         pid_t egress_pid; /* 0: not running (restarted at the next check) */
+        struct hook hooks[HOOKS_MAX]; /* --hook: periodic lifecycle hooks (hooks.h) */
+        size_t n_hooks;
+        bool hooks_started; /* scheduled: once the entrypoint has started */
 };
 
 __attribute__((format(printf, 1, 2))) static void log_err(const char *fmt, ...)
@@ -82,7 +87,7 @@ __attribute__((format(printf, 1, 2))) static void log_err(const char *fmt, ...)
 static void usage(void)
 {
         log_err("usage: sandbox-agent (--socket PATH | --dial PATH | --listen-tcp [ADDR:]PORT "
-                "--key-env NAME) [--keep] [-- ENTRYPOINT ARGS...]");
+                "--key-env NAME) [--keep] [--hook SPEC]... [-- ENTRYPOINT ARGS...]");
         exit(2);
 }
 
@@ -117,6 +122,18 @@ static void parse_args(struct agent *a, int argc, char **argv, struct args *ret)
                         key_env = argv[i] + 10;
                 } else if (strcmp(argv[i], "--keep") == 0) {
                         a->keep = true;
+                } else if (strcmp(argv[i], "--hook") == 0 && i + 1 < argc) {
+                        const char *why = "";
+
+                        if (a->n_hooks == HOOKS_MAX) {
+                                log_err("sandbox-agent: --hook: at most %d", HOOKS_MAX);
+                                exit(2);
+                        }
+                        if (hook_decode(argv[++i], &a->hooks[a->n_hooks], &why) < 0) {
+                                log_err("sandbox-agent: --hook: %s", why);
+                                exit(2);
+                        }
+                        a->n_hooks++;
                 } else {
                         usage();
                 }
@@ -226,6 +243,8 @@ static void reap(struct agent *a)
 
                 if (pid <= 0)
                         return;
+                if (hooks_reaped(a->hooks, a->n_hooks, pid, status))
+                        continue;
                 if (a->state.entry == ENTRY_RUNNING && pid == a->state.entry_pid) {
                         a->state.entry = ENTRY_EXITED;
                         a->state.entry_code = agent_wait_code(status);
@@ -328,6 +347,23 @@ static void dial_fill(struct agent *a)
         if (r < 0)
                 log_err("sandbox-agent: cannot dial %s: %s (retrying)", a->dialer.path,
                         strerror(-r));
+}
+
+/* The periodic hooks: scheduled once the sandbox's entrypoint has started
+ * (after the broker's preStart, when there is one), then run as due.
+ * Returns the milliseconds until they need this again, -1: never. */
+static int hooks_run(struct agent *a, long long now)
+{
+        long long wall = (long long)time(NULL);
+
+        if (!a->hooks_started) {
+                if (a->state.entry == ENTRY_NONE)
+                        return -1;
+                for (size_t i = 0; i < a->n_hooks; i++)
+                        hook_schedule(&a->hooks[i], now, wall);
+                a->hooks_started = true;
+        }
+        return hooks_tick(a->hooks, a->n_hooks, now, wall);
 }
 
 static void socket_check(struct agent *a)
@@ -438,6 +474,12 @@ int main(int argc, char **argv)
                         dialer_pollfds(&a->dialer, p + 3);
                         if (n < 3 + DIALER_IDLE)
                                 n = 3 + DIALER_IDLE;
+                        if (t >= 0 && t < timeout)
+                                timeout = t;
+                }
+                if (a->n_hooks) {
+                        int t = hooks_run(a, now);
+
                         if (t >= 0 && t < timeout)
                                 timeout = t;
                 }
