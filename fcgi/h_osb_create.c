@@ -351,7 +351,8 @@ void h_osb_create(struct request *req)
                                  "pids", pids, "provider", req->w->cfg->provider,
                                  "egress_policy", egress, "snapshotId", c.snapshot_id,
                                  "volumes", volumes ? volumes : "", "runtime", c.runtime,
-                                 "extensions", c.extensions, "renewExtendMs", c.renew_extend_ms };
+                                 "extensions", c.extensions, "renewExtendMs", c.renew_extend_ms,
+                                 "lifecycle", c.lifecycle ? c.lifecycle : "" };
         /* a member of the image's warm pool, taken by the same script that
          * stores the record: the sandbox then has the member's id */
         const struct osb_store_new nw = {

@@ -107,6 +107,10 @@ struct sandbox_spec {
         const char *network;             /* "none" unless policy allows more */
         const char *runtime;             /* Docker: OCI runtime (HostConfig.Runtime, SANDBOX_RUNTIME);
                                           * NULL or "" = dockerd's default; others ignore it */
+        /* Docker: more arguments of the sandbox-agent, before its "--"
+         * (the periodic lifecycle hooks' "--hook SPEC" pairs, lifecycle.h);
+         * NULL-terminated, may be NULL */
+        const char *const *agent_args;
         bool agent_dials;                /* Docker: the sandbox-agent dials the host relay
                                           * instead of listening (a runtime whose sandbox the
                                           * host cannot connect into, config_runtime_dials;

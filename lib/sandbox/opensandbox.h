@@ -80,6 +80,8 @@ struct osb_create {
         char runtime[CONFIG_RUNTIME_MAX];
         char extensions[OSB_EXTENSIONS_MAX]; /* JSON object; "" = none given */
         char renew_extend_ms[24];            /* OSB_EXT_RENEW in ms; "" = off */
+        char *lifecycle;                     /* lifecycle.h's normalized JSON, malloc'd
+                                              * (osb_create_wipe frees it); NULL = none */
         /* image.auth: for the pull only, never stored or logged; wipe
          * with osb_create_wipe when done */
         bool has_auth;

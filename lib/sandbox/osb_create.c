@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lifecycle.h"
 #include "snapshot.h"
 
 static int store_json(struct json_object *o, char *buf, size_t size, const char *what, char *err)
@@ -372,12 +373,12 @@ rest:
         }
         if (parse_requests(body, c, err) < 0)
                 return -EINVAL;
-        /* hooks would run silently never: refused, as the reference's own
-         * Docker provider refuses them */
-        if (json_object_object_get_ex(body, "lifecycle", &v) && !json_object_is_type(v, json_type_null)) {
-                snprintf(err, OSB_ERR_MAX, "lifecycle hooks (preStart, periodic) are not supported by this "
-                         "server; run setup commands through execd once the sandbox is Running");
-                return -EINVAL;
+        /* lifecycle hooks (lifecycle.h): run by the agent, so Docker only */
+        if (json_object_object_get_ex(body, "lifecycle", &v)) {
+                int r = lifecycle_parse(cfg, v, &c->lifecycle, err);
+
+                if (r < 0)
+                        return r;
         }
         if (parse_env(json_object_object_get_ex(body, "env", &v) ? v : NULL, c, err) < 0)
                 return -EINVAL;
@@ -415,7 +416,8 @@ const char *osb_create_pool(const struct broker_config *cfg, const struct osb_cr
         /* volumes are mounts, a snapshot is another image and a runtime
          * another kind of container: each shapes the container itself.
          * Members run SANDBOX_RUNTIME. */
-        if (has_volumes || c->snapshot_id[0] || !c->image[0] || strcmp(c->runtime, cfg->sandbox_runtime))
+        if (has_volumes || c->snapshot_id[0] || !c->image[0] || strcmp(c->runtime, cfg->sandbox_runtime) ||
+            c->lifecycle)
                 return NULL;
         i = config_pool_find(cfg, c->image);
         return i < 0 ? NULL : cfg->pools[i].image;
@@ -426,4 +428,6 @@ void osb_create_wipe(struct osb_create *c)
         explicit_bzero(c->auth_user, sizeof(c->auth_user));
         explicit_bzero(c->auth_pass, sizeof(c->auth_pass));
         c->has_auth = false;
+        free(c->lifecycle);
+        c->lifecycle = NULL;
 }

@@ -17,7 +17,9 @@
 #include "egress_store.h"
 #include "json_input.h"
 #include "lease.h"
+#include "lifecycle.h"
 #include "lock_keeper.h"
+#include "log.h"
 #include "opensandbox.h"
 #include "metrics.h"
 #include "pool.h"
@@ -167,11 +169,34 @@ static void on_pull_progress(void *ud, const char *msg)
         (void)sandbox_transition(pp->rc, pp->sid, "Pending", "Pending", "PULLING_IMAGE", msg, "");
 }
 
-/* Create the container of sid (or find the one a crashed attempt made). */
+/* The record's lifecycle hooks (lifecycle.h) into *run. */
+static int lifecycle_read(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                          struct lifecycle_run *run, char *err)
+{
+        char key[160];
+        redisReply *rep = NULL;
+        int r;
+
+        memset(run, 0, sizeof(*run));
+        snprintf(key, sizeof(key), "%ssandbox:%s", cfg->key_prefix, sid);
+        const char *argv[] = { "HGET", key, "lifecycle" };
+        r = redis_conn_command(rc, 3, argv, &rep);
+        if (r < 0)
+                return r;
+        r = reply_is_str(rep, NULL) ? lifecycle_run_read(rep->str, run) : 0;
+        reply_free(rep);
+        if (r == -EPROTO)
+                snprintf(err, SANDBOX_ERR_MAX, "sandbox %s: its record's lifecycle hooks are unreadable", sid);
+        return r == -EPROTO ? -EREMOTEIO : r;
+}
+
+/* Create the container of sid (or find the one a crashed attempt made).
+ * With a preStart hook the container runs the agent alone: the entrypoint
+ * is started once preStart has succeeded (pre_start). */
 static int create_container(struct redis_conn *rc, struct provider *pv,
                             const struct broker_config *cfg, const char *sid,
-                            const struct sandbox_record *rec, const struct image_auth *auth, char *ref,
-                            char *err)
+                            const struct sandbox_record *rec, const struct lifecycle_run *lc,
+                            const struct image_auth *auth, char *ref, char *err)
 {
         struct pull_progress pp = { rc, sid };
         struct image_pull_cb pull_cb = { on_pull_progress, &pp };
@@ -192,6 +217,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
                             rec->disk_mb >= 0 ? rec->disk_mb : cfg->sandbox_disk_mb },
                 .image_auth = auth,
                 .pull_cb = &pull_cb,
+                .agent_args = (const char *const *)lc->hook_args,
         };
         struct volume_mounts mounts;
         struct sandbox_info info;
@@ -216,7 +242,7 @@ static int create_container(struct redis_conn *rc, struct provider *pv,
                 return -ENOMEM;
         }
         spec_from_record(rec, sid, env_sid, &ep_obj, &env_obj, argv, envbuf, envp);
-        spec.entrypoint = argv[0] ? argv : NULL;
+        spec.entrypoint = argv[0] && !lc->pre_argv ? argv : NULL;
         r = pv_err(provider_create(pv, &spec, ref, err));
         free(envbuf);
         json_put(ep_obj);
@@ -304,11 +330,67 @@ static int warm_entrypoint(struct provider *pv, const struct broker_config *cfg,
         return r;
 }
 
-/* provision_steps with sid's record (spec and volumes) read. */
-static int provision_record(struct redis_conn *rc, struct provider *pv,
-                            const struct broker_config *cfg, const char *sid,
-                            const struct sandbox_record *rec, const struct image_auth *auth,
-                            char *image, bool *cold, char *err)
+/* Run the preStart hook through the agent, before the entrypoint (which
+ * the caller starts after it). 0 when it exited 0; otherwise the sandbox
+ * is made Failed (reason PRESTART_FAILED or PRESTART_TIMEOUT), its
+ * container removed, and -ECANCELED returned; a provider error as is. */
+static int pre_start(struct redis_conn *rc, struct provider *pv, const struct sandbox_record *rec,
+                     const struct lifecycle_run *lc, const char *sid, const char *ref, char *err)
+{
+        char (*envbuf)[1024]; /* SPEC_MAX_ENV of them: the heap's, for this call only */
+        const char *argv[SPEC_MAX_ARGS], *envp[SPEC_MAX_ENV];
+        struct json_object *ep_obj = NULL, *env_obj = NULL;
+        struct exec_result res = { 0 };
+        char env_sid[64], msg[SANDBOX_ERR_MAX], ignored[PROVIDER_ERR_MAX];
+        int r;
+
+        envbuf = malloc(SPEC_MAX_ENV * sizeof(*envbuf));
+        if (!envbuf) {
+                snprintf(err, SANDBOX_ERR_MAX, "sandbox %s: out of memory", sid);
+                return -ENOMEM;
+        }
+        /* the sandbox's env, as its entrypoint gets it */
+        spec_from_record(rec, sid, env_sid, &ep_obj, &env_obj, argv, envbuf, envp);
+        struct exec_spec spec = { .argv = lc->pre_argv, .env = envp, .cwd = "/workspace",
+                                  .timeout_ms = lc->pre_timeout_s * 1000, .max_output = 2048 };
+        (void)sandbox_transition(rc, sid, "Pending", "Pending", "PRESTART", "running the preStart hook", ref);
+        r = pv_err(provider_exec(pv, ref, &spec, &res, err));
+        free(envbuf);
+        json_put(ep_obj);
+        json_put(env_obj);
+        if (r < 0 || res.exit_code == 0) {
+                exec_result_free(&res);
+                return r;
+        }
+        if (res.timed_out) {
+                snprintf(msg, sizeof(msg), "the preStart hook did not finish within its timeout (%d s); "
+                         "the sandbox was removed", lc->pre_timeout_s);
+        } else {
+                size_t len = res.err ? res.err_len : 0, n;
+                const char *tail;
+
+                while (len && (res.err[len - 1] == '\n' || res.err[len - 1] == '\r'))
+                        len--;
+                n = len > 120 ? 120 : len;
+                tail = n ? res.err + len - n : "";
+
+                snprintf(msg, sizeof(msg), "the preStart hook exited with code %d; the sandbox was removed%s%.*s",
+                         res.exit_code, n ? "; its stderr ends: " : "", (int)n, tail);
+        }
+        log_info(LOG_KV({ "SANDBOX_ID", sid }), "%s", msg);
+        provider_remove(pv, ref, ignored);
+        /* from Pending only: a sandbox deleted meanwhile stays Terminated */
+        (void)sandbox_transition(rc, sid, "Pending", "Failed",
+                                 res.timed_out ? "PRESTART_TIMEOUT" : "PRESTART_FAILED", msg, "");
+        snprintf(err, SANDBOX_ERR_MAX, "%s", msg);
+        exec_result_free(&res);
+        return -ECANCELED;
+}
+
+/* provision_steps with sid's record (spec and volumes) and its hooks read. */
+static int provision_run(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
+                         const char *sid, const struct sandbox_record *rec, const struct lifecycle_run *lc,
+                         const struct image_auth *auth, char *image, bool *cold, char *err)
 {
         char ref[PROVIDER_REF_MAX] = "";
         int64_t t0;
@@ -329,7 +411,7 @@ static int provision_record(struct redis_conn *rc, struct provider *pv,
                                 memcpy(image, rec->image, sizeof(rec->image));
                                 *cold = true;
                         }
-                        r = create_container(rc, pv, cfg, sid, rec, auth, ref, err);
+                        r = create_container(rc, pv, cfg, sid, rec, lc, auth, ref, err);
                         if (r < 0)
                                 return r;
                 } else if (rec->pool_limits[0] && rec->volumes[0]) {
@@ -353,7 +435,11 @@ static int provision_record(struct redis_conn *rc, struct provider *pv,
         }
         if (r == -ENOENT)
                 r = -EREMOTEIO;
-        if (r == 0 && warm)
+        /* preStart before the entrypoint: a container made for hooks runs
+         * the agent alone until then (create_container) */
+        if (r == 0 && lc->pre_argv)
+                r = pre_start(rc, pv, rec, lc, sid, ref, err);
+        if (r == 0 && (warm || lc->pre_argv))
                 r = warm_entrypoint(pv, cfg, rec, sid, ref, err);
         if (r < 0)
                 return r;
@@ -370,11 +456,16 @@ static int provision_steps(struct redis_conn *rc, struct provider *pv,
                            const struct image_auth *auth, char *image, bool *cold, char *err)
 {
         struct sandbox_record rec;
+        struct lifecycle_run lc;
         int r = sandbox_record_read(rc, cfg, sid, SANDBOX_RECORD_SPEC | SANDBOX_RECORD_VOLUMES, &rec);
 
         if (r < 0)
                 return r;
-        r = provision_record(rc, pv, cfg, sid, &rec, auth, image, cold, err);
+        r = lifecycle_read(rc, cfg, sid, &lc, err);
+        if (r == 0) {
+                r = provision_run(rc, pv, cfg, sid, &rec, &lc, auth, image, cold, err);
+                lifecycle_run_free(&lc);
+        }
         sandbox_record_clear(&rec);
         return r;
 }

@@ -291,10 +291,11 @@ static void test_create_extensions(void **state)
         expect_create_refused("{" MIN_BODY ",\"resourceRequests\":{\"gpu\":\"1\"}}", "resourceRequests.gpu is not");
         expect_create_refused("{" MIN_BODY ",\"resourceRequests\":{\"cpu\":1}}", "resourceRequests.cpu must be");
         expect_create_refused("{" MIN_BODY ",\"resourceRequests\":[]}", "resourceRequests must be an object");
-        /* lifecycle hooks: refused, never silently dropped */
+        /* lifecycle hooks: the sandbox agent's, so Docker only (test_create_lifecycle) */
         expect_create_refused("{" MIN_BODY ",\"lifecycle\":{\"preStart\":{\"command\":[\"true\"]}}}",
-                              "lifecycle hooks (preStart, periodic) are not supported");
+                              "lifecycle: hooks are run by the broker's sandbox agent");
         assert_int_equal(create("{" MIN_BODY ",\"lifecycle\":null}", c, err), 0);
+        assert_null(c->lifecycle);
         expect_create_refused("{" MIN_BODY ",\"extensions\":[]}", "extensions must be an object");
         expect_create_refused("{" MIN_BODY ",\"extensions\":{\"\":\"x\"}}", "a key must be 1 to 128");
         cfg.osb_max_timeout_s = 3600;
@@ -397,6 +398,121 @@ static void expect_create_refused(const char *body, const char *want)
         if (!strstr(err, want))
                 fail_msg("%s: error '%s' does not name '%s'", body, err, want);
         osb_create_wipe(c);
+        free(c);
+}
+
+/* A body with lifecycle L, into a static buffer. */
+static const char *with_lifecycle(const char *l)
+{
+        static char body[220 * 1024];
+
+        snprintf(body, sizeof(body), "{" MIN_BODY ",\"lifecycle\":%s}", l);
+        return body;
+}
+
+/* A JSON array of n strings of len bytes each, into a static buffer. */
+static const char *strings(size_t n, size_t len)
+{
+        static char buf[150 * 1024];
+        size_t k = 0;
+
+        buf[k++] = '[';
+        for (size_t i = 0; i < n; i++) {
+                buf[k++] = '"';
+                memset(buf + k, 'x', len);
+                k += len;
+                buf[k++] = '"';
+                buf[k++] = i + 1 < n ? ',' : ']';
+        }
+        buf[k] = '\0';
+        return buf;
+}
+
+/* lifecycle {preStart, periodic}: normalized (timeouts defaulted to 60),
+ * each bound of lifecycle.h refused with the field's name; a warm pool
+ * never serves a create with hooks. */
+static void test_create_lifecycle(void **state)
+{
+        struct osb_create *c = malloc(sizeof(*c));
+        static char l[200 * 1024];
+        char err[OSB_ERR_MAX];
+
+        (void)state;
+        assert_non_null(c);
+        strcpy(cfg.provider, "docker");
+        assert_int_equal(create(with_lifecycle("{\"preStart\":{\"command\":[\"sh\",\"-c\",\"x\"]},"
+                                               "\"periodic\":[{\"name\":\"a.b-c_1\",\"schedule\":\"@every 1s\","
+                                               "\"command\":[\"true\"],\"timeoutSeconds\":300}]}"), c, err), 0);
+        assert_non_null(c->lifecycle);
+        assert_string_equal(c->lifecycle, "{\"preStart\":{\"command\":[\"sh\",\"-c\",\"x\"],\"timeoutSeconds\":60},"
+                                          "\"periodic\":[{\"name\":\"a.b-c_1\",\"schedule\":\"@every 1s\","
+                                          "\"command\":[\"true\"],\"timeoutSeconds\":300}]}");
+        assert_null(osb_create_pool(&cfg, c, false));
+        osb_create_wipe(c);
+        assert_null(c->lifecycle);
+        /* empty: no hooks at all */
+        assert_int_equal(create(with_lifecycle("{}"), c, err), 0);
+        assert_null(c->lifecycle);
+        assert_int_equal(create(with_lifecycle("{\"preStart\":null,\"periodic\":[]}"), c, err), 0);
+        assert_null(c->lifecycle);
+        /* the caps themselves pass */
+        snprintf(l, sizeof(l), "{\"preStart\":{\"command\":%s,\"timeoutSeconds\":10800}}", strings(256, 256));
+        assert_int_equal(create(with_lifecycle(l), c, err), 0);
+        osb_create_wipe(c);
+        /* ... one byte or string more does not */
+        snprintf(l, sizeof(l), "{\"preStart\":{\"command\":%s}}", strings(257, 1));
+        expect_create_refused(with_lifecycle(l), "lifecycle.preStart.command must be an array of 1 to 256");
+        snprintf(l, sizeof(l), "{\"preStart\":{\"command\":[\"x%s}}", strings(256, 256) + 2);
+        expect_create_refused(with_lifecycle(l), "lifecycle.preStart.command is more than 65536 bytes");
+        snprintf(l, sizeof(l), "{\"periodic\":[{\"name\":\"a\",\"schedule\":\"@hourly\",\"command\":%s},",
+                 strings(2, 8192));
+        snprintf(l + strlen(l), sizeof(l) - strlen(l), "{\"name\":\"b\",\"schedule\":\"@hourly\",\"command\":%s}]}",
+                 strings(2, 8193));
+        expect_create_refused(with_lifecycle(l), "lifecycle.periodic: the commands are more than 32768 bytes");
+        expect_create_refused(with_lifecycle("[]"), "lifecycle must be an object");
+        expect_create_refused(with_lifecycle("{\"postStop\":{}}"), "lifecycle: unknown field \"postStop\"");
+        expect_create_refused(with_lifecycle("{\"preStart\":[]}"), "lifecycle.preStart must be an object");
+        expect_create_refused(with_lifecycle("{\"preStart\":{}}"), "lifecycle.preStart.command must be");
+        expect_create_refused(with_lifecycle("{\"preStart\":{\"command\":[\" \"]}}"),
+                              "lifecycle.preStart.command[0] must be a non-blank string");
+        expect_create_refused(with_lifecycle("{\"preStart\":{\"command\":[\"a\",1]}}"),
+                              "lifecycle.preStart.command[1] must be a string");
+        expect_create_refused(with_lifecycle("{\"preStart\":{\"command\":[\"a\\u0000b\"]}}"),
+                              "lifecycle.preStart.command[0]");
+        expect_create_refused(with_lifecycle("{\"preStart\":{\"command\":[\"a\"],\"timeoutSeconds\":0}}"),
+                              "lifecycle.preStart.timeoutSeconds must be an integer from 1 to 10800");
+        expect_create_refused(with_lifecycle("{\"preStart\":{\"command\":[\"a\"],\"timeoutSeconds\":\"5\"}}"),
+                              "lifecycle.preStart.timeoutSeconds");
+        expect_create_refused(with_lifecycle("{\"periodic\":{}}"), "lifecycle.periodic must be an array");
+        expect_create_refused(with_lifecycle("{\"periodic\":[1]}"), "lifecycle.periodic[0] must be an object");
+        expect_create_refused(with_lifecycle("{\"periodic\":[{\"name\":\"a\",\"schedule\":\"@hourly\"}]}"),
+                              "lifecycle.periodic[0].command must be");
+        expect_create_refused(with_lifecycle("{\"periodic\":[{\"name\":\"\",\"schedule\":\"@hourly\",\"command\":[\"a\"]}]}"),
+                              "lifecycle.periodic[0].name must match");
+        expect_create_refused(with_lifecycle("{\"periodic\":[{\"name\":\"../x\",\"schedule\":\"@hourly\",\"command\":[\"a\"]}]}"),
+                              "lifecycle.periodic[0].name must match");
+        expect_create_refused(with_lifecycle("{\"periodic\":[{\"name\":\"a\",\"schedule\":\"@every 0s\",\"command\":[\"a\"]}]}"),
+                              "lifecycle.periodic[0].schedule must be");
+        expect_create_refused(with_lifecycle("{\"periodic\":[{\"name\":\"a\",\"schedule\":5,\"command\":[\"a\"]}]}"),
+                              "lifecycle.periodic[0].schedule must be");
+        expect_create_refused(with_lifecycle("{\"periodic\":[{\"name\":\"a\",\"schedule\":\"0 0 31 4 *\",\"command\":[\"a\"]}]}"),
+                              "never fires");
+        expect_create_refused(with_lifecycle("{\"periodic\":[{\"name\":\"a\",\"schedule\":\"@hourly\",\"command\":[\"a\"],"
+                                             "\"timeoutSeconds\":301}]}"),
+                              "lifecycle.periodic[0].timeoutSeconds must be an integer from 1 to 300");
+        expect_create_refused(with_lifecycle("{\"periodic\":[{\"name\":\"a\",\"schedule\":\"@hourly\",\"command\":[\"a\"]},"
+                                             "{\"name\":\"a\",\"schedule\":\"@daily\",\"command\":[\"b\"]}]}"),
+                              "lifecycle.periodic[1].name: \"a\" is the name of another");
+        l[0] = '\0';
+        strcat(l, "{\"periodic\":[");
+        for (int i = 0; i < 17; i++)
+                snprintf(l + strlen(l), sizeof(l) - strlen(l), "%s{\"name\":\"h%d\",\"schedule\":\"@hourly\","
+                         "\"command\":[\"a\"]}", i ? "," : "", i);
+        strcat(l, "]}");
+        expect_create_refused(with_lifecycle(l), "lifecycle.periodic must be an array of at most 16");
+        strcpy(cfg.provider, "daytona");
+        expect_create_refused(with_lifecycle("{\"preStart\":{\"command\":[\"a\"]}}"), "this provider (daytona)");
+        cfg.provider[0] = '\0';
         free(c);
 }
 
@@ -927,6 +1043,7 @@ static void test_create_fingerprint(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup(test_create_lifecycle, setup),
                 cmocka_unit_test(test_parse_cpu),
                 cmocka_unit_test(test_parse_memory),
                 cmocka_unit_test(test_metadata_keys_and_values),

@@ -229,12 +229,33 @@ static int env_default(struct json_object *env, const char *kv)
         return 0;
 }
 
+/* The agent's argv: its transport, extra (spec->agent_args, may be NULL),
+ * "--"; malloc'd, NULL-terminated. */
+static const char **agent_argv(const struct docker_agent_mount *a, const char *const *extra)
+{
+        size_t n = 0, i = 0;
+        const char **v;
+
+        while (extra && extra[n])
+                n++;
+        v = calloc(n + 5, sizeof(*v));
+        if (!v)
+                return NULL;
+        v[i++] = DOCKER_AGENT_BIN_IN;
+        v[i++] = a->dials ? "--dial" : "--socket";
+        v[i++] = a->dials ? DOCKER_AGENT_DIAL_IN : DOCKER_AGENT_SOCK_IN;
+        for (size_t j = 0; j < n; j++)
+                v[i++] = extra[j];
+        v[i] = "--";
+        return v;
+}
+
 /* The agent as PID 1: its binary and run directory mounted, the sandbox's
  * own command (or none: the agent alone keeps it alive) after "--". */
-static int agent_config(struct json_object *o, struct json_object *h, const struct docker_agent_mount *a)
+static int agent_config(struct json_object *o, struct json_object *h, const struct docker_agent_mount *a,
+                        const char *const *extra)
 {
-        const char *entry[] = { DOCKER_AGENT_BIN_IN, a->dials ? "--dial" : "--socket",
-                                a->dials ? DOCKER_AGENT_DIAL_IN : DOCKER_AGENT_SOCK_IN, "--", NULL };
+        const char **entry = agent_argv(a, extra);
         static const char *const proxy_env[] = {
                 "HTTP_PROXY=" DOCKER_EGRESS_PROXY, "HTTPS_PROXY=" DOCKER_EGRESS_PROXY,
                 "http_proxy=" DOCKER_EGRESS_PROXY, "https_proxy=" DOCKER_EGRESS_PROXY,
@@ -252,7 +273,11 @@ static int agent_config(struct json_object *o, struct json_object *h, const stru
         /* egress (docs/EGRESS.md): read-only, so that the sandbox cannot
          * replace the socket the host relay listens on */
         snprintf(egress, sizeof(egress), "%s:%s:ro", a->egress, DOCKER_EGRESS_DIR_IN);
-        if ((r = json_add(o, "Entrypoint", str_array(entry))) < 0 ||
+        if (!entry)
+                return -ENOMEM;
+        r = json_add(o, "Entrypoint", str_array(entry));
+        free(entry);
+        if (r < 0 ||
             (r = json_add(h, "Binds", str_array((const char *const[]){ bin, run,
                                                                        a->egress[0] ? egress : NULL,
                                                                        NULL }))) < 0)
@@ -317,7 +342,7 @@ int docker_json_create_body(const struct sandbox_spec *spec, const struct docker
         if (r < 0)
                 goto out;
         if ((r = host_config(spec, agent != NULL, &h)) < 0 ||
-            (agent && (r = agent_config(o, h, agent)) < 0)) {
+            (agent && (r = agent_config(o, h, agent, spec->agent_args)) < 0)) {
                 json_put(h);
                 goto out;
         }
