@@ -120,9 +120,14 @@ static void schedule_after(struct hook *h, long long due_s, long long now_ms, lo
                 h->next_ms = -1; /* never again */
                 return;
         }
-        /* an @every that fell behind (a stopped container) runs once, now */
-        if (next < now_s)
-                next = now_s;
+        /* behind (a paused container, a long run): no catching up; the
+         * next due time from now */
+        if (next <= now_s)
+                next = cron_next(&h->cron, now_s);
+        if (next < 0) {
+                h->next_ms = -1;
+                return;
+        }
         h->last_s = next;
         h->next_ms = now_ms + (next - now_s) * 1000;
 }
