@@ -102,8 +102,9 @@ int cron_parse(const char *text, struct cron *c)
         static const struct {
                 const char *name, *fields;
         } descriptors[] = {
-                { "@yearly", "0 0 1 1 *" },  { "@annually", "0 0 1 1 *" }, { "@monthly", "0 0 1 * *" },
-                { "@weekly", "0 0 * * 0" },  { "@daily", "0 0 * * *" },    { "@midnight", "0 0 * * *" },
+                { "@yearly", "0 0 1 1 *" },  { "@annually", "0 0 1 1 *" },
+                { "@monthly", "0 0 1 * *" }, { "@weekly", "0 0 * * 0" },
+                { "@daily", "0 0 * * *" },   { "@midnight", "0 0 * * *" },
                 { "@hourly", "0 * * * *" },
         };
         char buf[CRON_TEXT_MAX], *f[6], *save = NULL;

@@ -16,15 +16,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define CRON_TEXT_MAX 128              /* a schedule's text, bytes */
+#define CRON_TEXT_MAX 128                /* a schedule's text, bytes */
 #define CRON_EVERY_MAX_S (366LL * 86400) /* @every at most a year */
 
 struct cron {
-        long long every_s; /* > 0: "@every"; the fields below unused */
-        uint64_t minute;   /* bit n: minute n */
-        uint32_t hour, dom; /* bit n: hour n; day n (1-31) */
-        uint16_t month;    /* bit n: month n (1-12) */
-        uint8_t dow;       /* bit n: weekday n (0-6, Sunday 0) */
+        long long every_s;       /* > 0: "@every"; the fields below unused */
+        uint64_t minute;         /* bit n: minute n */
+        uint32_t hour, dom;      /* bit n: hour n; day n (1-31) */
+        uint16_t month;          /* bit n: month n (1-12) */
+        uint8_t dow;             /* bit n: weekday n (0-6, Sunday 0) */
         bool dom_star, dow_star; /* the field was "*" (or "*" with a step) */
 };
 

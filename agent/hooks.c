@@ -32,8 +32,10 @@ __attribute__((format(printf, 1, 2))) static void hook_log(const char *fmt, ...)
 
 static int hex(char c)
 {
-        return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        return c >= '0' && c <= '9'   ? c - '0'
+               : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                      : -1;
 }
 
 /* Percent-decode s in place; -1 on a bad escape or a NUL byte. */
@@ -186,7 +188,8 @@ int hooks_tick(struct hook *hooks, size_t n, long long now_ms, long long now_s)
                         if (h->pid > 0) {
                                 h->skipped++;
                                 hook_log("sandbox-agent: hook %s: run skipped, the previous one is "
-                                         "still running (%lu skipped)", h->name, h->skipped);
+                                         "still running (%lu skipped)",
+                                         h->name, h->skipped);
                         } else {
                                 run(h, now_ms);
                         }

@@ -35,10 +35,10 @@ struct hook {
         char **argv; /* inside the decoded spec */
         struct cron cron;
         int timeout_s;
-        pid_t pid;            /* > 0: a run in progress */
-        long long next_ms;    /* monotonic: when the next run is due */
+        pid_t pid;             /* > 0: a run in progress */
+        long long next_ms;     /* monotonic: when the next run is due */
         long long deadline_ms; /* of the run in progress */
-        long long last_s;     /* epoch s the previous run was due (@every) */
+        long long last_s;      /* epoch s the previous run was due (@every) */
         unsigned long runs, skipped, failed, timed_out;
         bool killed;
 };

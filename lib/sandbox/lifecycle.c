@@ -16,20 +16,22 @@ static int command_check(struct json_object *cmd, const char *what, size_t *byte
 {
         size_t n;
 
-        if (!cmd || !json_object_is_type(cmd, json_type_array) || (n = json_object_array_length(cmd)) == 0 ||
-            n > LIFECYCLE_ARGS_MAX) {
-                snprintf(err, LIFECYCLE_ERR_MAX, "%s.command must be an array of 1 to %d strings", what,
-                         LIFECYCLE_ARGS_MAX);
+        if (!cmd || !json_object_is_type(cmd, json_type_array) ||
+            (n = json_object_array_length(cmd)) == 0 || n > LIFECYCLE_ARGS_MAX) {
+                snprintf(err, LIFECYCLE_ERR_MAX, "%s.command must be an array of 1 to %d strings",
+                         what, LIFECYCLE_ARGS_MAX);
                 return -EINVAL;
         }
         for (size_t i = 0; i < n; i++) {
                 struct json_object *a = json_object_array_get_idx(cmd, i);
-                const char *s = json_object_is_type(a, json_type_string) ? json_object_get_string(a) : NULL;
+                const char *s = json_object_is_type(a, json_type_string) ? json_object_get_string(a)
+                                                                         : NULL;
 
                 if (!s || strlen(s) != (size_t)json_object_get_string_len(a) ||
                     (i == 0 && strspn(s, " \t\r\n") == strlen(s))) {
-                        snprintf(err, LIFECYCLE_ERR_MAX, "%s.command[%zu] must be a %sstring without NUL bytes",
-                                 what, i, i == 0 ? "non-blank " : "");
+                        snprintf(err, LIFECYCLE_ERR_MAX,
+                                 "%s.command[%zu] must be a %sstring without NUL bytes", what, i,
+                                 i == 0 ? "non-blank " : "");
                         return -EINVAL;
                 }
                 *bytes += strlen(s);
@@ -43,11 +45,13 @@ static int timeout_check(struct json_object *hook, const char *what, int max, in
         int64_t t;
 
         *ret = LIFECYCLE_TIMEOUT_DEFAULT_S;
-        if (!json_object_object_get_ex(hook, "timeoutSeconds", &v) || json_object_is_type(v, json_type_null))
+        if (!json_object_object_get_ex(hook, "timeoutSeconds", &v) ||
+            json_object_is_type(v, json_type_null))
                 return 0;
         t = json_object_get_int64(v);
         if (!json_object_is_type(v, json_type_int) || t < 1 || t > max) {
-                snprintf(err, LIFECYCLE_ERR_MAX, "%s.timeoutSeconds must be an integer from 1 to %d", what, max);
+                snprintf(err, LIFECYCLE_ERR_MAX,
+                         "%s.timeoutSeconds must be an integer from 1 to %d", what, max);
                 return -EINVAL;
         }
         *ret = (int)t;
@@ -94,8 +98,10 @@ static int periodic_check(struct json_object *list, struct json_object *out, cha
         static const char *const keys[] = { "name", "schedule", "command", "timeoutSeconds", NULL };
         size_t n, bytes = 0;
 
-        if (!json_object_is_type(list, json_type_array) || (n = json_object_array_length(list)) > LIFECYCLE_PERIODIC_MAX) {
-                snprintf(err, LIFECYCLE_ERR_MAX, "lifecycle.periodic must be an array of at most %d hooks",
+        if (!json_object_is_type(list, json_type_array) ||
+            (n = json_object_array_length(list)) > LIFECYCLE_PERIODIC_MAX) {
+                snprintf(err, LIFECYCLE_ERR_MAX,
+                         "lifecycle.periodic must be an array of at most %d hooks",
                          LIFECYCLE_PERIODIC_MAX);
                 return -EINVAL;
         }
@@ -108,19 +114,25 @@ static int periodic_check(struct json_object *list, struct json_object *out, cha
 
                 snprintf(what, sizeof(what), "lifecycle.periodic[%zu]", i);
                 if (!json_object_is_type(h, json_type_object)) {
-                        snprintf(err, LIFECYCLE_ERR_MAX, "%s must be an object {name, schedule, command, "
-                                 "timeoutSeconds}", what);
+                        snprintf(err, LIFECYCLE_ERR_MAX,
+                                 "%s must be an object {name, schedule, command, "
+                                 "timeoutSeconds}",
+                                 what);
                         return -EINVAL;
                 }
                 if (keys_check(h, what, keys, err) < 0)
                         return -EINVAL;
-                name = json_object_object_get_ex(h, "name", &v) && json_object_is_type(v, json_type_string)
-                               ? json_object_get_string(v) : NULL;
+                name = json_object_object_get_ex(h, "name", &v) &&
+                                       json_object_is_type(v, json_type_string)
+                               ? json_object_get_string(v)
+                               : NULL;
                 if (!name || !*name || strlen(name) > LIFECYCLE_NAME_MAX ||
-                    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
-                            strlen(name) || strlen(name) != (size_t)json_object_get_string_len(v)) {
-                        snprintf(err, LIFECYCLE_ERR_MAX, "%s.name must match [A-Za-z0-9._-]{1,%d}", what,
-                                 LIFECYCLE_NAME_MAX);
+                    strspn(name,
+                           "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+                            strlen(name) ||
+                    strlen(name) != (size_t)json_object_get_string_len(v)) {
+                        snprintf(err, LIFECYCLE_ERR_MAX, "%s.name must match [A-Za-z0-9._-]{1,%d}",
+                                 what, LIFECYCLE_NAME_MAX);
                         return -EINVAL;
                 }
                 for (size_t j = 0; j < i; j++) {
@@ -128,30 +140,41 @@ static int periodic_check(struct json_object *list, struct json_object *out, cha
 
                         json_object_object_get_ex(json_object_array_get_idx(list, j), "name", &o);
                         if (strcmp(json_object_get_string(o), name) == 0) {
-                                snprintf(err, LIFECYCLE_ERR_MAX, "%s.name: \"%s\" is the name of another "
-                                         "periodic hook (names must be unique)", what, name);
+                                snprintf(err, LIFECYCLE_ERR_MAX,
+                                         "%s.name: \"%s\" is the name of another "
+                                         "periodic hook (names must be unique)",
+                                         what, name);
                                 return -EINVAL;
                         }
                 }
-                sched = json_object_object_get_ex(h, "schedule", &v) && json_object_is_type(v, json_type_string)
-                                ? json_object_get_string(v) : NULL;
+                sched = json_object_object_get_ex(h, "schedule", &v) &&
+                                        json_object_is_type(v, json_type_string)
+                                ? json_object_get_string(v)
+                                : NULL;
                 if (!sched || strlen(sched) != (size_t)json_object_get_string_len(v) ||
                     cron_parse(sched, &cron) < 0) {
-                        snprintf(err, LIFECYCLE_ERR_MAX, "%s.schedule must be a five-field cron expression, "
-                                 "@hourly, @daily, @weekly, @monthly, @yearly or \"@every N\" (s, m or h; "
-                                 "N >= 1)", what);
+                        snprintf(err, LIFECYCLE_ERR_MAX,
+                                 "%s.schedule must be a five-field cron expression, "
+                                 "@hourly, @daily, @weekly, @monthly, @yearly or \"@every N\" (s, "
+                                 "m or h; "
+                                 "N >= 1)",
+                                 what);
                         return -EINVAL;
                 }
                 if (cron_next(&cron, (long long)time(NULL)) < 0) {
-                        snprintf(err, LIFECYCLE_ERR_MAX, "%s.schedule: \"%.64s\" never fires", what, sched);
+                        snprintf(err, LIFECYCLE_ERR_MAX, "%s.schedule: \"%.64s\" never fires", what,
+                                 sched);
                         return -EINVAL;
                 }
-                if (command_check(json_object_object_get_ex(h, "command", &v) ? v : NULL, what, &bytes, err) < 0 ||
+                if (command_check(json_object_object_get_ex(h, "command", &v) ? v : NULL, what,
+                                  &bytes, err) < 0 ||
                     timeout_check(h, what, LIFECYCLE_PERIODIC_TIMEOUT_MAX_S, &t, err) < 0)
                         return -EINVAL;
                 if (bytes > LIFECYCLE_PERIODIC_BYTES) {
-                        snprintf(err, LIFECYCLE_ERR_MAX, "lifecycle.periodic: the commands are more than %d "
-                                 "bytes together", LIFECYCLE_PERIODIC_BYTES);
+                        snprintf(err, LIFECYCLE_ERR_MAX,
+                                 "lifecycle.periodic: the commands are more than %d "
+                                 "bytes together",
+                                 LIFECYCLE_PERIODIC_BYTES);
                         return -EINVAL;
                 }
                 if (json_object_array_add(out, hook_new(h, t, true)) < 0)
@@ -178,8 +201,10 @@ int lifecycle_parse(const struct broker_config *cfg, struct json_object *lc, cha
         if (keys_check(lc, "lifecycle", keys, err) < 0)
                 return -EINVAL;
         if (strcmp(cfg->provider, "docker") != 0) {
-                snprintf(err, LIFECYCLE_ERR_MAX, "lifecycle: hooks are run by the broker's sandbox agent, "
-                         "which this provider (%.32s) does not run", cfg->provider);
+                snprintf(err, LIFECYCLE_ERR_MAX,
+                         "lifecycle: hooks are run by the broker's sandbox agent, "
+                         "which this provider (%.32s) does not run",
+                         cfg->provider);
                 return -EINVAL;
         }
         out = json_object_new_object();
@@ -190,16 +215,19 @@ int lifecycle_parse(const struct broker_config *cfg, struct json_object *lc, cha
                 size_t bytes = 0;
 
                 if (!json_object_is_type(v, json_type_object)) {
-                        snprintf(err, LIFECYCLE_ERR_MAX, "lifecycle.preStart must be an object {command, timeoutSeconds}");
+                        snprintf(err, LIFECYCLE_ERR_MAX,
+                                 "lifecycle.preStart must be an object {command, timeoutSeconds}");
                         goto out;
                 }
                 if (keys_check(v, "lifecycle.preStart", pre_keys, err) < 0 ||
                     command_check(json_object_object_get_ex(v, "command", &cmd) ? cmd : NULL,
                                   "lifecycle.preStart", &bytes, err) < 0 ||
-                    timeout_check(v, "lifecycle.preStart", LIFECYCLE_PRESTART_TIMEOUT_MAX_S, &t, err) < 0)
+                    timeout_check(v, "lifecycle.preStart", LIFECYCLE_PRESTART_TIMEOUT_MAX_S, &t,
+                                  err) < 0)
                         goto out;
                 if (bytes > LIFECYCLE_PRESTART_BYTES) {
-                        snprintf(err, LIFECYCLE_ERR_MAX, "lifecycle.preStart.command is more than %d bytes",
+                        snprintf(err, LIFECYCLE_ERR_MAX,
+                                 "lifecycle.preStart.command is more than %d bytes",
                                  LIFECYCLE_PRESTART_BYTES);
                         goto out;
                 }
@@ -220,7 +248,8 @@ int lifecycle_parse(const struct broker_config *cfg, struct json_object *lc, cha
         r = 0;
         if (json_object_object_length(out) == 0)
                 goto out;
-        s = json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+        s = json_object_to_json_string_ext(out,
+                                           JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
         *ret = s ? strdup(s) : NULL;
         r = *ret ? 0 : -ENOMEM;
 out:
@@ -231,7 +260,8 @@ out:
 /* Percent-encode s onto the end of buf (agent/hooks.h, the --hook SPEC). */
 static void spec_add(char *buf, size_t *len, const char *s)
 {
-        static const char safe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/@*,:=";
+        static const char safe[] =
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/@*,:=";
 
         if (*len)
                 buf[(*len)++] = ' ';
@@ -253,11 +283,14 @@ static char *hook_spec(struct json_object *h)
         size_t size = 64, len = 0;
         char *buf, num[16];
 
-        if (!json_object_object_get_ex(h, "name", &name) || !json_object_object_get_ex(h, "schedule", &sched) ||
-            !json_object_object_get_ex(h, "command", &cmd) || !json_object_object_get_ex(h, "timeoutSeconds", &t) ||
+        if (!json_object_object_get_ex(h, "name", &name) ||
+            !json_object_object_get_ex(h, "schedule", &sched) ||
+            !json_object_object_get_ex(h, "command", &cmd) ||
+            !json_object_object_get_ex(h, "timeoutSeconds", &t) ||
             !json_object_is_type(cmd, json_type_array) || json_object_array_length(cmd) == 0)
                 return NULL;
-        size += 3 * (size_t)json_object_get_string_len(name) + 3 * (size_t)json_object_get_string_len(sched);
+        size += 3 * (size_t)json_object_get_string_len(name) +
+                3 * (size_t)json_object_get_string_len(sched);
         for (size_t i = 0; i < json_object_array_length(cmd); i++)
                 size += 1 + 3 * strlen(json_object_get_string(json_object_array_get_idx(cmd, i)));
         buf = malloc(size);
@@ -285,7 +318,8 @@ int lifecycle_run_read(const char *json, struct lifecycle_run *run)
         if (!run->obj || !json_object_is_type(run->obj, json_type_object))
                 goto bad;
         if (json_object_object_get_ex(run->obj, "preStart", &pre)) {
-                if (!json_object_object_get_ex(pre, "command", &cmd) || !json_object_is_type(cmd, json_type_array) ||
+                if (!json_object_object_get_ex(pre, "command", &cmd) ||
+                    !json_object_is_type(cmd, json_type_array) ||
                     (n = json_object_array_length(cmd)) == 0 || n > LIFECYCLE_ARGS_MAX ||
                     !json_object_object_get_ex(pre, "timeoutSeconds", &t))
                         goto bad;

@@ -12,13 +12,13 @@
 
 #include "config.h"
 
-#define LIFECYCLE_ARGS_MAX 256                  /* strings of one hook's command */
-#define LIFECYCLE_PRESTART_BYTES (64 * 1024)    /* preStart.command, all its strings */
-#define LIFECYCLE_PERIODIC_BYTES (32 * 1024)    /* every periodic command's strings together */
-#define LIFECYCLE_PERIODIC_MAX 16               /* = HOOKS_MAX of the agent */
+#define LIFECYCLE_ARGS_MAX 256               /* strings of one hook's command */
+#define LIFECYCLE_PRESTART_BYTES (64 * 1024) /* preStart.command, all its strings */
+#define LIFECYCLE_PERIODIC_BYTES (32 * 1024) /* every periodic command's strings together */
+#define LIFECYCLE_PERIODIC_MAX 16            /* = HOOKS_MAX of the agent */
 #define LIFECYCLE_NAME_MAX 63
 #define LIFECYCLE_PRESTART_TIMEOUT_MAX_S 10800
-#define LIFECYCLE_PERIODIC_TIMEOUT_MAX_S 300    /* = HOOK_TIMEOUT_MAX_S of the agent */
+#define LIFECYCLE_PERIODIC_TIMEOUT_MAX_S 300 /* = HOOK_TIMEOUT_MAX_S of the agent */
 #define LIFECYCLE_TIMEOUT_DEFAULT_S 60
 #define LIFECYCLE_ERR_MAX 256
 
@@ -29,10 +29,10 @@ int lifecycle_parse(const struct broker_config *cfg, struct json_object *lc, cha
 
 /* What the provisioning does with a record's lifecycle JSON. */
 struct lifecycle_run {
-        struct json_object *obj;   /* owns the strings below */
-        const char **pre_argv;     /* NULL-terminated, NULL: no preStart */
+        struct json_object *obj; /* owns the strings below */
+        const char **pre_argv;   /* NULL-terminated, NULL: no preStart */
         int pre_timeout_s;
-        char **hook_args;          /* "--hook", SPEC, ... NULL-terminated; NULL: no periodic */
+        char **hook_args; /* "--hook", SPEC, ... NULL-terminated; NULL: no periodic */
         size_t n_hook_args;
 };
 

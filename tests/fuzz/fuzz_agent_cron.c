@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 long long n = cron_next(&a, nows[i]), m;
 
                 if (a.every_s) {
-                        CHECK(a.every_s >= 1 && a.every_s <= CRON_EVERY_MAX_S && n == nows[i] + a.every_s);
+                        CHECK(a.every_s >= 1 && a.every_s <= CRON_EVERY_MAX_S &&
+                              n == nows[i] + a.every_s);
                         continue;
                 }
                 if (n < 0)

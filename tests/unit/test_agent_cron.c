@@ -18,7 +18,9 @@
 /* UTC epoch seconds of a date and time. */
 static long long at(int y, int mon, int d, int h, int min)
 {
-        struct tm tm = { .tm_year = y - 1900, .tm_mon = mon - 1, .tm_mday = d, .tm_hour = h, .tm_min = min };
+        struct tm tm = {
+                .tm_year = y - 1900, .tm_mon = mon - 1, .tm_mday = d, .tm_hour = h, .tm_min = min
+        };
 
         return (long long)timegm(&tm);
 }
@@ -34,10 +36,18 @@ static long long next(const char *text, long long now)
 static void test_forms(void **state)
 {
         static const char *const good[] = {
-                "* * * * *", "0 0 1 1 *", "*/5 * * * *", "0-59/15 0-23 1-31 1-12 0-7", "1,2,3 4 5 6 0",
-                "0 12 * * MON-FRI", "0 0 1 jan,Jul *", "30 2 * * 7", "5/10 * * * *", "0\t0 * * *",
-                "  0 0 * * *  ", "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight",
-                "@hourly", "@every 1s", "@every 90s", "@every 5m", "@every 2h", "@every 8784h",
+                "* * * * *",       "0 0 1 1 *",
+                "*/5 * * * *",     "0-59/15 0-23 1-31 1-12 0-7",
+                "1,2,3 4 5 6 0",   "0 12 * * MON-FRI",
+                "0 0 1 jan,Jul *", "30 2 * * 7",
+                "5/10 * * * *",    "0\t0 * * *",
+                "  0 0 * * *  ",   "@yearly",
+                "@annually",       "@monthly",
+                "@weekly",         "@daily",
+                "@midnight",       "@hourly",
+                "@every 1s",       "@every 90s",
+                "@every 5m",       "@every 2h",
+                "@every 8784h",
         };
         struct cron c;
 
@@ -59,12 +69,44 @@ static void test_forms(void **state)
 static void test_bounds_and_garbage(void **state)
 {
         static const char *const bad[] = {
-                NULL, "", " ", "* * * *", "* * * * * *", "60 * * * *", "* 24 * * *", "* * 0 * *",
-                "* * 32 * *", "* * * 0 *", "* * * 13 *", "* * * * 8", "-1 * * * *", "5-1 * * * *",
-                "*/0 * * * *", "*/61 * * * *", "1,,2 * * * *", "1, * * * * *", ",1 * * * *", "1- * * * *",
-                "a * * * *", "* * * FOO *", "* * * * MONDAY", "00000 * * * *", "@every", "@every 0s",
-                "@every 1", "@every s", "@every 1d", "@every -1s", "@every 1s ", "@every 8785h",
-                "@every 9999999999s", "@reboot", "@Hourly", "@hourly ", "*/ * * * *", "1/2/3 * * * *",
+                NULL,
+                "",
+                " ",
+                "* * * *",
+                "* * * * * *",
+                "60 * * * *",
+                "* 24 * * *",
+                "* * 0 * *",
+                "* * 32 * *",
+                "* * * 0 *",
+                "* * * 13 *",
+                "* * * * 8",
+                "-1 * * * *",
+                "5-1 * * * *",
+                "*/0 * * * *",
+                "*/61 * * * *",
+                "1,,2 * * * *",
+                "1, * * * * *",
+                ",1 * * * *",
+                "1- * * * *",
+                "a * * * *",
+                "* * * FOO *",
+                "* * * * MONDAY",
+                "00000 * * * *",
+                "@every",
+                "@every 0s",
+                "@every 1",
+                "@every s",
+                "@every 1d",
+                "@every -1s",
+                "@every 1s ",
+                "@every 8785h",
+                "@every 9999999999s",
+                "@reboot",
+                "@Hourly",
+                "@hourly ",
+                "*/ * * * *",
+                "1/2/3 * * * *",
                 "* * * * * # comment",
         };
         char big[CRON_TEXT_MAX + 8];
@@ -87,7 +129,8 @@ static void test_next(void **state)
 
         (void)state;
         assert_int_equal(next("* * * * *", now), at(2026, 12, 5, 13, 48));
-        assert_int_equal(next("* * * * *", at(2026, 12, 5, 13, 48)), at(2026, 12, 5, 13, 49)); /* strictly after */
+        assert_int_equal(next("* * * * *", at(2026, 12, 5, 13, 48)),
+                         at(2026, 12, 5, 13, 49)); /* strictly after */
         assert_int_equal(next("*/15 * * * *", now), at(2026, 12, 5, 14, 0));
         assert_int_equal(next("@hourly", now), at(2026, 12, 5, 14, 0));
         assert_int_equal(next("@daily", now), at(2026, 12, 6, 0, 0));
@@ -97,7 +140,7 @@ static void test_next(void **state)
         assert_int_equal(next("0 9 * * MON-FRI", now), at(2026, 12, 7, 9, 0));
         assert_int_equal(next("30 23 31 * *", now), at(2026, 12, 31, 23, 30));
         assert_int_equal(next("0 0 29 2 *", now), at(2028, 2, 29, 0, 0)); /* the next leap day */
-        assert_int_equal(next("0 0 31 4 *", now), -1);                     /* April has 30 days */
+        assert_int_equal(next("0 0 31 4 *", now), -1);                    /* April has 30 days */
         assert_int_equal(next("0 0 30 2 *", now), -1);
         /* both day fields restricted: either (the 1st, or a Friday) */
         assert_int_equal(next("0 0 1 * 5", now), at(2026, 12, 11, 0, 0));
