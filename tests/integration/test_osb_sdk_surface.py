@@ -533,19 +533,20 @@ def test_renew_on_access(sb):
         o.delete(plain.sid)
 
 
-def test_resource_requests_checked_and_lifecycle_refused(sb):
+def test_resource_requests_checked_and_bad_lifecycle_refused(sb):
     """resourceRequests are checked as the limits are (never above them); a
-    lifecycle hook, which nothing here would run, is a 400, not silence.
-    Either refusal makes nothing."""
+    bad lifecycle hook is a 400 (the hooks themselves:
+    test_osb_lifecycle_hooks.py). Either refusal makes nothing."""
     o = OSB(sb, "golf")
     base = {"image": {"uri": TINY}, "entrypoint": ["sleep", "infinity"], "timeout": 120,
             "resourceLimits": {"cpu": "500m", "memory": "256Mi"}}
     before = {i["id"] for i in o.list().json["items"]}
     for extra, words in (({"resourceRequests": {"cpu": "1"}}, "resourceRequests.cpu is more than"),
                          ({"resourceRequests": {"memory": "lots"}}, "resourceRequests.memory must be"),
-                         ({"lifecycle": {"preStart": {"command": ["true"]}}}, "lifecycle hooks"),
-                         ({"lifecycle": {"periodic": [{"name": "p", "schedule": "@every 5s",
-                                                       "command": ["true"]}]}}, "lifecycle hooks")):
+                         ({"lifecycle": {"preStart": {"command": ["true"], "timeoutSeconds": 0}}},
+                          "lifecycle.preStart.timeoutSeconds"),
+                         ({"lifecycle": {"periodic": [{"name": "p", "schedule": "@every 0s",
+                                                       "command": ["true"]}]}}, "lifecycle.periodic[0].schedule")):
         r = o.create_raw(dict(base, **extra))
         assert r.status == 400 and words in r.json["message"], (extra, r)
     assert {i["id"] for i in o.list().json["items"]} == before
