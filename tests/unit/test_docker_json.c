@@ -163,6 +163,19 @@ static void test_create_body_agent(void **state)
         assert_array(get(o, "Env"), s.env); /* commands not through the agent: no env file */
         json_object_put(o);
         free(body);
+
+        /* periodic lifecycle hooks: the agent's own arguments, before "--",
+         * never in Cmd (the sandbox's command) */
+        s.agent_args = (const char *const[]){ "--hook", "a 60 @hourly true", "--hook", "b 1 @every%201s x", NULL };
+        assert_int_equal(docker_json_create_body(&s, &m, &body), 0);
+        o = json_tokener_parse(body);
+        assert_array(get(o, "Entrypoint"),
+                     (const char *const[]){ "/.sandbox-broker/agent", "--socket", "/.sandbox-broker/run/agent.sock",
+                                            "--hook", "a 60 @hourly true", "--hook", "b 1 @every%201s x", "--",
+                                            NULL });
+        assert_array(get(o, "Cmd"), s.entrypoint);
+        json_object_put(o);
+        free(body);
 }
 
 /* Commands through the agent: the sandbox names the env file of the SDK's
