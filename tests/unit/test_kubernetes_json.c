@@ -447,6 +447,43 @@ static void test_error_message(void **state)
         k8s_json_error_message("create", 403,
                                "{\"kind\":\"Status\",\"message\":\"pods is forbidden\"}", err);
         assert_string_equal(err, "kubernetes: create: HTTP 403: pods is forbidden");
+        /* the authorizer's 403: the RBAC hint */
+        k8s_json_error_message("create", 403,
+                               "{\"kind\":\"Status\",\"reason\":\"Forbidden\",\"message\":"
+                               "\"pods is forbidden: User \\\"sa\\\" cannot create resource \\\"pods\\\" "
+                               "in API group \\\"\\\" in the namespace \\\"x\\\"\"}",
+                               err);
+        assert_non_null(strstr(err, "HTTP 403: pods is forbidden: User \"sa\" cannot create"));
+        assert_non_null(strstr(err, "(check the credentials and the RBAC Role: docs/KUBERNETES.md)"));
+        /* admission's 403 (an unknown RuntimeClass): its own reason, no RBAC hint */
+        k8s_json_error_message("create", 403,
+                               "{\"kind\":\"Status\",\"reason\":\"Forbidden\",\"message\":"
+                               "\"pods \\\"sb-1\\\" is forbidden: pod rejected: RuntimeClass "
+                               "\\\"gvisor\\\" not found\"}",
+                               err);
+        assert_string_equal(err, "kubernetes: create: HTTP 403: pods \"sb-1\" is forbidden: pod "
+                                 "rejected: RuntimeClass \"gvisor\" not found");
+        assert_null(strstr(err, "RBAC"));
+        /* a long message is cut, the hint kept whole */
+        {
+                char body[600];
+
+                snprintf(body, sizeof(body),
+                         "{\"message\":\"pods is forbidden: User \\\"system:serviceaccount:%0300d\\\" "
+                         "cannot list resource\"}",
+                         0);
+                k8s_json_error_message("list pods of the namespace", 403, body, err);
+                assert_true(strlen(err) < PROVIDER_ERR_MAX);
+                assert_non_null(strstr(err, "HTTP 403: pods is forbidden: User"));
+                assert_non_null(strstr(err, "(check the credentials and the RBAC Role: docs/KUBERNETES.md)"));
+        }
+        /* a 401: the credentials; a 403 without a body: both */
+        k8s_json_error_message("list", 401, "{\"message\":\"Unauthorized\"}", err);
+        assert_string_equal(err, "kubernetes: list: HTTP 401: Unauthorized (check the credentials: "
+                                 "docs/KUBERNETES.md)");
+        k8s_json_error_message("list", 403, NULL, err);
+        assert_string_equal(err, "kubernetes: list: HTTP 403 (check the credentials and the RBAC Role: "
+                                 "docs/KUBERNETES.md)");
         k8s_json_error_message("create", 502, "<html>", err);
         assert_string_equal(err, "kubernetes: create: HTTP 502");
         k8s_json_error_message("create", 500, NULL, err);
