@@ -7,7 +7,8 @@ K8S_DEFAULT_STATE="${K8S_STATE_DIR:-/tmp/sandbox-broker-k8s}"
 
 # sysctls kubelet sets at start (no setting stops it): saved before, restored by k8s-down
 K8S_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
-    kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+    kernel.keys.root_maxkeys kernel.keys.root_maxbytes
+    net.bridge.bridge-nf-call-iptables net.bridge.bridge-nf-call-ip6tables)
 # fixed host paths the components may create despite every path setting pointing into the state
 # dir (shim sockets, CNI result cache, container log symlinks, ...): those absent before start are
 # removed by k8s-down (only their empty dirs and dangling links: never anything else's files)
@@ -38,4 +39,43 @@ k8s_pid_alive() { # STATE NAME: the recorded process is still the one we started
     [[ -f "$f" ]] || return 1
     read -r pid start < "$f"
     [[ -n "$pid" && "$(k8s_proc_start "$pid" 2>/dev/null)" == "$start" ]]
+}
+
+# The pod bridge's firewall (docs/KUBERNETES.md, "Pods reach nothing of the host"): two chains per
+# tool (iptables, ip6tables) named for the run, jumped to from the top of INPUT and FORWARD.
+#   <id>-in   (INPUT from the bridge): replies to connections the host opened (the relay's to the
+#             agents, kubelet's probes) pass; everything else a pod sends to the host is dropped.
+#   <id>-fwd  (FORWARD from or to the bridge): dropped, pod to pod on the bridge included (bridged
+#             frames reach FORWARD through br_netfilter, bridge-nf-call-iptables=1).
+# Each step is recorded in $S/firewall.created before it is made, so k8s-down undoes exactly it.
+k8s_firewall_up() { # STATE BRIDGE ID
+    local S="$1" br="$2" id="$3" t in fwd
+    in="sbk8s-$id-in"; fwd="sbk8s-$id-fwd"
+    for t in iptables ip6tables; do
+        command -v "$t" >/dev/null || { [[ $t == ip6tables ]] && continue; k8s_die "$t is not installed"; }
+        echo "$t $in $fwd $br" >> "$S/firewall.created"
+        "$t" -w -N "$in" && "$t" -w -N "$fwd" || k8s_die "$t: could not create chains $in $fwd"
+        "$t" -w -A "$in" -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN
+        "$t" -w -A "$in" -j DROP
+        "$t" -w -A "$fwd" -j DROP
+        "$t" -w -I INPUT 1 -i "$br" -j "$in"
+        "$t" -w -I FORWARD 1 -i "$br" -j "$fwd"
+        "$t" -w -I FORWARD 1 -o "$br" -j "$fwd"
+    done
+}
+
+k8s_firewall_down() { # STATE: undo what $S/firewall.created records; 1 when something is left
+    local S="$1" t in fwd br c rc=0
+    [[ -f "$S/firewall.created" ]] || return 0
+    while read -r t in fwd br; do
+        while "$t" -w -D INPUT -i "$br" -j "$in" 2>/dev/null; do :; done
+        while "$t" -w -D FORWARD -i "$br" -j "$fwd" 2>/dev/null; do :; done
+        while "$t" -w -D FORWARD -o "$br" -j "$fwd" 2>/dev/null; do :; done
+        for c in "$in" "$fwd"; do
+            "$t" -w -S "$c" >/dev/null 2>&1 || continue
+            "$t" -w -F "$c" && "$t" -w -X "$c" || { k8s_log "warning: $t chain $c not removed"; rc=1; }
+        done
+    done < "$S/firewall.created"
+    ((rc)) || rm -f "$S/firewall.created"
+    return $rc
 }

@@ -31,7 +31,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 IMAGE = "sandbox-broker/tiny:latest"
 SYSCTLS = ["vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic", "kernel.panic_on_oops",
-           "kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes"]
+           "kernel.keys.root_maxkeys", "kernel.keys.root_maxbytes"] + \
+    [k for k in ("net.bridge.bridge-nf-call-iptables", "net.bridge.bridge-nf-call-ip6tables")
+     if os.path.exists("/proc/sys/" + k.replace(".", "/"))]  # k8s-up sets them (pod to pod filtered)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the cluster needs root")
 
@@ -211,9 +213,20 @@ def assert_host_clean(state, env, before, during, recorded, shim_socks):
     assert not [p for p in shim_socks if os.path.exists(p)]
     for h in os.listdir("/sys/fs/cgroup"):
         assert not os.path.exists("/sys/fs/cgroup/%s%s" % (h, env["K8S_CGROUP_ROOT"]))
+    net = "sbk8s-" + env["K8S_BRIDGE"][len("sbk8s"):]
     if os.path.isdir("/var/lib/cni/results"):   # libcni's fixed cache: no entry of our network
-        net = "sbk8s-" + env["K8S_BRIDGE"][len("sbk8s"):]
         assert not [f for f in os.listdir("/var/lib/cni/results") if f.startswith(net)]
+    assert not firewall_rules(net), firewall_rules(net)  # the bridge's chains and jumps gone
+
+
+def firewall_rules(net):
+    """The iptables/ip6tables rules and chains of this cluster's pod bridge (sbk8s-<id>-in/-fwd)."""
+    out = []
+    for tool in ("iptables", "ip6tables"):
+        if shutil.which(tool):
+            r = subprocess.run([tool, "-w", "-S"], capture_output=True, text=True)
+            out += [tool + " " + line for line in r.stdout.splitlines() if net + "-" in line]
+    return out
 
 
 def start_cluster(images=(IMAGE,)):
@@ -306,6 +319,7 @@ def test_down_undoes_every_host_change(cluster):
     assert http_get(pod["status"]["podIP"], 8081) == "hello-from-left"
 
     during = read_sysctls()
+    assert len(firewall_rules("sbk8s-" + env["K8S_BRIDGE"][len("sbk8s"):])) >= 6  # while it runs
     recorded, shim_socks = record_cluster(state, env)
     run_down(cluster)
     assert_host_clean(state, env, cluster["sysctls_before"], during, recorded, shim_socks)

@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -447,6 +450,43 @@ static void test_error_message(void **state)
         k8s_json_error_message("create", 403,
                                "{\"kind\":\"Status\",\"message\":\"pods is forbidden\"}", err);
         assert_string_equal(err, "kubernetes: create: HTTP 403: pods is forbidden");
+        /* the authorizer's 403: the RBAC hint */
+        k8s_json_error_message("create", 403,
+                               "{\"kind\":\"Status\",\"reason\":\"Forbidden\",\"message\":"
+                               "\"pods is forbidden: User \\\"sa\\\" cannot create resource \\\"pods\\\" "
+                               "in API group \\\"\\\" in the namespace \\\"x\\\"\"}",
+                               err);
+        assert_non_null(strstr(err, "HTTP 403: pods is forbidden: User \"sa\" cannot create"));
+        assert_non_null(strstr(err, "(check the credentials and the RBAC Role: docs/KUBERNETES.md)"));
+        /* admission's 403 (an unknown RuntimeClass): its own reason, no RBAC hint */
+        k8s_json_error_message("create", 403,
+                               "{\"kind\":\"Status\",\"reason\":\"Forbidden\",\"message\":"
+                               "\"pods \\\"sb-1\\\" is forbidden: pod rejected: RuntimeClass "
+                               "\\\"gvisor\\\" not found\"}",
+                               err);
+        assert_string_equal(err, "kubernetes: create: HTTP 403: pods \"sb-1\" is forbidden: pod "
+                                 "rejected: RuntimeClass \"gvisor\" not found");
+        assert_null(strstr(err, "RBAC"));
+        /* a long message is cut, the hint kept whole */
+        {
+                char body[600];
+
+                snprintf(body, sizeof(body),
+                         "{\"message\":\"pods is forbidden: User \\\"system:serviceaccount:%0300d\\\" "
+                         "cannot list resource\"}",
+                         0);
+                k8s_json_error_message("list pods of the namespace", 403, body, err);
+                assert_true(strlen(err) < PROVIDER_ERR_MAX);
+                assert_non_null(strstr(err, "HTTP 403: pods is forbidden: User"));
+                assert_non_null(strstr(err, "(check the credentials and the RBAC Role: docs/KUBERNETES.md)"));
+        }
+        /* a 401: the credentials; a 403 without a body: both */
+        k8s_json_error_message("list", 401, "{\"message\":\"Unauthorized\"}", err);
+        assert_string_equal(err, "kubernetes: list: HTTP 401: Unauthorized (check the credentials: "
+                                 "docs/KUBERNETES.md)");
+        k8s_json_error_message("list", 403, NULL, err);
+        assert_string_equal(err, "kubernetes: list: HTTP 403 (check the credentials and the RBAC Role: "
+                                 "docs/KUBERNETES.md)");
         k8s_json_error_message("create", 502, "<html>", err);
         assert_string_equal(err, "kubernetes: create: HTTP 502");
         k8s_json_error_message("create", 500, NULL, err);
@@ -514,7 +554,31 @@ static void test_agent_key_and_marker(void **state)
         strcpy(bad.name, "../x");
         assert_int_equal(k8s_agent_marker_write(&k, &bad, false, NULL), -EPROTO);
 
-        k8s_agent_marker_remove(&k, "sb-x");
+        /* the relay's agent.sock still in the run directory (it unlinks it
+         * on its own time), and a link there: both go, the link's target stays */
+        {
+                char sock[300], link_path[300], target[300];
+                struct sockaddr_un sa = { .sun_family = AF_UNIX };
+                int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+                snprintf(sock, sizeof(sock), "%s/sb-x/agent.sock", k.agent_dir);
+                assert_true(strlen(sock) < sizeof(sa.sun_path));
+                memcpy(sa.sun_path, sock, strlen(sock) + 1);
+                assert_true(fd >= 0);
+                assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+                close(fd);
+                snprintf(target, sizeof(target), "%s/keep", dir);
+                fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0600);
+                assert_true(fd >= 0);
+                close(fd);
+                snprintf(link_path, sizeof(link_path), "%s/sb-x/link", k.agent_dir);
+                assert_int_equal(symlink(target, link_path), 0);
+                k8s_agent_marker_remove(&k, "sb-x");
+                assert_int_equal(lstat(sock, &st), -1);
+                assert_int_equal(lstat(link_path, &st), -1);
+                assert_int_equal(lstat(target, &st), 0);
+                assert_int_equal(unlink(target), 0);
+        }
         assert_int_equal(lstat(path, &st), -1);
         snprintf(path, sizeof(path), "%s/sb-x", k.agent_dir);
         assert_int_equal(lstat(path, &st), -1);

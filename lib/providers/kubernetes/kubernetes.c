@@ -51,13 +51,8 @@ int k8s_call(struct k8s *k, const char *method, const char *path, const char *js
         r = k8s_api_request(k->api, &req, &status, &b, ret_err);
         if (r == -EIO)
                 r = -EREMOTEIO; /* -EIO reads "Redis is down" to callers */
-        if (r == 0 && (r = k8s_api_status_errno(status)) < 0) {
-                k8s_json_error_message(what, status, b.data, ret_err);
-                if (r == -EACCES && ret_err)
-                        strncat(ret_err,
-                                " (check the credentials and the RBAC Role: docs/KUBERNETES.md)",
-                                PROVIDER_ERR_MAX - strlen(ret_err) - 1);
-        }
+        if (r == 0 && (r = k8s_api_status_errno(status)) < 0)
+                k8s_json_error_message(what, status, b.data, ret_err); /* with its hint */
         if (r == 0 && resp) {
                 *resp = b;
                 b = (struct http_buf){ 0 };

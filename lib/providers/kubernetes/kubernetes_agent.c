@@ -10,6 +10,7 @@
 #include "kubernetes_internal.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -120,16 +121,32 @@ fail:
         return r;
 }
 
+/* The marker first (the relay stops serving the pod), then the run
+ * directory with what is in it: the relay's agent.sock, which the relay
+ * unlinks too but maybe not before this rmdir. Entries are unlinked, never
+ * followed; a directory inside (none of ours) keeps the run directory. */
 void k8s_agent_marker_remove(struct k8s *k, const char *ref)
 {
         char path[320];
+        struct dirent *e;
+        DIR *d;
+        int fd;
 
         if (!k8s_ref_valid(ref))
                 return;
         snprintf(path, sizeof(path), "%s/%s.tcp", k->agent_dir, ref);
         (void)unlink(path);
         snprintf(path, sizeof(path), "%s/%s", k->agent_dir, ref);
-        (void)rmdir(path); /* empty: what the agent client keeps is the marker */
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0 && (d = fdopendir(fd))) {
+                while ((e = readdir(d)))
+                        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                                (void)unlinkat(dirfd(d), e->d_name, 0);
+                closedir(d);
+        } else if (fd >= 0) {
+                close(fd);
+        }
+        (void)rmdir(path);
 }
 
 /* AGENT_DIR/<ref> of a sandbox whose commands go through its agent. */

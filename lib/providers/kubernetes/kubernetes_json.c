@@ -745,19 +745,45 @@ out:
         return r;
 }
 
+/* Which hint an error status gets: a 401 is the credentials; a 403 is the
+ * RBAC Role only when the authorizer said so ("User \"...\" cannot <verb>");
+ * a 403 from admission (an unknown RuntimeClass, a quota, a PodSecurity
+ * level) has its own reason in the message, and no hint. */
+static const char *error_hint(long status, const char *msg)
+{
+        const char *u;
+
+        if (status == 401)
+                return " (check the credentials: docs/KUBERNETES.md)";
+        if (status != 403)
+                return "";
+        if (!msg)
+                return " (check the credentials and the RBAC Role: docs/KUBERNETES.md)";
+        u = strstr(msg, "User \"");
+        if (u && strstr(u, "\" cannot "))
+                return " (check the credentials and the RBAC Role: docs/KUBERNETES.md)";
+        return "";
+}
+
 void k8s_json_error_message(const char *what, long status, const char *body, char *ret_err)
 {
         struct json_object *o;
-        const char *msg;
+        const char *msg, *hint;
+        size_t n, room;
 
         if (!ret_err)
                 return;
         o = body ? parse(body, strlen(body)) : NULL;
         msg = json_get_str(o, "message");
-        if (msg)
-                snprintf(ret_err, PROVIDER_ERR_MAX, "kubernetes: %s: HTTP %ld: %.180s", what,
-                         status, msg);
-        else
-                snprintf(ret_err, PROVIDER_ERR_MAX, "kubernetes: %s: HTTP %ld", what, status);
+        hint = error_hint(status, msg);
+        snprintf(ret_err, PROVIDER_ERR_MAX, "kubernetes: %s: HTTP %ld", what, status);
+        n = strlen(ret_err);
+        /* the message cut (at most 180 bytes) so that the hint always fits */
+        room = PROVIDER_ERR_MAX - 1 - n - strlen(hint);
+        if (msg && room > 2 + 8)
+                n += (size_t)snprintf(ret_err + n, PROVIDER_ERR_MAX - n, ": %.*s",
+                                      (int)(room - 2 < 180 ? room - 2 : 180), msg);
+        if (n + strlen(hint) < PROVIDER_ERR_MAX)
+                memcpy(ret_err + n, hint, strlen(hint) + 1);
         json_put(o);
 }

@@ -124,5 +124,8 @@ enum k8s_event_type {
 int k8s_json_parse_event(const char *line, size_t len, enum k8s_event_type *type,
                          struct k8s_pod *pod, int *code);
 
-/* "kubernetes: <what>: HTTP <status>: <Status.message>" into ret_err. */
+/* "kubernetes: <what>: HTTP <status>: <Status.message>" into ret_err, with a
+ * hint where the status says where to look: a 401, "check the credentials";
+ * a 403 of the authorizer (User "..." cannot ...), "... and the RBAC Role";
+ * a 403 of admission (an unknown RuntimeClass, a quota): its message only. */
 void k8s_json_error_message(const char *what, long status, const char *body, char *ret_err);
