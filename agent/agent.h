@@ -68,3 +68,7 @@ int agent_wait_code(int status);
 
 /* Monotonic clock in milliseconds. */
 long long agent_now_ms(void);
+
+/* One line to stderr (the container's log), "\n" added, cut at 511 bytes;
+ * one write(2), so lines of several processes never interleave. */
+__attribute__((format(printf, 1, 2))) void agent_log(const char *fmt, ...);

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,23 +11,6 @@
 #include <unistd.h>
 
 #include "agent.h"
-
-__attribute__((format(printf, 1, 2))) static void hook_log(const char *fmt, ...)
-{
-        char line[256];
-        va_list ap;
-        int n;
-
-        va_start(ap, fmt);
-        n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-                return;
-        if ((size_t)n > sizeof(line) - 2)
-                n = sizeof(line) - 2;
-        line[n++] = '\n';
-        (void)!write(2, line, (size_t)n);
-}
 
 static int hex(char c)
 {
@@ -145,7 +127,7 @@ static void run(struct hook *h, long long now_ms)
 
         if (pid < 0) {
                 h->failed++;
-                hook_log("sandbox-agent: hook %s: fork: %s", h->name, strerror(errno));
+                agent_log("sandbox-agent: hook %s: fork: %s", h->name, strerror(errno));
                 return;
         }
         if (pid == 0) {
@@ -179,7 +161,7 @@ int hooks_tick(struct hook *hooks, size_t n, long long now_ms, long long now_s)
                         (void)kill(h->pid, SIGKILL);
                         h->killed = true;
                         h->timed_out++;
-                        hook_log("sandbox-agent: hook %s: killed at its timeout (%d s)", h->name,
+                        agent_log("sandbox-agent: hook %s: killed at its timeout (%d s)", h->name,
                                  h->timeout_s);
                 }
                 if (h->next_ms >= 0 && now_ms >= h->next_ms) {
@@ -187,7 +169,7 @@ int hooks_tick(struct hook *hooks, size_t n, long long now_ms, long long now_s)
 
                         if (h->pid > 0) {
                                 h->skipped++;
-                                hook_log("sandbox-agent: hook %s: run skipped, the previous one is "
+                                agent_log("sandbox-agent: hook %s: run skipped, the previous one is "
                                          "still running (%lu skipped)",
                                          h->name, h->skipped);
                         } else {
@@ -217,7 +199,7 @@ bool hooks_reaped(struct hook *hooks, size_t n, pid_t pid, int status)
                 code = agent_wait_code(status);
                 if (code != 0 && !h->killed) {
                         h->failed++;
-                        hook_log("sandbox-agent: hook %s: exited with code %d", h->name, code);
+                        agent_log("sandbox-agent: hook %s: exited with code %d", h->name, code);
                 }
                 return true;
         }

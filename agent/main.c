@@ -67,7 +67,7 @@ struct agent {
         bool hooks_started; /* scheduled: once the entrypoint has started */
 };
 
-__attribute__((format(printf, 1, 2))) static void log_err(const char *fmt, ...)
+void agent_log(const char *fmt, ...)
 {
         char line[512];
         va_list ap;
@@ -86,7 +86,7 @@ __attribute__((format(printf, 1, 2))) static void log_err(const char *fmt, ...)
 
 static void usage(void)
 {
-        log_err("usage: sandbox-agent (--socket PATH | --dial PATH | --listen-tcp [ADDR:]PORT "
+        agent_log("usage: sandbox-agent (--socket PATH | --dial PATH | --listen-tcp [ADDR:]PORT "
                 "--key-env NAME) [--keep] [--hook SPEC]... [-- ENTRYPOINT ARGS...]");
         exit(2);
 }
@@ -126,11 +126,11 @@ static void parse_args(struct agent *a, int argc, char **argv, struct args *ret)
                         const char *why = "";
 
                         if (a->n_hooks == HOOKS_MAX) {
-                                log_err("sandbox-agent: --hook: at most %d", HOOKS_MAX);
+                                agent_log("sandbox-agent: --hook: at most %d", HOOKS_MAX);
                                 exit(2);
                         }
                         if (hook_decode(argv[++i], &a->hooks[a->n_hooks], &why) < 0) {
-                                log_err("sandbox-agent: --hook: %s", why);
+                                agent_log("sandbox-agent: --hook: %s", why);
                                 exit(2);
                         }
                         a->n_hooks++;
@@ -183,7 +183,7 @@ static void entry_start(struct agent *a)
         pid_t pid = fork();
 
         if (pid < 0) {
-                log_err("sandbox-agent: fork: %s", strerror(errno));
+                agent_log("sandbox-agent: fork: %s", strerror(errno));
                 agent_exit(a, 1);
         }
         if (pid == 0) {
@@ -194,7 +194,7 @@ static void entry_start(struct agent *a)
                         (void)tcsetpgrp(0, getpid());
                 agent_child_reset(-1);
                 execvp(a->entry_argv[0], a->entry_argv);
-                log_err("sandbox-agent: exec %s: %s", a->entry_argv[0], strerror(errno));
+                agent_log("sandbox-agent: exec %s: %s", a->entry_argv[0], strerror(errno));
                 _exit(errno == ENOENT || errno == ENOTDIR ? 127 : 126);
         }
         /* Also here: the group exists before any signal is forwarded to it. */
@@ -345,7 +345,7 @@ static void dial_fill(struct agent *a)
         int r = dialer_fill(&a->dialer, agent_now_ms());
 
         if (r < 0)
-                log_err("sandbox-agent: cannot dial %s: %s (retrying)", a->dialer.path,
+                agent_log("sandbox-agent: cannot dial %s: %s (retrying)", a->dialer.path,
                         strerror(-r));
 }
 
@@ -375,10 +375,10 @@ static void socket_check(struct agent *a)
         r = listener_check(&a->lis);
 
         if (r < 0 && !a->lis.failing)
-                log_err("sandbox-agent: %s is gone and cannot be bound again: %s", a->lis.path,
+                agent_log("sandbox-agent: %s is gone and cannot be bound again: %s", a->lis.path,
                         strerror(-r));
         else if (r > 0)
-                log_err("sandbox-agent: %s was replaced; bound again", a->lis.path);
+                agent_log("sandbox-agent: %s was replaced; bound again", a->lis.path);
         a->lis.failing = r < 0;
 }
 
@@ -397,7 +397,7 @@ int main(int argc, char **argv)
 
                 r = tcp_key_from_env(args.key_env, key);
                 if (r < 0) {
-                        log_err("sandbox-agent: --key-env %s: %s", args.key_env,
+                        agent_log("sandbox-agent: --key-env %s: %s", args.key_env,
                                 r == -ENOENT ? "not set"
                                              : "not a key (64 lowercase hex digits expected)");
                         return 2;
@@ -405,7 +405,7 @@ int main(int argc, char **argv)
                 r = tcp_listener_open(&a->tcp, args.tcp, key);
                 memset(key, 0, sizeof(key));
                 if (r < 0) {
-                        log_err("sandbox-agent: --listen-tcp %s: %s", args.tcp,
+                        agent_log("sandbox-agent: --listen-tcp %s: %s", args.tcp,
                                 r == -EINVAL ? "expected [ADDR:]PORT (IPv4, or [IPv6])" : strerror(-r));
                         return r == -EINVAL ? 2 : 1;
                 }
@@ -416,11 +416,11 @@ int main(int argc, char **argv)
                 (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         r = signals_setup(a);
         if (r < 0) {
-                log_err("sandbox-agent: signals: %s", strerror(-r));
+                agent_log("sandbox-agent: signals: %s", strerror(-r));
                 return 1;
         }
         if (pipe2(entry_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-                log_err("sandbox-agent: pipe: %s", strerror(errno));
+                agent_log("sandbox-agent: pipe: %s", strerror(errno));
                 return 1;
         }
         a->entry_rd = entry_pipe[0];
@@ -429,7 +429,7 @@ int main(int argc, char **argv)
         if (args.sock) {
                 r = listener_open(&a->lis, args.sock);
                 if (r < 0) {
-                        log_err("sandbox-agent: %s: %s", args.sock, strerror(-r));
+                        agent_log("sandbox-agent: %s: %s", args.sock, strerror(-r));
                         return 1;
                 }
         } else if (args.dial) {
@@ -484,7 +484,7 @@ int main(int argc, char **argv)
                                 timeout = t;
                 }
                 if (poll(p, n, timeout) < 0 && errno != EINTR) {
-                        log_err("sandbox-agent: poll: %s", strerror(errno));
+                        agent_log("sandbox-agent: poll: %s", strerror(errno));
                         agent_exit(a, 1);
                 }
                 if (p[2].revents)
