@@ -36,7 +36,11 @@ static int deps_check(struct sup *s, char *why, size_t whysz)
 
         r = redis_conn_ping(s->redis);
         if (r < 0) {
-                snprintf(why, whysz, "waiting for Redis at %s:%d", s->cfg.redis_host, s->cfg.redis_port);
+                if (s->cfg.redis_host[0] == '/') /* its unix socket (REDIS_HOST=/path) */
+                        snprintf(why, whysz, "waiting for Redis at %s", s->cfg.redis_host);
+                else
+                        snprintf(why, whysz, "waiting for Redis at %s:%d", s->cfg.redis_host,
+                                 s->cfg.redis_port);
                 return r;
         }
         if (s->provider) {
