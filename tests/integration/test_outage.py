@@ -36,7 +36,10 @@ def wait_health(b, status, timeout):
 
 
 def test_kafka_down(broker, services, outage):
-    b = broker(BROKER_CAPACITY=1, KAFKA_TIMEOUT_MS=2000)
+    # long TTLs: nobody heartbeats or polls while Kafka restarts (up to minutes on a loaded
+    # box), and this test is about the outage, not about expiry
+    b = broker(BROKER_CAPACITY=1, KAFKA_TIMEOUT_MS=2000, LEASE_TTL_MS=600000,
+               TICKET_TTL_MS=600000)
     r = b.acquire("a", "s")
     assert r.status == 200, r
     lid = r.json["lease"]["leaseId"]
