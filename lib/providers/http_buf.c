@@ -85,3 +85,33 @@ char *http_escape(const char *s)
         *o = '\0';
         return e;
 }
+
+int http_curl_errno(CURLcode c)
+{
+        switch (c) {
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_COULDNT_RESOLVE_HOST:
+                return -ECONNREFUSED;
+        case CURLE_OPERATION_TIMEDOUT:
+                return -ETIMEDOUT;
+        case CURLE_OUT_OF_MEMORY:
+                return -ENOMEM;
+        default:
+                return -EIO;
+        }
+}
+
+void http_curl_method(CURL *c, const char *method, const char *json)
+{
+        if (json) {
+                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(json));
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, json);
+        } else if (strcmp(method, "POST") == 0) {
+                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+        } else {
+                curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+        }
+        if (strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0)
+                curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+}

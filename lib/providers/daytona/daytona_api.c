@@ -146,21 +146,6 @@ static void err_set(char *ret_err, const char *fmt, const char *a, const char *b
                 snprintf(ret_err, PROVIDER_ERR_MAX, fmt, a, b);
 }
 
-static int curl_errno(CURLcode c)
-{
-        switch (c) {
-        case CURLE_COULDNT_CONNECT:
-        case CURLE_COULDNT_RESOLVE_HOST:
-                return -ECONNREFUSED;
-        case CURLE_OPERATION_TIMEDOUT:
-                return -ETIMEDOUT;
-        case CURLE_OUT_OF_MEMORY:
-                return -ENOMEM;
-        default:
-                return -EIO;
-        }
-}
-
 /* The path and query of a URL, for messages (no scheme or host). */
 static const char *url_path(const char *url)
 {
@@ -221,21 +206,15 @@ static int perform(struct daytona_api *api, const struct daytona_request *req, i
                     curl_mime_data(part, req->part->data, req->part->len) != CURLE_OK)
                         goto out;
                 curl_easy_setopt(c, CURLOPT_MIMEPOST, mime);
-        } else if (req->json) {
-                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(req->json));
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->json);
-        } else if (strcmp(req->method, "POST") == 0) {
-                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
+                if (strcmp(req->method, "POST") != 0)
+                        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
         } else {
-                curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+                http_curl_method(c, req->method, req->json);
         }
-        if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0)
-                curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
 
         cc = curl_easy_perform(c);
         if (cc != CURLE_OK) {
-                r = cc == CURLE_WRITE_ERROR && x->err ? x->err : curl_errno(cc);
+                r = cc == CURLE_WRITE_ERROR && x->err ? x->err : http_curl_errno(cc);
                 if (r == -EFBIG)
                         err_set(ret_err, "daytona: %s %s: answer over the size cap", req->method,
                                 url_path(req->url));

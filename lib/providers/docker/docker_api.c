@@ -182,20 +182,6 @@ static void err_set(char *ret_err, const char *fmt, const char *a, const char *b
                 snprintf(ret_err, PROVIDER_ERR_MAX, fmt, a, b);
 }
 
-static int curl_errno(CURLcode c)
-{
-        switch (c) {
-        case CURLE_COULDNT_CONNECT:
-                return -ECONNREFUSED;
-        case CURLE_OPERATION_TIMEDOUT:
-                return -ETIMEDOUT;
-        case CURLE_OUT_OF_MEMORY:
-                return -ENOMEM;
-        default:
-                return -EIO;
-        }
-}
-
 int docker_api_request(struct docker_api *api, const struct docker_request *req,
                        long *ret_status, struct http_buf *ret_resp, char *ret_err)
 {
@@ -269,7 +255,7 @@ int docker_api_request(struct docker_api *api, const struct docker_request *req,
         cc = curl_easy_perform(c);
         if (cc != CURLE_OK) {
                 r = (cc == CURLE_WRITE_ERROR || cc == CURLE_ABORTED_BY_CALLBACK) && x.err
-                            ? x.err : curl_errno(cc);
+                            ? x.err : http_curl_errno(cc);
                 if (r == -EFBIG)
                         err_set(ret_err, "docker: %s %s: answer over the size cap", req->method,
                                 req->path);

@@ -219,14 +219,10 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 static int curl_errno(CURLcode c)
 {
         switch (c) {
-        case CURLE_COULDNT_CONNECT:
-        case CURLE_COULDNT_RESOLVE_HOST: return -ECONNREFUSED;
-        case CURLE_OPERATION_TIMEDOUT: return -ETIMEDOUT;
-        case CURLE_OUT_OF_MEMORY: return -ENOMEM;
         case CURLE_PEER_FAILED_VERIFICATION:
         case CURLE_SSL_CERTPROBLEM:
         case CURLE_SSL_CACERT_BADFILE: return -EACCES;
-        default: return -EIO;
+        default: return http_curl_errno(c);
         }
 }
 
@@ -289,17 +285,7 @@ int k8s_api_request(struct k8s_api *api, const struct k8s_request *req, long *re
                 curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
                 curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
         }
-        if (req->json) {
-                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(req->json));
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, req->json);
-        } else if (strcmp(req->method, "POST") == 0) {
-                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, "");
-        } else {
-                curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-        }
-        if (strcmp(req->method, "GET") != 0 && strcmp(req->method, "POST") != 0)
-                curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
+        http_curl_method(c, req->method, req->json);
 
         cc = curl_easy_perform(c);
         if (cc != CURLE_OK) {
