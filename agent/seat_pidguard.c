@@ -17,6 +17,8 @@ enum form {
         F_PRIO,    /* arg0 PRIO_PROCESS/PGRP/USER, arg1 who (0: the caller's) */
         F_IOPRIO,  /* arg0 IOPRIO_WHO_PROCESS/PGRP/USER, arg1 who (0: the caller's) */
         F_SETOWN,  /* fcntl(fd, F_SETOWN, arg2): > 0 a PID, < 0 a group */
+        F_PTRACER, /* prctl(PR_SET_PTRACER, arg1): a PID (Yama) but 0 and -1 (any) */
+        F_CLOCK,   /* arg0 a clockid: < 0 a CPU clock of a PID (0: the caller) or an fd */
 };
 
 struct call {
@@ -25,6 +27,7 @@ struct call {
 };
 
 #define F_SETOWN_CMD 8             /* F_SETOWN of fcntl.h, the same on every arch */
+#define PR_SET_PTRACER_CMD 0x59616d61
 #define PERF_FLAG_PID_CGROUP (1U << 2)
 
 /* The native numbers (sys/syscall.h of the agent's libc). */
@@ -61,6 +64,13 @@ static const struct call native[] = {
         { SYS_move_pages, F_PID0 },
         { SYS_perf_event_open, F_PERF },
         { SYS_fcntl, F_SETOWN },
+        { SYS_prctl, F_PTRACER },
+        { SYS_clock_gettime, F_CLOCK },
+        { SYS_clock_getres, F_CLOCK },
+        { SYS_clock_settime, F_CLOCK },
+        { SYS_clock_adjtime, F_CLOCK },
+        { SYS_clock_nanosleep, F_CLOCK },
+        { SYS_timer_create, F_CLOCK },
 };
 
 #if defined(__x86_64__)
@@ -74,7 +84,10 @@ static const struct call i386[] = {
         { 352, F_PID0 },        { 290, F_IOPRIO },      { 289, F_IOPRIO },  { 340, F_PID0 },
         { 347, F_PID0 },        { 348, F_PID0 },        { 349, F_PID01 },   { 26, F_PTRACE },
         { 312, F_PID0 },        { 294, F_PID0 },        { 317, F_PID0 },    { 336, F_PERF },
-        { 55, F_SETOWN },       { 221, F_SETOWN },
+        { 55, F_SETOWN },       { 221, F_SETOWN },      { 172, F_PTRACER }, { 259, F_CLOCK },
+        { 264, F_CLOCK },       { 265, F_CLOCK },       { 266, F_CLOCK },   { 267, F_CLOCK },
+        { 343, F_CLOCK },       { 403, F_CLOCK },       { 404, F_CLOCK },   { 405, F_CLOCK },
+        { 406, F_CLOCK },       { 407, F_CLOCK },
 };
 #endif
 
@@ -117,6 +130,18 @@ static bool who_ok(uint64_t which, uint64_t who_arg, int base, pidguard_owned_fn
         if (who < 0)
                 return true; /* no such process or group: ESRCH either way */
         return owned(ctx, w == 0 ? PIDGUARD_PROCESS : PIDGUARD_GROUP, who);
+}
+
+/* A clockid: CPU clocks are < 0, ~pid << 3 | perthread << 2 | which, and
+ * which 3 is a clock of an fd (posix-timers.h). */
+static bool clock_ok(int clk, pidguard_owned_fn owned, void *ctx)
+{
+        int pid;
+
+        if (clk >= 0 || (clk & 3) == 3)
+                return true;
+        pid = ~(clk >> 3); /* an arithmetic shift, as the kernel's CPUCLOCK_PID */
+        return pid_ok(pid, owned, ctx);
 }
 
 static const struct call *lookup(uint32_t arch, int nr)
@@ -171,8 +196,19 @@ int pidguard_decide(uint32_t arch, int nr, const uint64_t args[6], pidguard_owne
         case F_SETOWN:
                 ok = pid_arg(args[1]) != F_SETOWN_CMD || kill_ok(pid_arg(args[2]), true, owned, ctx);
                 break;
+        case F_PTRACER:
+                ok = args[0] != PR_SET_PTRACER_CMD || args[1] == (uint64_t)-1 ||
+                     pid_ok(pid_arg(args[1]), owned, ctx);
+                break;
+        case F_CLOCK:
+                ok = clock_ok(pid_arg(args[0]), owned, ctx);
+                break;
         }
-        return ok ? 0 : ESRCH;
+        if (ok)
+                return 0;
+        /* what the kernel answers for a PID that does not exist: EINVAL
+         * for a clock of one and for Yama's tracer, else ESRCH */
+        return c->form == F_CLOCK || c->form == F_PTRACER ? EINVAL : ESRCH;
 }
 
 /* ---------------------------------------------------------------- filter */
@@ -196,26 +232,49 @@ static size_t emit(struct pidguard_insn *p, size_t n, uint16_t code, uint8_t jt,
         return n + 1;
 }
 
-/* One ABI's block: its calls to the listener (fcntl only for F_SETOWN),
- * the rest allowed. Starts with the number loaded. */
+/* The calls sent only when an argument says so (fcntl F_SETOWN, prctl
+ * PR_SET_PTRACER, a CPU clock): which argument, compared how. Others: 0. */
+static bool condition(enum form f, unsigned *arg, uint16_t *op, uint32_t *k)
+{
+        switch (f) {
+        case F_SETOWN:
+                *arg = 1, *op = JEQ_K, *k = F_SETOWN_CMD;
+                return true;
+        case F_PTRACER:
+                *arg = 0, *op = JEQ_K, *k = PR_SET_PTRACER_CMD;
+                return true;
+        case F_CLOCK:
+                *arg = 0, *op = JGE_K, *k = 0x80000000U; /* < 0 as an int */
+                return true;
+        default:
+                return false;
+        }
+}
+
+/* One ABI's block: its calls to the listener (some only when an argument
+ * says so), the rest allowed. Starts with the number loaded. */
 static size_t block(struct pidguard_insn *p, size_t n, const struct call *t, size_t count)
 {
+        unsigned arg;
+        uint16_t op;
+        uint32_t k;
+
         for (size_t i = 0; i < count; i++) {
-                if (t[i].form == F_SETOWN)
+                if (condition(t[i].form, &arg, &op, &k))
                         continue;
                 n = emit(p, n, JEQ_K, 0, 1, (uint32_t)t[i].nr);
                 n = emit(p, n, RET_K, 0, 0, RET_NOTIFY);
         }
         for (size_t i = 0; i < count; i++) {
-                if (t[i].form != F_SETOWN)
+                if (!condition(t[i].form, &arg, &op, &k))
                         continue;
-                /* nr == fcntl: load arg1; F_SETOWN → listener, else allowed */
+                /* nr matches: load the argument; the condition → listener */
                 n = emit(p, n, JEQ_K, 0, 3, (uint32_t)t[i].nr);
-                n = emit(p, n, LD_W_ABS, 0, 0, OFF_ARG_LO(1));
-                n = emit(p, n, JEQ_K, 0, 1, F_SETOWN_CMD);
+                n = emit(p, n, LD_W_ABS, 0, 0, OFF_ARG_LO(arg));
+                n = emit(p, n, op, 0, 1, k);
                 n = emit(p, n, RET_K, 0, 0, RET_NOTIFY);
-                /* not fcntl, or another command: the number again, no
-                 * other entry matches it, allowed */
+                /* another call, or the condition false: the number again
+                 * (no other entry matches it: allowed in the end) */
                 n = emit(p, n, LD_W_ABS, 0, 0, OFF_NR);
         }
         return emit(p, n, RET_K, 0, 0, RET_ALLOW);

@@ -9,8 +9,8 @@
  * listener, a guard process of the agent's (seat_guard.h); the guard asks
  * pidguard_decide: every PID, process group or user the call names is the
  * seat's own (or the caller itself: 0, -1) → the kernel does the call with
- * its own checks; anything else → ESRCH, exactly the answer for a PID that
- * does not exist.
+ * its own checks; anything else → the kernel's answer for a PID that does
+ * not exist (ESRCH; EINVAL for a CPU clock and for PR_SET_PTRACER).
  *
  *   calls       kill tkill tgkill rt_sigqueueinfo rt_tgsigqueueinfo
  *               pidfd_open getpgid getsid setpgid getpriority setpriority
@@ -18,8 +18,11 @@
  *               sched_rr_get_interval ioprio_get ioprio_set prlimit64
  *               process_vm_readv process_vm_writev kcmp ptrace (but
  *               PTRACE_TRACEME) get_robust_list migrate_pages move_pages
- *               perf_event_open fcntl(F_SETOWN); on x86_64 also their
- *               i386 (int 0x80) numbers
+ *               perf_event_open fcntl(F_SETOWN) prctl(PR_SET_PTRACER)
+ *               and, with a CPU clock of a PID (clockid < 0),
+ *               clock_{gettime,getres,settime,adjtime,nanosleep}
+ *               timer_create; on x86_64 also their i386 (int 0x80)
+ *               numbers (time64 ones included)
  *   x32 calls   ENOSYS (the x32 ABI is not offered to a seat)
  *   other ABIs  ENOSYS
  *
@@ -43,7 +46,8 @@ enum pidguard_target {
 /* Is id (of kind t) the seat's own? ctx is pidguard_decide's. */
 typedef bool (*pidguard_owned_fn)(void *ctx, enum pidguard_target t, long long id);
 
-/* The answer for one notified call: 0 (let the kernel do it) or ESRCH.
+/* The answer for one notified call: 0 (let the kernel do it), or ESRCH
+ * (EINVAL for a CPU clock and PR_SET_PTRACER): a PID that does not exist.
  * arch and nr as in struct seccomp_data; args its six arguments. A call
  * this filter does not send (or of an unknown arch) is 0: the filter never
  * sends one, and the kernel then answers as it would. Pure: owned is the
@@ -59,7 +63,7 @@ struct pidguard_insn {
         uint32_t k;
 };
 
-#define PIDGUARD_FILTER_MAX 256 /* instructions */
+#define PIDGUARD_FILTER_MAX 512 /* instructions */
 
 /* The seccomp program into prog (room for PIDGUARD_FILTER_MAX); returns
  * its length. */

@@ -1,7 +1,9 @@
 /* Unit tests for agent/seat_pidguard.c (a seat may not learn whether a PID
  * of another user exists): the answer for each call form, against an owner
  * table that owns PID 100, group 100 and uid 1000 (every other PID, group
- * or uid: ESRCH; the caller's own 0/-1 forms asked of nobody); only the
+ * or uid: ESRCH, or EINVAL where that is the kernel's answer for a PID that
+ * does not exist: CPU clocks, PR_SET_PTRACER; the caller's own 0/-1 forms
+ * asked of nobody); only the
  * low 32 bits of an argument count, as for the kernel; and the seccomp
  * program itself, run by a small cBPF interpreter and then loaded into the
  * kernel of a child (without a listener: the guarded calls then fail with
@@ -20,6 +22,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -154,6 +157,11 @@ static void test_setown_perf_and_others(void **state)
         args[4] = 0;
         args[1] = NEG(-1); /* every process on a CPU */
         assert_int_equal(pidguard_decide(PIDGUARD_ARCH, SYS_perf_event_open, args, owned, NULL), 0);
+        /* prctl(PR_SET_PTRACER, pid) (Yama) */
+        assert_int_equal(native3(SYS_prctl, 0x59616d61, THEIRS, 0), EINVAL);
+        assert_int_equal(native3(SYS_prctl, 0x59616d61, MINE, 0), 0);
+        assert_int_equal(native3(SYS_prctl, 0x59616d61, (uint64_t)-1, 0), 0); /* any */
+        assert_int_equal(native3(SYS_prctl, PR_SET_NAME, THEIRS, 0), 0);
 #if defined(__x86_64__)
         /* the i386 numbers: kill 37, getsid 147, fcntl64 221; getpid 20 is not guarded */
         assert_int_equal(decide3(PIDGUARD_ARCH_I386, 37, THEIRS, 0, 0), ESRCH);
@@ -162,6 +170,31 @@ static void test_setown_perf_and_others(void **state)
         assert_int_equal(decide3(PIDGUARD_ARCH_I386, 37, MINE, 0, 0), 0);
         assert_int_equal(decide3(PIDGUARD_ARCH_I386, 20, THEIRS, 0, 0), 0);
 #endif
+}
+
+/* A CPU clock of pid (which 2: CPUCLOCK_SCHED), as clock_getcpuclockid. */
+static uint64_t cpuclock(int pid, int perthread)
+{
+        return (uint64_t)(uint32_t)(int)((~(unsigned)pid << 3) | (unsigned)perthread << 2 | 2);
+}
+
+static void test_cpu_clocks(void **state)
+{
+        static const int calls[] = { SYS_clock_gettime, SYS_clock_getres, SYS_clock_settime,
+                                     SYS_clock_adjtime, SYS_clock_nanosleep, SYS_timer_create };
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+                /* EINVAL: the kernel's answer for a clock of no process */
+                assert_int_equal(native3(calls[i], cpuclock(THEIRS, 0), 0, 0), EINVAL);
+                assert_int_equal(native3(calls[i], cpuclock(THEIRS, 1), 0, 0), EINVAL);
+                assert_int_equal(native3(calls[i], cpuclock(MINE, 0), 0, 0), 0);
+                asked = 0;
+                assert_int_equal(native3(calls[i], cpuclock(0, 0), 0, 0), 0); /* the caller's */
+                assert_int_equal(native3(calls[i], 1 /* CLOCK_MONOTONIC */, 0, 0), 0);
+                assert_int_equal(native3(calls[i], NEG((int)((~3U << 3) | 3)), 0, 0), 0); /* fd 3's */
+                assert_int_equal(asked, 0);
+        }
 }
 
 /* ---------------------------------------------------- the seccomp program */
@@ -209,6 +242,15 @@ static uint32_t filter(uint32_t arch, int nr, uint64_t a1)
         return run(prog, n, &d);
 }
 
+/* The same with arg0 given (the clocks, prctl). */
+static uint32_t filter0(uint32_t arch, int nr, uint64_t a0)
+{
+        struct pidguard_insn prog[PIDGUARD_FILTER_MAX];
+        struct pidguard_data d = { .nr = nr, .arch = arch, .args = { a0, THEIRS, THEIRS } };
+
+        return run(prog, pidguard_filter(prog), &d);
+}
+
 static void test_filter_program(void **state)
 {
         (void)state;
@@ -220,6 +262,11 @@ static void test_filter_program(void **state)
         assert_int_equal(filter(PIDGUARD_ARCH, SYS_fcntl, F_SETOWN), RET_NOTIFY);
         assert_int_equal(filter(PIDGUARD_ARCH, SYS_fcntl, F_GETFL), RET_ALLOW);
         assert_int_equal(filter(PIDGUARD_ARCH, SYS_fcntl, 0x100000000ULL | F_SETOWN), RET_NOTIFY);
+        assert_int_equal(filter0(PIDGUARD_ARCH, SYS_clock_gettime, cpuclock(THEIRS, 0)), RET_NOTIFY);
+        assert_int_equal(filter0(PIDGUARD_ARCH, SYS_clock_gettime, 1), RET_ALLOW);
+        assert_int_equal(filter0(PIDGUARD_ARCH, SYS_clock_nanosleep, 0), RET_ALLOW);
+        assert_int_equal(filter0(PIDGUARD_ARCH, SYS_prctl, 0x59616d61), RET_NOTIFY);
+        assert_int_equal(filter0(PIDGUARD_ARCH, SYS_prctl, PR_SET_NAME), RET_ALLOW);
         /* every call pidguard_decide can refuse is sent; none it ignores */
         for (int nr = 0; nr < 512; nr++) {
                 uint64_t args[6] = { THEIRS, THEIRS, THEIRS, 0, 0, 0 };
@@ -243,6 +290,9 @@ static void test_filter_program(void **state)
         assert_int_equal(filter(PIDGUARD_ARCH_I386, 55, F_SETOWN), RET_NOTIFY);
         assert_int_equal(filter(PIDGUARD_ARCH_I386, 221, F_GETFL), RET_ALLOW);
         assert_int_equal(filter(PIDGUARD_ARCH_I386, 20, 0), RET_ALLOW);
+        assert_int_equal(filter0(PIDGUARD_ARCH_I386, 265, cpuclock(THEIRS, 0)), RET_NOTIFY);
+        assert_int_equal(filter0(PIDGUARD_ARCH_I386, 403, cpuclock(THEIRS, 0)), RET_NOTIFY);
+        assert_int_equal(filter0(PIDGUARD_ARCH_I386, 403, 0), RET_ALLOW);
         assert_int_equal(filter(PIDGUARD_ARCH_AARCH64, SYS_getpid, 0), RET_ENOSYS);
 #endif
 }
@@ -286,6 +336,13 @@ static void test_filter_in_the_kernel(void **state)
                         code |= 4;
                 if (fcntl(0, F_GETFD) < 0 || getpid() <= 0 || getppid() <= 0)
                         code |= 8;
+                {
+                        struct timespec ts;
+
+                        if (syscall(SYS_clock_gettime, (clockid_t)cpuclock(getppid(), 0), &ts) != -1 ||
+                            errno != ENOSYS || syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts) != 0)
+                                code |= 64;
+                }
 #if defined(__x86_64__)
                 if (int80(37, getpid(), 0) != -ENOSYS) /* i386 kill */
                         code |= 16;
@@ -306,6 +363,7 @@ int main(void)
                 cmocka_unit_test(test_pid_forms),
                 cmocka_unit_test(test_which_who),
                 cmocka_unit_test(test_setown_perf_and_others),
+                cmocka_unit_test(test_cpu_clocks),
                 cmocka_unit_test(test_filter_program),
                 cmocka_unit_test(test_filter_in_the_kernel),
         };
