@@ -537,8 +537,9 @@ pid_t exec_spawn(const struct exec_spec *spec, int in, int out, int err, int rep
 
         if (!sp || !stack)
                 goto out;
-        *sp = (struct spawn){ .spec = spec, .in = in, .out = out, .err = err, .report_fd = report_fd,
-                              .guard_sock = -1 };
+        *sp = (struct spawn){
+                .spec = spec, .in = in, .out = out, .err = err, .report_fd = report_fd, .guard_sock = -1
+        };
         if (spec->seat) {
                 if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, guard) < 0) {
                         pid = -errno;

@@ -61,7 +61,9 @@ int seat_guard_install(int sock, const char **ret_what)
         } u;
         char byte = 'g';
         struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+        struct msghdr msg = { .msg_iov = &iov,
+                              .msg_iovlen = 1,
+                              .msg_control = u.buf,
                               .msg_controllen = sizeof(u.buf) };
         struct cmsghdr *c;
         long fd;
@@ -107,7 +109,9 @@ static int recv_listener(int sock)
         } u;
         char byte;
         struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+        struct msghdr msg = { .msg_iov = &iov,
+                              .msg_iovlen = 1,
+                              .msg_control = u.buf,
                               .msg_controllen = sizeof(u.buf) };
         struct cmsghdr *c;
         int fd = -1;
@@ -132,12 +136,9 @@ static bool owned(void *ctx, enum pidguard_target t, long long id)
         const struct owner *o = ctx;
 
         switch (t) {
-        case PIDGUARD_PROCESS:
-                return id > 0 && id <= INT_MAX && kill((pid_t)id, 0) == 0;
-        case PIDGUARD_GROUP:
-                return id > 1 && id <= INT_MAX && kill(-(pid_t)id, 0) == 0;
-        case PIDGUARD_USER:
-                return id == (long long)o->uid;
+        case PIDGUARD_PROCESS: return id > 0 && id <= INT_MAX && kill((pid_t)id, 0) == 0;
+        case PIDGUARD_GROUP: return id > 1 && id <= INT_MAX && kill(-(pid_t)id, 0) == 0;
+        case PIDGUARD_USER: return id == (long long)o->uid;
         }
         return false;
 }
@@ -152,9 +153,8 @@ long seat_guard_serve(int listener, uid_t uid)
                 unsigned char room[512]; /* the kernel's struct, if it grows */
         } u;
 
-        if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0 ||
-            sizes.notif > sizeof(u) || sizes.notif < sizeof(struct notif) ||
-            sizes.resp < sizeof(struct notif_resp))
+        if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0 || sizes.notif > sizeof(u) ||
+            sizes.notif < sizeof(struct notif) || sizes.resp < sizeof(struct notif_resp))
                 return -EPROTO;
         for (;;) {
                 struct pollfd p = { .fd = listener, .events = POLLIN };

@@ -26,7 +26,7 @@ struct call {
         enum form form;
 };
 
-#define F_SETOWN_CMD 8             /* F_SETOWN of fcntl.h, the same on every arch */
+#define F_SETOWN_CMD 8 /* F_SETOWN of fcntl.h, the same on every arch */
 #define PR_SET_PTRACER_CMD 0x59616d61
 #define PERF_FLAG_PID_CGROUP (1U << 2)
 
@@ -76,18 +76,18 @@ static const struct call native[] = {
 #if defined(__x86_64__)
 /* The same calls through int 0x80 (arch/x86/entry/syscalls/syscall_32.tbl). */
 static const struct call i386[] = {
-        { 37, F_KILL },         { 238, F_PID0 },        { 270, F_PID01 },   { 178, F_PID0 },
-        { 335, F_PID01 },       { 434, F_PID0 },        { 132, F_PID0 },    { 147, F_PID0 },
-        { 57, F_PID0 },         { 96, F_PRIO },         { 97, F_PRIO },     { 154, F_PID0 },
-        { 155, F_PID0 },        { 156, F_PID0 },        { 157, F_PID0 },    { 161, F_PID0 },
-        { 423, F_PID0 },        { 241, F_PID0 },        { 242, F_PID0 },    { 351, F_PID0 },
-        { 352, F_PID0 },        { 290, F_IOPRIO },      { 289, F_IOPRIO },  { 340, F_PID0 },
-        { 347, F_PID0 },        { 348, F_PID0 },        { 349, F_PID01 },   { 26, F_PTRACE },
-        { 312, F_PID0 },        { 294, F_PID0 },        { 317, F_PID0 },    { 336, F_PERF },
-        { 55, F_SETOWN },       { 221, F_SETOWN },      { 172, F_PTRACER }, { 259, F_CLOCK },
-        { 264, F_CLOCK },       { 265, F_CLOCK },       { 266, F_CLOCK },   { 267, F_CLOCK },
-        { 343, F_CLOCK },       { 403, F_CLOCK },       { 404, F_CLOCK },   { 405, F_CLOCK },
-        { 406, F_CLOCK },       { 407, F_CLOCK },
+        { 37, F_KILL },   { 238, F_PID0 },   { 270, F_PID01 },   { 178, F_PID0 },
+        { 335, F_PID01 }, { 434, F_PID0 },   { 132, F_PID0 },    { 147, F_PID0 },
+        { 57, F_PID0 },   { 96, F_PRIO },    { 97, F_PRIO },     { 154, F_PID0 },
+        { 155, F_PID0 },  { 156, F_PID0 },   { 157, F_PID0 },    { 161, F_PID0 },
+        { 423, F_PID0 },  { 241, F_PID0 },   { 242, F_PID0 },    { 351, F_PID0 },
+        { 352, F_PID0 },  { 290, F_IOPRIO }, { 289, F_IOPRIO },  { 340, F_PID0 },
+        { 347, F_PID0 },  { 348, F_PID0 },   { 349, F_PID01 },   { 26, F_PTRACE },
+        { 312, F_PID0 },  { 294, F_PID0 },   { 317, F_PID0 },    { 336, F_PERF },
+        { 55, F_SETOWN }, { 221, F_SETOWN }, { 172, F_PTRACER }, { 259, F_CLOCK },
+        { 264, F_CLOCK }, { 265, F_CLOCK },  { 266, F_CLOCK },   { 267, F_CLOCK },
+        { 343, F_CLOCK }, { 403, F_CLOCK },  { 404, F_CLOCK },   { 405, F_CLOCK },
+        { 406, F_CLOCK }, { 407, F_CLOCK },
 };
 #endif
 
@@ -163,8 +163,7 @@ static const struct call *lookup(uint32_t arch, int nr)
         return NULL;
 }
 
-int pidguard_decide(uint32_t arch, int nr, const uint64_t args[6], pidguard_owned_fn owned,
-                    void *ctx)
+int pidguard_decide(uint32_t arch, int nr, const uint64_t args[6], pidguard_owned_fn owned, void *ctx)
 {
         const struct call *c = lookup(arch, nr);
         bool ok = true;
@@ -172,27 +171,19 @@ int pidguard_decide(uint32_t arch, int nr, const uint64_t args[6], pidguard_owne
         if (!c)
                 return 0;
         switch (c->form) {
-        case F_PID0:
-                ok = pid_ok(pid_arg(args[0]), owned, ctx);
-                break;
+        case F_PID0: ok = pid_ok(pid_arg(args[0]), owned, ctx); break;
         case F_PID01:
                 ok = pid_ok(pid_arg(args[0]), owned, ctx) && pid_ok(pid_arg(args[1]), owned, ctx);
                 break;
-        case F_KILL:
-                ok = kill_ok(pid_arg(args[0]), false, owned, ctx);
-                break;
+        case F_KILL: ok = kill_ok(pid_arg(args[0]), false, owned, ctx); break;
         case F_PTRACE:
                 ok = args[0] == 0 /* PTRACE_TRACEME */ || pid_ok(pid_arg(args[1]), owned, ctx);
                 break;
         case F_PERF:
                 ok = (args[4] & PERF_FLAG_PID_CGROUP) || pid_ok(pid_arg(args[1]), owned, ctx);
                 break;
-        case F_PRIO:
-                ok = who_ok(args[0], args[1], 0, owned, ctx);
-                break;
-        case F_IOPRIO:
-                ok = who_ok(args[0], args[1], 1, owned, ctx);
-                break;
+        case F_PRIO: ok = who_ok(args[0], args[1], 0, owned, ctx); break;
+        case F_IOPRIO: ok = who_ok(args[0], args[1], 1, owned, ctx); break;
         case F_SETOWN:
                 ok = pid_arg(args[1]) != F_SETOWN_CMD || kill_ok(pid_arg(args[2]), true, owned, ctx);
                 break;
@@ -200,9 +191,7 @@ int pidguard_decide(uint32_t arch, int nr, const uint64_t args[6], pidguard_owne
                 ok = args[0] != PR_SET_PTRACER_CMD || args[1] == (uint64_t)-1 ||
                      pid_ok(pid_arg(args[1]), owned, ctx);
                 break;
-        case F_CLOCK:
-                ok = clock_ok(pid_arg(args[0]), owned, ctx);
-                break;
+        case F_CLOCK: ok = clock_ok(pid_arg(args[0]), owned, ctx); break;
         }
         if (ok)
                 return 0;
@@ -237,17 +226,12 @@ static size_t emit(struct pidguard_insn *p, size_t n, uint16_t code, uint8_t jt,
 static bool condition(enum form f, unsigned *arg, uint16_t *op, uint32_t *k)
 {
         switch (f) {
-        case F_SETOWN:
-                *arg = 1, *op = JEQ_K, *k = F_SETOWN_CMD;
-                return true;
-        case F_PTRACER:
-                *arg = 0, *op = JEQ_K, *k = PR_SET_PTRACER_CMD;
-                return true;
+        case F_SETOWN: *arg = 1, *op = JEQ_K, *k = F_SETOWN_CMD; return true;
+        case F_PTRACER: *arg = 0, *op = JEQ_K, *k = PR_SET_PTRACER_CMD; return true;
         case F_CLOCK:
                 *arg = 0, *op = JGE_K, *k = 0x80000000U; /* < 0 as an int */
                 return true;
-        default:
-                return false;
+        default: return false;
         }
 }
 

@@ -126,7 +126,8 @@ int main(int argc, char **argv)
         show("sched_getaffinity", n);
         if (n <= 0) /* as it is; else empty: EINVAL after the lookup */
                 CPU_ZERO(&cpus);
-        show("sched_setaffinity", syscall(SYS_sched_setaffinity, pid, n > 0 ? (size_t)n : sizeof(cpus), &cpus));
+        show("sched_setaffinity",
+             syscall(SYS_sched_setaffinity, pid, n > 0 ? (size_t)n : sizeof(cpus), &cpus));
         show("sched_getattr", syscall(SYS_sched_getattr, pid, attr, 48, 0));
         show("ioprio_get", syscall(SYS_ioprio_get, 1, pid));
         show("ioprio_get_pgrp", syscall(SYS_ioprio_get, 2, pid));

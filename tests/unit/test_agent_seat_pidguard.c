@@ -65,9 +65,9 @@ static void test_kill_forms(void **state)
         assert_int_equal(native3(SYS_kill, NEG(-MINE), 0, 0), 0); /* my group */
         assert_int_equal(native3(SYS_kill, NEG(-THEIRS), 0, 0), ESRCH);
         asked = 0;
-        assert_int_equal(native3(SYS_kill, 0, 9, 0), 0);             /* my group */
-        assert_int_equal(native3(SYS_kill, NEG(-1), 9, 0), 0);       /* all I may */
-        assert_int_equal(native3(SYS_kill, NEG(INT_MIN), 9, 0), 0);  /* the kernel's ESRCH */
+        assert_int_equal(native3(SYS_kill, 0, 9, 0), 0);            /* my group */
+        assert_int_equal(native3(SYS_kill, NEG(-1), 9, 0), 0);      /* all I may */
+        assert_int_equal(native3(SYS_kill, NEG(INT_MIN), 9, 0), 0); /* the kernel's ESRCH */
         assert_int_equal(asked, 0);
         /* a pid_t is the low 32 bits: the rest is not a way around */
         assert_int_equal(native3(SYS_kill, 0xffffffff00000000ULL | THEIRS, 0, 0), ESRCH);
@@ -85,11 +85,24 @@ static void test_kill_forms(void **state)
 static void test_pid_forms(void **state)
 {
         static const int calls[] = {
-                SYS_getpgid, SYS_getsid, SYS_setpgid, SYS_sched_setparam, SYS_sched_getparam,
-                SYS_sched_setscheduler, SYS_sched_getscheduler, SYS_sched_rr_get_interval,
-                SYS_sched_setaffinity, SYS_sched_getaffinity, SYS_sched_setattr, SYS_sched_getattr,
-                SYS_prlimit64, SYS_process_vm_readv, SYS_process_vm_writev, SYS_get_robust_list,
-                SYS_migrate_pages, SYS_move_pages,
+                SYS_getpgid,
+                SYS_getsid,
+                SYS_setpgid,
+                SYS_sched_setparam,
+                SYS_sched_getparam,
+                SYS_sched_setscheduler,
+                SYS_sched_getscheduler,
+                SYS_sched_rr_get_interval,
+                SYS_sched_setaffinity,
+                SYS_sched_getaffinity,
+                SYS_sched_setattr,
+                SYS_sched_getattr,
+                SYS_prlimit64,
+                SYS_process_vm_readv,
+                SYS_process_vm_writev,
+                SYS_get_robust_list,
+                SYS_migrate_pages,
+                SYS_move_pages,
         };
 
         (void)state;
@@ -97,8 +110,8 @@ static void test_pid_forms(void **state)
                 asked = 0;
                 assert_int_equal(native3(calls[i], THEIRS, 0, 0), ESRCH);
                 assert_int_equal(native3(calls[i], MINE, 0, 0), 0);
-                assert_int_equal(native3(calls[i], 0, 0, 0), 0);        /* the caller */
-                assert_int_equal(native3(calls[i], NEG(-5), 0, 0), 0);  /* EINVAL anyway */
+                assert_int_equal(native3(calls[i], 0, 0, 0), 0);       /* the caller */
+                assert_int_equal(native3(calls[i], NEG(-5), 0, 0), 0); /* EINVAL anyway */
                 assert_int_equal(asked, 2);
         }
         assert_int_equal(native3(SYS_kcmp, MINE, THEIRS, 0), ESRCH);
@@ -147,7 +160,7 @@ static void test_setown_perf_and_others(void **state)
         assert_int_equal(native3(SYS_fcntl, 3, F_SETOWN, NEG(-1)), ESRCH);
         asked = 0;
         assert_int_equal(native3(SYS_fcntl, 3, F_GETFL, THEIRS), 0);
-        assert_int_equal(native3(SYS_getpid, THEIRS, 0, 0), 0); /* not a guarded call */
+        assert_int_equal(native3(SYS_getpid, THEIRS, 0, 0), 0);           /* not a guarded call */
         assert_int_equal(decide3(0x12345678, SYS_kill, THEIRS, 0, 0), 0); /* never sent */
         assert_int_equal(asked, 0);
         assert_int_equal(pidguard_decide(PIDGUARD_ARCH, SYS_perf_event_open, args, owned, NULL),
@@ -180,7 +193,7 @@ static uint64_t cpuclock(int pid, int perthread)
 
 static void test_cpu_clocks(void **state)
 {
-        static const int calls[] = { SYS_clock_gettime, SYS_clock_getres, SYS_clock_settime,
+        static const int calls[] = { SYS_clock_gettime, SYS_clock_getres,    SYS_clock_settime,
                                      SYS_clock_adjtime, SYS_clock_nanosleep, SYS_timer_create };
 
         (void)state;
@@ -216,16 +229,10 @@ static uint32_t run(const struct pidguard_insn *p, size_t n, const struct pidgua
                         assert_true(i->k % 4 == 0 && i->k + 4 <= sizeof(*d));
                         memcpy(&acc, (const char *)d + i->k, 4);
                         break;
-                case 0x15: /* jeq #k */
-                        pc += acc == i->k ? i->jt : i->jf;
-                        break;
-                case 0x35: /* jge #k */
-                        pc += acc >= i->k ? i->jt : i->jf;
-                        break;
-                case 0x06: /* ret #k */
-                        return i->k;
-                default:
-                        fail_msg("opcode %#x", i->code);
+                case 0x15: /* jeq #k */ pc += acc == i->k ? i->jt : i->jf; break;
+                case 0x35: /* jge #k */ pc += acc >= i->k ? i->jt : i->jf; break;
+                case 0x06: /* ret #k */ return i->k;
+                default: fail_msg("opcode %#x", i->code);
                 }
         }
         fail_msg("ran off the end");
@@ -277,10 +284,9 @@ static void test_filter_program(void **state)
                 if (nr == SYS_fcntl)
                         continue;
                 /* (which/who calls: which 200 is EINVAL, nobody asked) */
-                assert_int_equal(ret == RET_NOTIFY, asked > 0 || nr == SYS_getpriority ||
-                                                            nr == SYS_setpriority ||
-                                                            nr == SYS_ioprio_get ||
-                                                            nr == SYS_ioprio_set);
+                assert_int_equal(ret == RET_NOTIFY,
+                                 asked > 0 || nr == SYS_getpriority || nr == SYS_setpriority ||
+                                         nr == SYS_ioprio_get || nr == SYS_ioprio_set);
         }
 #if defined(__x86_64__)
         assert_int_equal(filter(PIDGUARD_ARCH, SYS_kill | PIDGUARD_X32_BIT, 0), RET_ENOSYS);
