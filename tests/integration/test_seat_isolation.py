@@ -390,6 +390,38 @@ def test_seat_probe_flood_does_not_stall_the_other_seat(docker_broker, pidprobe)
     assert guards_of(sb, lb, ub) == 1  # B's long process still has its own
 
 
+def test_seat_that_kills_its_guard_learns_nothing(docker_broker):  # noqa: F811
+    """A kills every process of its own (`kill -9 -1`: its guards too, they
+    are of its uid). The rest of that command tree then gets ENOSYS from the
+    guarded calls (no listener: the kernel's answer), not the old EPERM/ESRCH
+    oracle; B's guard and process live on; A's next command has a new guard.
+    Non-seat commands (an exclusive sandbox's, as root) run without one."""
+    sb = docker_broker(BROKER_CAPACITY=2, POOL_SEATS=2)
+    la, lb = pool_pair(sb)
+    ua, ub = uid_of(sb, la), uid_of(sb, lb)
+    pid_b = spawn_secret(sb, lb, "victim-" + uuid.uuid4().hex)
+    # the killer survives its own kill -9 -1 (the caller is spared), the
+    # command that started it does not: its answers go to a file
+    script = ("kill -9 -1; sleep 0.5; kill -0 %d; kill -0 %d; kill -0 $$; echo end"
+              % (pid_b, FREE_PID))
+    sb.exec(la, "setsid bash -c %s </dev/null >out.txt 2>&1 & sleep 5" % shlex.quote(script))
+    out = wait_until(lambda: (lambda t: t if t.endswith("end\n") else None)(
+        sb.run(la, "cat out.txt")["stdout"]), 20, 0.2, "A's killer wrote its answers")
+    errs = out.splitlines()[:-1]
+    assert len(errs) == 3 and all("Function not implemented" in x for x in errs), out
+    assert guards_of(sb, lb, ub) == 1 and guards_of(sb, la, ua) == 0
+    assert sb.run(lb, "kill -0 %d && echo alive" % pid_b)["stdout"] == "alive\n"
+    r = sb.run(la, "kill -0 %d; kill -0 $$ && echo self" % pid_b)
+    assert r["stdout"] == "self\n" and "No such process" in r["stderr"], r
+
+    ex = check_sandbox_lease(sb.acquire("x" + uuid.uuid4().hex[:8], "s1"), "exclusive")
+    r = sb.run(ex, "sleep 30 & kill -0 $! && kill $! && kill -0 1 && echo root-ok")
+    assert r["stdout"] == "root-ok\n", r
+    cid = "sb-" + ex["sandboxId"]
+    st, top = DOCKER.call("GET", "/containers/%s/top?ps_args=-eo%%20pid,uid,comm" % cid)
+    assert st == 200 and not [p for p in top["Processes"] if p[2] == "seat-pidguard"], top
+
+
 def test_seats_under_gvisor_run_unguarded(docker_broker, pidprobe):  # noqa: F811
     """gVisor (SANDBOX_RUNTIME=runsc, release 20221219) has no seccomp user
     notification (the listener flag is EINVAL), and seats there see each
