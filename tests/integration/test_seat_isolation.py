@@ -34,7 +34,7 @@ import uuid
 
 import pytest
 
-from brokerlib import wait_until
+from brokerlib import BUILD_DIR, wait_until
 from sandboxlib import (DOCKER, SB_HTTP_TIMEOUT, check_sandbox_lease, docker_broker,  # noqa: F401
                         require_docker)
 
@@ -439,3 +439,48 @@ def test_seats_under_gvisor_run_unguarded(docker_broker, pidprobe):  # noqa: F81
     r = sb.run(la, "bash -c 'sleep 30 & p=$!; kill $p; wait $p; echo wait=$?; "
                    "timeout 0.3 sleep 5; echo timeout=$?'")
     assert r["stdout"].split() == ["wait=143", "timeout=124"], r
+
+
+def test_sandbox_runc_masks_the_cgroup_pid_lists(tmp_path):
+    """The cgroup files that list a container's PIDs (v1's tasks and
+    cgroup.procs in every hierarchy, v2's cgroup.procs and cgroup.threads)
+    are world-readable: a seat would read every other seat's PIDs there,
+    guard or not. sandbox-runc (this build's, run directly on a bundle of
+    sandbox-broker/tiny by the test, as a user like a seat) masks them;
+    plain runc on the same bundle shows the list. Containers of the test's
+    own, deleted after."""
+    runc = shutil.which("runc") or "/usr/sbin/runc"
+    if not os.path.exists(runc) or os.geteuid() != 0:
+        pytest.skip("needs runc and root")
+    st, c = DOCKER.call("POST", "/containers/create", {"Image": "sandbox-broker/tiny:latest",
+                                                       "Cmd": ["sh"]})
+    assert st == 201, c
+    rootfs = tmp_path / "rootfs"
+    rootfs.mkdir()
+    try:
+        exp = subprocess.run(["docker", "export", c["Id"]], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(rootfs)], input=exp.stdout, check=True)
+    finally:
+        DOCKER.call("DELETE", "/containers/%s?force=1" % c["Id"])
+    subprocess.run([runc, "spec"], cwd=tmp_path, check=True)
+    with open(tmp_path / "config.json") as f:
+        spec = json.load(f)
+    spec["process"].update(terminal=False, user={"uid": 20001, "gid": 20001},
+                           args=["sh", "-c", "cat /sys/fs/cgroup/*/tasks /sys/fs/cgroup/*/cgroup.procs "
+                                 "/sys/fs/cgroup/cgroup.procs 2>/dev/null; echo end"])
+    spec["root"]["readonly"] = True
+    out = {}
+    for name, argv in (("runc", [runc]),
+                       ("sandbox-runc", [os.path.join(BUILD_DIR, "sandbox-runc")])):
+        with open(tmp_path / "config.json", "w") as f:
+            json.dump(spec, f)
+        cid = "seatmask-%s-%s" % (name, uuid.uuid4().hex[:8])
+        try:
+            r = subprocess.run(argv + ["run", "--bundle", str(tmp_path), cid], capture_output=True,
+                               text=True, timeout=60, env=dict(os.environ, SANDBOX_RUNC=runc))
+        finally:
+            subprocess.run([runc, "delete", "-f", cid], capture_output=True)
+        assert r.returncode == 0 and r.stdout.endswith("end\n"), (name, r)
+        out[name] = r.stdout.split()[:-1]
+    assert "1" in out["runc"], out  # the list is there without the mask
+    assert out["sandbox-runc"] == [], out
