@@ -13,9 +13,9 @@
  * hidepid=invisible (any other hidepid= option is dropped). runc passes
  * options it does not know as mount data, so the kernel (>= 5.8) sees it.
  * And the cgroup files that list the container's PIDs (cgroup.procs,
- * cgroup.threads, v1's tasks; world-readable) are added to
- * linux.maskedPaths: runc binds /dev/null over them, so no seat reads the
- * others' PIDs there.
+ * cgroup.threads, v1's tasks; world-readable) and /proc/locks (the PID of
+ * each lock's holder) are added to linux.maskedPaths: runc binds /dev/null
+ * over them, so no seat reads the others' PIDs there.
  * The file is replaced atomically (temporary file in the same directory,
  * fsync, rename). Then, for every command, it execs the real runc with the
  * same arguments. A bundle it cannot read, parse, change or write back, or
@@ -200,8 +200,9 @@ static const char *const cgroup_dirs[] = {
 };
 static const char *const cgroup_lists[] = { "cgroup.procs", "cgroup.threads", "tasks", NULL };
 
-/* Add the cgroup PID lists to linux.maskedPaths (runc binds /dev/null over
- * each). Returns false on allocation failure or a malformed "linux". */
+/* Add the cgroup PID lists and /proc/locks to linux.maskedPaths (runc binds
+ * /dev/null over each). Returns false on allocation failure or a malformed
+ * "linux". */
 static bool mask_cgroup_pids(struct json_object *config)
 {
         struct json_object *linux_, *masked;
@@ -233,6 +234,15 @@ static bool mask_cgroup_pids(struct json_object *config)
                                 return false;
                         }
                 }
+        {
+                /* the PIDs of every file lock's holder in the sandbox */
+                struct json_object *v = json_object_new_string("/proc/locks");
+
+                if (!v || json_object_array_add(masked, v) < 0) {
+                        json_object_put(v);
+                        return false;
+                }
+        }
         return true;
 }
 
