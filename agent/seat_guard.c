@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -143,6 +144,55 @@ static bool owned(void *ctx, enum pidguard_target t, long long id)
         return false;
 }
 
+/* capget for the caller, through its memory (/proc/PID/mem, as its own
+ * user): the header is read once and the call made here, so that no other
+ * thread of the caller can change the PID after the check. Returns the
+ * answer (0 or -errno); *gone when the caller no longer waits. */
+static int capget_for(int listener, struct notif *n, struct owner *o, bool *gone)
+{
+        struct {
+                uint32_t version;
+                int32_t pid;
+        } h, k;
+        uint32_t data[6], v0;
+        char path[32];
+        size_t len;
+        int fd, r;
+
+        *gone = false;
+        (void)snprintf(path, sizeof(path), "/proc/%u/mem", (unsigned)n->pid);
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                return -EPERM; /* a caller that made itself not dumpable: told nothing */
+        /* the fd is the caller's memory only while the caller still waits */
+        if (ioctl(listener, IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
+                (void)close(fd);
+                *gone = true;
+                return 0;
+        }
+        if (pread(fd, &h, sizeof(h), (off_t)n->data.args[0]) != (ssize_t)sizeof(h)) {
+                (void)close(fd);
+                return -EFAULT;
+        }
+        v0 = h.version;
+        r = pidguard_capget(&h.version, h.pid, n->data.args[1] != 0, owned, o);
+        if (h.version != v0 &&
+            pwrite(fd, &h.version, sizeof(h.version), (off_t)n->data.args[0]) != sizeof(h.version))
+                r = -EFAULT;
+        if (r == 1) {
+                k.version = h.version;
+                k.pid = h.pid ? h.pid : (int32_t)n->pid;
+                len = (h.version == PIDGUARD_CAP_V1 ? 1 : 2) * 3 * sizeof(uint32_t);
+                if (syscall(SYS_capget, &k, data) < 0)
+                        r = -errno;
+                else
+                        r = pwrite(fd, data, len, (off_t)n->data.args[1]) == (ssize_t)len ? 0
+                                                                                          : -EFAULT;
+        }
+        (void)close(fd);
+        return r;
+}
+
 long seat_guard_serve(int listener, uid_t uid)
 {
         struct owner o = { .uid = uid };
@@ -177,6 +227,18 @@ long seat_guard_serve(int listener, uid_t uid)
                         return -errno;
                 }
                 err = pidguard_decide(u.n.data.arch, u.n.data.nr, u.n.data.args, owned, &o);
+                if (err == PIDGUARD_CAPGET) {
+                        bool gone;
+                        int r = capget_for(listener, &u.n, &o, &gone);
+
+                        if (gone)
+                                continue;
+                        resp = (struct notif_resp){ .id = u.n.id, .error = r < 0 ? r : 0 };
+                        if (ioctl(listener, IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
+                                return -errno;
+                        answered++;
+                        continue;
+                }
                 /* the caller still waits (and its PID is still its own) */
                 if (ioctl(listener, IOCTL_NOTIF_ID_VALID, &u.n.id) < 0)
                         continue;

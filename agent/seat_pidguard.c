@@ -19,6 +19,7 @@ enum form {
         F_SETOWN,  /* fcntl(fd, F_SETOWN, arg2): > 0 a PID, < 0 a group */
         F_PTRACER, /* prctl(PR_SET_PTRACER, arg1): a PID (Yama) but 0 and -1 (any) */
         F_CLOCK,   /* arg0 a clockid: < 0 a CPU clock of a PID (0: the caller) or an fd */
+        F_CAPGET,  /* capget: the PID is in the header arg0 points to (pidguard_capget) */
 };
 
 struct call {
@@ -71,6 +72,7 @@ static const struct call native[] = {
         { SYS_clock_adjtime, F_CLOCK },
         { SYS_clock_nanosleep, F_CLOCK },
         { SYS_timer_create, F_CLOCK },
+        { SYS_capget, F_CAPGET },
 };
 
 #if defined(__x86_64__)
@@ -87,7 +89,7 @@ static const struct call i386[] = {
         { 55, F_SETOWN }, { 221, F_SETOWN }, { 172, F_PTRACER }, { 259, F_CLOCK },
         { 264, F_CLOCK }, { 265, F_CLOCK },  { 266, F_CLOCK },   { 267, F_CLOCK },
         { 343, F_CLOCK }, { 403, F_CLOCK },  { 404, F_CLOCK },   { 405, F_CLOCK },
-        { 406, F_CLOCK }, { 407, F_CLOCK },
+        { 406, F_CLOCK }, { 407, F_CLOCK },  { 184, F_CAPGET },
 };
 #endif
 
@@ -192,12 +194,30 @@ int pidguard_decide(uint32_t arch, int nr, const uint64_t args[6], pidguard_owne
                      pid_ok(pid_arg(args[1]), owned, ctx);
                 break;
         case F_CLOCK: ok = clock_ok(pid_arg(args[0]), owned, ctx); break;
+        case F_CAPGET: return PIDGUARD_CAPGET;
         }
         if (ok)
                 return 0;
         /* what the kernel answers for a PID that does not exist: EINVAL
          * for a clock of one and for Yama's tracer, else ESRCH */
         return c->form == F_CLOCK || c->form == F_PTRACER ? EINVAL : ESRCH;
+}
+
+int pidguard_capget(uint32_t *version, int pid, bool data, pidguard_owned_fn owned, void *ctx)
+{
+        if (*version != PIDGUARD_CAP_V1 && *version != PIDGUARD_CAP_V2 &&
+            *version != PIDGUARD_CAP_V3) {
+                /* the kernel writes its version back: EINVAL, or 0 with no data */
+                *version = PIDGUARD_CAP_V3;
+                return data ? -EINVAL : 0;
+        }
+        if (!data)
+                return 0; /* a version probe: no lookup */
+        if (pid < 0)
+                return -EINVAL;
+        if (pid == 0 || owned(ctx, PIDGUARD_PROCESS, pid))
+                return 1;
+        return -ESRCH;
 }
 
 /* ---------------------------------------------------------------- filter */

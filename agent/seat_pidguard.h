@@ -21,14 +21,19 @@
  *               perf_event_open fcntl(F_SETOWN) prctl(PR_SET_PTRACER)
  *               and, with a CPU clock of a PID (clockid < 0),
  *               clock_{gettime,getres,settime,adjtime,nanosleep}
- *               timer_create; on x86_64 also their i386 (int 0x80)
+ *               timer_create; capget; on x86_64 also their i386 (int 0x80)
  *               numbers (time64 ones included)
  *   x32 calls   ENOSYS (the x32 ABI is not offered to a seat)
  *   other ABIs  ENOSYS
  *
- * What is not covered (a PID behind a pointer cannot be checked without a
- * race against the caller's other threads): capget's header, fcntl
- * F_SETOWN_EX, the FIOSETOWN/SIOCSPGRP/TIOCSPGRP ioctls (docs/API.md). */
+ * capget's PID is in memory (its header): the guard reads the header
+ * once and does the call itself for a PID of the seat's (pidguard_capget),
+ * so that no other thread of the caller can change it between the check
+ * and the call.
+ *
+ * What is not covered (a PID behind a pointer, in a call the guard cannot
+ * do for the caller): fcntl F_SETOWN_EX, the FIOSETOWN/SIOCSPGRP/TIOCSPGRP
+ * ioctls (docs/API.md). */
 #pragma once
 
 #include <stdbool.h>
@@ -54,6 +59,21 @@ typedef bool (*pidguard_owned_fn)(void *ctx, enum pidguard_target t, long long i
  * only thing it asks. */
 int pidguard_decide(uint32_t arch, int nr, const uint64_t args[6], pidguard_owned_fn owned,
                     void *ctx);
+
+/* pidguard_decide's answer for capget: the guard reads the header (arg0)
+ * and asks pidguard_capget. */
+#define PIDGUARD_CAPGET (-1)
+
+#define PIDGUARD_CAP_V1 0x19980330U
+#define PIDGUARD_CAP_V2 0x20071026U
+#define PIDGUARD_CAP_V3 0x20080522U
+
+/* capget with header {*version, pid}, data (arg1) non-NULL or not: 1 →
+ * the guard does capget itself on pid (0: the caller) and writes the data
+ * back; else the answer (0 or -errno) the kernel would give for a PID that
+ * does not exist. A version the kernel does not know is set to its own
+ * in *version (to be written back). */
+int pidguard_capget(uint32_t *version, int pid, bool data, pidguard_owned_fn owned, void *ctx);
 
 /* struct sock_filter of <linux/filter.h> (the agent's libc, musl, comes
  * without the kernel's headers) */

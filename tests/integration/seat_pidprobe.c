@@ -155,6 +155,16 @@ int main(int argc, char **argv)
 #endif
         if (argc < 4) /* "own": not on our own processes */
                 show("ptrace_attach", ptrace(PTRACE_ATTACH, pid, 0, 0));
+        {
+                /* the header's PID (_LINUX_CAPABILITY_VERSION_3) */
+                struct {
+                        unsigned version;
+                        int pid;
+                } hdr = { 0x20080522, pid };
+                unsigned caps[6];
+
+                show("capget", syscall(SYS_capget, &hdr, caps));
+        }
         show("second_listener", second_listener()); /* last: it stays */
         return 0;
 }

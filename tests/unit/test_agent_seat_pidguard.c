@@ -210,6 +210,40 @@ static void test_cpu_clocks(void **state)
         }
 }
 
+/* capget: the header's PID, read by the guard, which then makes the call. */
+static void test_capget(void **state)
+{
+        uint64_t args[6] = { 0x1000, 0x2000, 0, 0, 0, 0 };
+        uint32_t v = PIDGUARD_CAP_V3;
+
+        (void)state;
+        assert_int_equal(pidguard_decide(PIDGUARD_ARCH, SYS_capget, args, owned, NULL),
+                         PIDGUARD_CAPGET);
+#if defined(__x86_64__)
+        assert_int_equal(pidguard_decide(PIDGUARD_ARCH_I386, 184, args, owned, NULL),
+                         PIDGUARD_CAPGET);
+#endif
+        assert_int_equal(pidguard_capget(&v, THEIRS, true, owned, NULL), -ESRCH);
+        assert_int_equal(pidguard_capget(&v, MINE, true, owned, NULL), 1);
+        asked = 0;
+        assert_int_equal(pidguard_capget(&v, 0, true, owned, NULL), 1); /* the caller */
+        assert_int_equal(pidguard_capget(&v, -3, true, owned, NULL), -EINVAL);
+        /* no data: a version probe, 0 whatever the PID, nothing looked up */
+        assert_int_equal(pidguard_capget(&v, THEIRS, false, owned, NULL), 0);
+        assert_int_equal(v, PIDGUARD_CAP_V3);
+        v = PIDGUARD_CAP_V1;
+        assert_int_equal(pidguard_capget(&v, 0, true, owned, NULL), 1);
+        assert_int_equal(v, PIDGUARD_CAP_V1);
+        /* an unknown version: the kernel's written back, EINVAL (0 without data) */
+        v = 42;
+        assert_int_equal(pidguard_capget(&v, THEIRS, true, owned, NULL), -EINVAL);
+        assert_int_equal(v, PIDGUARD_CAP_V3);
+        v = 42;
+        assert_int_equal(pidguard_capget(&v, THEIRS, false, owned, NULL), 0);
+        assert_int_equal(v, PIDGUARD_CAP_V3);
+        assert_int_equal(asked, 0);
+}
+
 /* ---------------------------------------------------- the seccomp program */
 
 #define RET_ALLOW 0x7fff0000U
@@ -283,10 +317,12 @@ static void test_filter_program(void **state)
                 (void)pidguard_decide(PIDGUARD_ARCH, nr, args, owned, NULL);
                 if (nr == SYS_fcntl)
                         continue;
-                /* (which/who calls: which 200 is EINVAL, nobody asked) */
+                /* (which/who calls: which 200 is EINVAL, nobody asked;
+                 * capget: the guard reads its header) */
                 assert_int_equal(ret == RET_NOTIFY,
                                  asked > 0 || nr == SYS_getpriority || nr == SYS_setpriority ||
-                                         nr == SYS_ioprio_get || nr == SYS_ioprio_set);
+                                         nr == SYS_ioprio_get || nr == SYS_ioprio_set ||
+                                         nr == SYS_capget);
         }
 #if defined(__x86_64__)
         assert_int_equal(filter(PIDGUARD_ARCH, SYS_kill | PIDGUARD_X32_BIT, 0), RET_ENOSYS);
@@ -370,6 +406,7 @@ int main(void)
                 cmocka_unit_test(test_which_who),
                 cmocka_unit_test(test_setown_perf_and_others),
                 cmocka_unit_test(test_cpu_clocks),
+                cmocka_unit_test(test_capget),
                 cmocka_unit_test(test_filter_program),
                 cmocka_unit_test(test_filter_in_the_kernel),
         };
