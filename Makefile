@@ -125,6 +125,7 @@ AGENT_SRC_agent_envfile := agent/envfile.c
 AGENT_SRC_agent_cron := agent/cron.c
 AGENT_SRC_agent_plainsh := agent/plainsh.c
 AGENT_SRC_agent_seat := agent/seat.c
+AGENT_SRC_agent_seat_pidguard := agent/seat_pidguard.c
 AGENT_SRC_mountd_proto := mountd/proto.c
 AGENT_SRC_agent_tcp_auth := agent/tcp_auth.c agent/sha256.c
 AGENT_SRC_agent_marker := egress/agent_marker.c agent/tcp_auth.c agent/sha256.c
@@ -135,6 +136,7 @@ $(BUILD)/tests/test_agent_cron $(BUILD)/fuzz-replay-agent_cron $(BUILD)/fuzzer-a
 	agent/cron.c agent/cron.h
 $(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
 $(BUILD)/tests/test_agent_seat: agent/seat.c agent/seat.h
+$(BUILD)/tests/test_agent_seat_pidguard: agent/seat_pidguard.c agent/seat_pidguard.h
 $(BUILD)/tests/test_agent_tcp_auth: $(AGENT_SRC_agent_tcp_auth) agent/tcp_auth.h agent/sha256.h
 $(BUILD)/tests/test_agent_marker $(BUILD)/fuzz-replay-agent_marker $(BUILD)/fuzzer-agent_marker: \
 	$(AGENT_SRC_agent_marker) egress/agent_marker.h agent/tcp_auth.h agent/sha256.h

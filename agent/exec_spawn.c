@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "exec_spawn.h"
 #include "plainsh.h"
 #include "seat.h"
+#include "seat_guard.h"
 
 extern char **environ;
 
@@ -227,6 +229,7 @@ void exec_spec_free(struct exec_spec *spec)
 struct spawn {
         const struct exec_spec *spec;
         int in, out, err, report_fd;
+        int guard_sock; /* a seat's: where its PID guard's listener goes (seat_guard.h); else -1 */
         char **sh_argv; /* room for "sh", the file, the args: a file without #! */
         /* shell=1 with plain words (plainsh.h), when plain is set */
         bool plain;
@@ -478,7 +481,7 @@ static int spawn_child(void *arg)
                 child_fail(sp, 127, "sandbox-agent: stdio: ", strerror(errno), NULL);
         if (sp->report_fd == sp->err)
                 sp->report_fd = 2;
-        agent_child_reset(sp->report_fd);
+        agent_child_reset2(sp->report_fd, sp->guard_sock);
         if (spec->has_user) {
                 int r = users_apply(&spec->user, &what);
 
@@ -489,6 +492,14 @@ static int spawn_child(void *arg)
          * else is world-writable) with it */
         if (spec->seat)
                 (void)umask(077);
+        /* and no PID of another seat can be probed (seat_guard.h) */
+        if (sp->guard_sock >= 0) {
+                int r = seat_guard_install(sp->guard_sock, &what);
+
+                if (r < 0 && r != -EOPNOTSUPP)
+                        child_fail(sp, 127, "sandbox-agent: ", what, ": ", strerror(-r), NULL);
+                (void)close(sp->guard_sock);
+        }
         if (chdir(spec->cwd) < 0) {
                 if (spec->record)
                         child_fail(sp, 1, "cwd ", spec->cwd, ": no such directory", NULL);
@@ -522,10 +533,20 @@ pid_t exec_spawn(const struct exec_spec *spec, int in, int out, int err, int rep
         char *stack = malloc(SPAWN_STACK);
         sigset_t all, old;
         pid_t pid = -ENOMEM;
+        int guard[2] = { -1, -1 };
 
         if (!sp || !stack)
                 goto out;
-        *sp = (struct spawn){ .spec = spec, .in = in, .out = out, .err = err, .report_fd = report_fd };
+        *sp = (struct spawn){
+                .spec = spec, .in = in, .out = out, .err = err, .report_fd = report_fd, .guard_sock = -1
+        };
+        if (spec->seat) {
+                if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, guard) < 0) {
+                        pid = -errno;
+                        goto out;
+                }
+                sp->guard_sock = guard[1];
+        }
         sp->sh_argv = calloc(slots, sizeof(char *));
         if (!sp->sh_argv || (spec->shell && plain_prepare(sp) < 0))
                 goto out;
@@ -539,7 +560,21 @@ pid_t exec_spawn(const struct exec_spec *spec, int in, int out, int err, int rep
         if (pid < 0)
                 pid = -errno;
         (void)sigprocmask(SIG_SETMASK, &old, NULL);
+        if (pid > 0 && guard[0] >= 0) {
+                /* the child has exec'd (or failed): its listener, if it
+                 * made one, is waiting in the socket. None: the kernel has
+                 * no user notification (gVisor), or the child failed. */
+                int r = seat_guard_start(guard[0], spec->user.uid, spec->user.gid);
+
+                if (r < 0 && r != -ENOENT)
+                        agent_log("sandbox-agent: seat %u: PID guard: %s", (unsigned)spec->user.uid,
+                                  strerror(-r));
+        }
 out:
+        if (guard[0] >= 0)
+                (void)close(guard[0]);
+        if (guard[1] >= 0)
+                (void)close(guard[1]);
         if (sp) {
                 free(sp->sh_argv);
                 free(sp->text);

@@ -12,6 +12,10 @@
  * the mount whose destination is /proc and type proc gets the option
  * hidepid=invisible (any other hidepid= option is dropped). runc passes
  * options it does not know as mount data, so the kernel (>= 5.8) sees it.
+ * And the cgroup files that list the container's PIDs (cgroup.procs,
+ * cgroup.threads, v1's tasks; world-readable) and /proc/locks (the PID of
+ * each lock's holder) are added to linux.maskedPaths: runc binds /dev/null
+ * over them, so no seat reads the others' PIDs there.
  * The file is replaced atomically (temporary file in the same directory,
  * fsync, rename). Then, for every command, it execs the real runc with the
  * same arguments. A bundle it cannot read, parse, change or write back, or
@@ -184,6 +188,64 @@ static bool hide_proc(struct json_object *config)
         return found;
 }
 
+/* The cgroup files that list a container's PIDs, for cgroup v2 and each
+ * v1 hierarchy Docker mounts (a name that is not there is skipped by runc):
+ * world-readable, they would list every process of every seat (docs/AGENT.md,
+ * "Seats"). */
+static const char *const cgroup_dirs[] = {
+        "",        "blkio/",   "cpu/",      "cpuacct/",          "cpu,cpuacct/",
+        "cpuset/", "devices/", "freezer/",  "hugetlb/",          "memory/",
+        "misc/",   "net_cls/", "net_prio/", "net_cls,net_prio/", "perf_event/",
+        "pids/",   "rdma/",    "systemd/",  "unified/",          NULL
+};
+static const char *const cgroup_lists[] = { "cgroup.procs", "cgroup.threads", "tasks", NULL };
+
+/* Add the cgroup PID lists and /proc/locks to linux.maskedPaths (runc binds
+ * /dev/null over each). Returns false on allocation failure or a malformed
+ * "linux". */
+static bool mask_cgroup_pids(struct json_object *config)
+{
+        struct json_object *linux_, *masked;
+
+        if (!json_object_object_get_ex(config, "linux", &linux_)) {
+                linux_ = json_object_new_object();
+                if (!linux_ || json_object_object_add(config, "linux", linux_) < 0)
+                        return false;
+        }
+        if (!json_object_is_type(linux_, json_type_object))
+                return false;
+        if (!json_object_object_get_ex(linux_, "maskedPaths", &masked)) {
+                masked = json_object_new_array();
+                if (!masked || json_object_object_add(linux_, "maskedPaths", masked) < 0)
+                        return false;
+        }
+        if (!json_object_is_type(masked, json_type_array))
+                return false;
+        for (size_t d = 0; cgroup_dirs[d]; d++)
+                for (size_t f = 0; cgroup_lists[f]; f++) {
+                        char path[96];
+                        struct json_object *v;
+
+                        (void)snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s", cgroup_dirs[d],
+                                       cgroup_lists[f]);
+                        v = json_object_new_string(path);
+                        if (!v || json_object_array_add(masked, v) < 0) {
+                                json_object_put(v);
+                                return false;
+                        }
+                }
+        {
+                /* the PIDs of every file lock's holder in the sandbox */
+                struct json_object *v = json_object_new_string("/proc/locks");
+
+                if (!v || json_object_array_add(masked, v) < 0) {
+                        json_object_put(v);
+                        return false;
+                }
+        }
+        return true;
+}
+
 static void write_all(int fd, const char *s, const char *path)
 {
         size_t n = strlen(s);
@@ -222,6 +284,8 @@ static void rewrite_config(const char *bundle)
         }
         if (!hide_proc(config))
                 die("%s: no proc mount on /proc to set " HIDEPID " on", path);
+        if (!mask_cgroup_pids(config))
+                die("%s: cannot mask the cgroup PID lists", path);
         text = json_object_to_json_string_ext(config, JSON_C_TO_STRING_PLAIN |
                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!text)
