@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -130,6 +131,11 @@ static _Noreturn void guard_main(int sock)
         /* neither a kill of the handler's process group nor a stop's
          * SIGTERM may end the guard before it has written */
         (void)setpgid(0, 0);
+        /* nothing of the handler's but its end of the pair and stdio (a
+         * listening socket systemd passed stays with the handler alone) */
+        if (sock > 3)
+                (void)close_range(3, (unsigned)sock - 1, 0);
+        (void)close_range((unsigned)sock + 1, ~0U, 0);
         signal(SIGTERM, SIG_IGN);
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);
