@@ -12,6 +12,7 @@
 #include <linux/close_range.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -206,12 +207,19 @@ int stream_guard_start(void)
                 guard_main(sv[1]);
         }
         (void)close(sv[1]);
+        /* a burst of streams queues its messages while the guard waits for
+         * a CPU (the kernel caps the size at net.core.wmem_max); past
+         * that, a stream waits STREAM_GUARD_SEND_MS at most */
+        (void)setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &(int){ 1 << 20 }, sizeof(int));
+        (void)setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO,
+                         &(struct timeval){ .tv_usec = STREAM_GUARD_SEND_MS * 1000 },
+                         sizeof(struct timeval));
         guard.sock = sv[0];
         atomic_store(&guard.next_token, 1);
         return 0;
 }
 
-static int guard_send(const struct guard_msg *m, int fd, int flags)
+static int guard_send(const struct guard_msg *m, int fd)
 {
         union {
                 char buf[CMSG_SPACE(sizeof(int))];
@@ -232,7 +240,7 @@ static int guard_send(const struct guard_msg *m, int fd, int flags)
                 cm->cmsg_len = CMSG_LEN(sizeof(int));
                 memcpy(CMSG_DATA(cm), &fd, sizeof(int));
         }
-        return sendmsg(guard.sock, &mh, flags | MSG_NOSIGNAL) == (ssize_t)sizeof(*m) ? 0 : -errno;
+        return sendmsg(guard.sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(*m) ? 0 : -errno;
 }
 
 uint32_t stream_guard_hold(struct request *req)
@@ -246,7 +254,7 @@ uint32_t stream_guard_hold(struct request *req)
         if (m.token == 0) /* wrapped: 0 means unguarded */
                 m.token = atomic_fetch_add(&guard.next_token, 1);
         m.request_id = (uint32_t)req->fcgx->requestId;
-        r = guard_send(&m, req->fcgx->ipcFd, MSG_DONTWAIT);
+        r = guard_send(&m, req->fcgx->ipcFd);
         if (r < 0) {
                 if (!atomic_exchange(&guard.warned, true))
                         log_warn(NULL,
@@ -261,9 +269,12 @@ uint32_t stream_guard_hold(struct request *req)
 void stream_guard_release(uint32_t token)
 {
         struct guard_msg m = { .op = GUARD_RELEASE, .token = token };
+        int r = -EAGAIN;
 
-        /* blocking (the guard only collects): a connection it kept would
-         * get its end records while it serves another request */
-        if (token && guard.sock >= 0)
-                (void)guard_send(&m, -1, 0);
+        /* retried: a connection the guard kept would hold a slot of its
+         * table (and its end records would go to a closed peer) */
+        for (int i = 0; token && guard.sock >= 0 && r == -EAGAIN && i < 10; i++)
+                r = guard_send(&m, -1);
+        if (r == -EAGAIN && !atomic_exchange(&guard.warned, true))
+                log_warn(NULL, "stream guard: too slow to take a stream back; it keeps a slot");
 }

@@ -27,9 +27,9 @@
  * half an SSE frame, which the guard's "\n\n" ends (the client then sees a
  * malformed event before the error event).
  *
- * Cost on the stream path: two sendmsg(2) calls per stream, never
- * blocking (MSG_DONTWAIT: a stream the guard cannot take is unguarded,
- * logged). The guard is in its own process group and ignores SIGTERM/SIGINT
+ * Cost on the stream path: two sendmsg(2) calls per stream (about 1 us
+ * each); one waits only when the guard has fallen a socket buffer behind,
+ * STREAM_GUARD_SEND_MS at most (then the stream is unguarded, logged once). The guard is in its own process group and ignores SIGTERM/SIGINT
  * (a kill of the handler's group, or a stop, must not take it first); it
  * exits on its own at the handler's end. At most STREAM_GUARD_MAX streams
  * are held (the handler has at most 256 threads, one stream each). */
@@ -40,6 +40,7 @@
 
 #define STREAM_GUARD_MAX 512
 #define STREAM_GUARD_WRITE_MS 2000 /* per connection, for the guard's last records */
+#define STREAM_GUARD_SEND_MS 100   /* a stream's wait for a guard too busy to take a message */
 
 /* Fork the guard (before any thread: the child runs only its own loop).
  * 0, or a negative errno (no guard then: streams end as before). */
