@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/close_range.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -127,16 +126,18 @@ static void guard_take(struct guard_held *held, const struct guard_msg *m, int f
 static _Noreturn void guard_main(int sock)
 {
         struct guard_held *held = calloc(STREAM_GUARD_MAX, sizeof(*held));
-        int n = 0;
+        int n = 0, listen_fds;
 
         /* neither a kill of the handler's process group nor a stop's
          * SIGTERM may end the guard before it has written */
         (void)setpgid(0, 0);
-        /* nothing of the handler's but its end of the pair and stdio (a
-         * listening socket systemd passed stays with the handler alone) */
-        if (sock > 3)
-                (void)close_range(3, (unsigned)sock - 1, 0);
-        (void)close_range((unsigned)sock + 1, ~0U, 0);
+        /* the listening sockets systemd passed (SD_LISTEN_FDS_START on)
+         * stay the handler's alone; nothing else is open yet but stdio and,
+         * perhaps, libsystemd's journal socket, which the guard logs through */
+        listen_fds = getenv("LISTEN_FDS") ? atoi(getenv("LISTEN_FDS")) : 0;
+        for (int fd = 3; fd < 3 + listen_fds && fd < 64; fd++)
+                if (fd != sock)
+                        (void)close(fd);
         signal(SIGTERM, SIG_IGN);
         signal(SIGINT, SIG_IGN);
         signal(SIGHUP, SIG_IGN);
