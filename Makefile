@@ -140,16 +140,18 @@ $(BUILD)/tests/test_agent_seat_pidguard: agent/seat_pidguard.c agent/seat_pidgua
 $(BUILD)/tests/test_agent_tcp_auth: $(AGENT_SRC_agent_tcp_auth) agent/tcp_auth.h agent/sha256.h
 $(BUILD)/tests/test_agent_marker $(BUILD)/fuzz-replay-agent_marker $(BUILD)/fuzzer-agent_marker: \
 	$(AGENT_SRC_agent_marker) egress/agent_marker.h agent/tcp_auth.h agent/sha256.h
-# A test of a pure fcgi/ file (no libfcgi, no request) compiles it in: FCGI_SRC_NAME.
+# A test of a pure fcgi/ file (no libfcgi calls, no live request) compiles it in: FCGI_SRC_NAME.
 FCGI_SRC_tenant_share := fcgi/tenant_share.c
 FCGI_SRC_execd_argv := fcgi/execd_argv.c
 FCGI_SRC_sse := fcgi/sse.c
+FCGI_SRC_stream_guard := fcgi/stream_guard.c
 fcgi_src = $(if $(FCGI_SRC_$(1)),-Ifcgi $(FCGI_SRC_$(1)))
 $(BUILD)/tests/test_tenant_share: fcgi/tenant_share.c fcgi/tenant_share.h
 $(BUILD)/tests/test_execd_argv $(BUILD)/fuzz-replay-execd_argv $(BUILD)/fuzzer-execd_argv: \
 	fcgi/execd_argv.c fcgi/execd_argv.h
 $(BUILD)/tests/test_mountd_proto: mountd/proto.c mountd/mountd.h
 $(BUILD)/tests/test_sse: fcgi/sse.c fcgi/sse.h
+$(BUILD)/tests/test_stream_guard: fcgi/stream_guard.c fcgi/stream_guard.h
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
 	@mkdir -p $(@D)

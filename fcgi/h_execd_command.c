@@ -45,6 +45,7 @@
 #include "log.h"
 #include "routes.h"
 #include "sse.h"
+#include "stream_guard.h"
 #include "tenant_share.h"
 #include "timeutil.h"
 #include "utf8.h"
@@ -292,6 +293,7 @@ int execd_stream_command(struct request *req, const struct execd *x, const char 
         struct exec_stream_cb cb = { .on_output = sse_on_output, .on_tick = sse_on_tick, .ud = &s };
         int64_t t0;
         int slot, r, ret = 0;
+        uint32_t guarded;
 
         if (execd_streams_take(tenant_share_cap(req->w->cfg->fcgi_threads), x->sandbox_id, id,
                                &slot) < 0) {
@@ -309,6 +311,9 @@ int execd_stream_command(struct request *req, const struct execd *x, const char 
         else
                 sse_begin(&s, req);
         sse_text(&s, "init", id, strlen(id));
+        /* from here the stream's end is the guard's should this process
+         * die: an error event, not a clean end (stream_guard.h) */
+        guarded = stream_guard_hold(req);
         t0 = timeutil_mono_ms();
         /* streamed as it comes, or (a backend without streaming) at the end */
         r = provider_exec_stream(req->w->provider, x->ref, spec, &cb, &res, err);
@@ -353,6 +358,7 @@ int execd_stream_command(struct request *req, const struct execd *x, const char 
                 snprintf(why, sizeof(why), "exit status %d", res.exit_code);
         sse_error(&s, ev, why);
 out:
+        stream_guard_release(guarded); /* after the last event, before the request ends */
         sse_end(&s);
         exec_result_free(&res);
         execd_streams_put(slot);

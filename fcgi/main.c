@@ -32,6 +32,7 @@
 #include "request.h"
 #include "routes.h"
 #include "sandbox.h"
+#include "stream_guard.h"
 #include "tenant_share.h"
 #include "timeutil.h"
 
@@ -234,6 +235,14 @@ int main(int argc, char **argv)
                 share = tenant_share_of(app.cfg.fcgi_threads, share_pct);
                 share_cap = tenant_share_cap(app.cfg.fcgi_threads);
         }
+        /* the data plane's command streams end with an error event should
+         * this process die (stream_guard.h): its guard forks before any
+         * thread, the listener or a connection exists */
+        if (strcmp(app.group, "execd") == 0 && (r = stream_guard_start()) < 0)
+                log_warn(NULL,
+                         "stream guard: cannot start it (%s); a stream whose handler dies "
+                         "ends without its error event",
+                         strerror(-r));
         memory_bounds(); /* before any thread */
         signal(SIGPIPE, SIG_IGN);
         curl_global_init(CURL_GLOBAL_DEFAULT); /* once, before any thread (docker.h) */

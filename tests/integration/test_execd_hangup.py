@@ -2,10 +2,15 @@
 whose handler dies ends without an error event while its command runs on"):
 fcgi-execd is SIGKILLed while commands stream, and
 
-- no client hears of an end the command did not have: nginx 1.22 ends the
-  client's answer cleanly (it cannot add the error event nobody is left to
-  write), so no stream carries execution_complete or error, and the
-  official Python SDK's commands.run returns no exit code (never 0);
+- every client hears that its stream failed: the handler's stream guard
+  (fcgi/stream_guard.h), a process of its own that holds a duplicate of
+  each streaming connection, ends each one with an `error` event (evalue
+  "-1", ename CommandExecError) and a well-formed FastCGI end, so nginx
+  ends the answer with that event last and the chunked body's last chunk
+  (the raw bytes are checked); never `execution_complete`; the official
+  Python SDK's commands.run returns that error (never exit code 0); the
+  guard ends the streams still open and only those (a stream that ended
+  before the kill is not touched, the log counts the others) and exits;
 - no command runs on unowned: the broker's connection to the sandbox-agent
   went with the handler, and the agent (hangup_kill=1, docs/AGENT.md) kills
   the command's process group and what left it (a session run's command
@@ -13,15 +18,20 @@ fcgi-execd is SIGKILLed while commands stream, and
   commands append to every 0.2 s stop growing within a few seconds, no
   process of them is left (runc's through Docker's exec while the handler
   is down; gVisor's through a new execd command once it is back), and the command's status says it was
-  hung up (exit 129, SIGHUP).
+  hung up (exit 129, SIGHUP);
+- the other handler is unaffected: bravo's ping (fcgi-execd-lane) answers
+  while fcgi-execd is down, and fcgi-execd serves again once restarted.
 
 Two tenants, one sandbox each: alpha's under runc (sandbox-runc), bravo's
 under gVisor (runsc, whose agent dials through the relay: the broker's close
 reaches it as a half-close). Each runs a foreground command and a session
-run; alpha's also one through curl, bravo's one through the Python SDK.
+run; alpha's also one through curl and one read as raw bytes, bravo's one
+through the Python SDK.
 """
 
 import json
+import os
+import socket
 import struct
 import subprocess
 import threading
@@ -98,6 +108,70 @@ class Stream(threading.Thread):
         return [e["type"] for e in self.events]
 
 
+class RawStream(threading.Thread):
+    """One SSE answer read as raw bytes off the socket (HTTP/1.1, chunked),
+    to see the framing itself: `raw` is everything nginx sent."""
+
+    def __init__(self, ex, path, body):
+        super().__init__(daemon=True)
+        self.ex, self.path, self.body = ex, path, body
+        self.raw, self.error = b"", None
+
+    def run(self):
+        data = json.dumps(self.body).encode()
+        head = ("POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nX-EXECD-ACCESS-TOKEN: %s\r\n"
+                "Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                % (self.ex.url(self.path), self.ex.token, len(data))).encode()
+        try:
+            with socket.create_connection(("127.0.0.1", self.ex.port), timeout=120) as c:
+                c.sendall(head + data)
+                while True:
+                    b = c.recv(65536)
+                    if not b:
+                        break
+                    self.raw += b
+        except OSError as e:
+            self.error = e
+
+    def body_chunks(self):
+        """(the chunked body decoded, whether it ended with the last chunk)."""
+        _, _, rest = self.raw.partition(b"\r\n\r\n")
+        out = b""
+        while rest:
+            size, sep, rest = rest.partition(b"\r\n")
+            if not sep:
+                return out, False
+            n = int(size, 16)
+            if n == 0:
+                return out, rest == b"\r\n"
+            out, rest = out + rest[:n], rest[n + 2:]
+        return out, False
+
+    def events(self):
+        body, _ = self.body_chunks()
+        return [json.loads(f[6:]) for f in body.split(b"\n\n") if f.startswith(b"data: ")]
+
+
+def guard_pid(pid):
+    """The stream guard: the one child of the handler process pid."""
+    kids = []
+    for t in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+            kids += [int(k) for k in f.read().split()]
+    with open("/proc/%d/comm" % kids[0]) as f:
+        assert f.read().strip() == "fcgi-stream-gua", kids  # comm is 15 bytes
+    assert len(kids) == 1, kids
+    return kids[0]
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
 PY_RUN = r"""
 import json, sys
 from opensandbox import SandboxSync
@@ -146,6 +220,13 @@ def left(box, token):
             and "wc -c" not in line]
 
 
+def restart_execd(hb):
+    """fcgi-execd started again after its SIGKILL (stop clears what the
+    dead one left: its pid file)."""
+    hb.stop("fcgi-execd", kill=True)
+    hb.start("fcgi-execd")
+
+
 def session(ex):
     st, _, raw = ex.request("POST", "/session")
     assert st == 200, raw
@@ -178,6 +259,9 @@ def test_killed_handler_breaks_streams_and_kills_their_commands(hb):
          "--data", json.dumps({"command": LOOP % m_curl}),
          "http://127.0.0.1:%d%s" % (hb.port, runc.url("/command"))],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    m_raw = markers[("runc", "raw")] = "/tmp/hup-%s-runc-raw" % tag
+    raw = RawStream(runc, "/command", {"command": LOOP % m_raw})
+    raw.start()
     m_sdk = markers[("runsc", "sdk")] = "/tmp/hup-%s-runsc-sdk" % tag
     sdk = subprocess.Popen([python_sdk_python(), "-c", PY_RUN, "127.0.0.1:%d" % hb.port,
                             KEY["bravo"], gvisor.sid, LOOP % m_sdk],
@@ -189,22 +273,51 @@ def test_killed_handler_breaks_streams_and_kills_their_commands(hb):
         for key, s in streams.items():
             assert s.status == 200 and s.types()[:1] == ["init"], (key, s.status, s.events)
             ids[key] = s.events[0]["text"]
-        hb.stop("fcgi-execd", kill=True)
+        # a stream that ended before the kill is the guard's no more
+        st, _, events = runc.command_stream({"command": "echo done"})
+        assert st == 200 and events[-1]["type"] == "execution_complete", events[-3:]
+        pid = hb.pid("fcgi-execd")
+        guard = guard_pid(pid)
+        os.kill(pid, 9)  # the handler alone, by its PID (its guard is in a group of its own)
         t_kill = time.monotonic()
 
-        # the clients: the stream ends without its last event. nginx 1.22
-        # ends an unbuffered FastCGI answer whose upstream closed as if it
-        # were complete (no error logged, the last chunk sent), so what tells
-        # a client is the missing execution_complete (docs/EXECD.md)
+        # the other tenant's calls on the other handler: answered meanwhile
+        st, _, body = gvisor.request("GET", "/ping")
+        assert st == 200, body
+
+        # the clients: each stream ends with the guard's error event, last,
+        # in a well-formed answer (nginx sends the chunked body's last chunk
+        # after the FastCGI end the guard wrote); never execution_complete
         for key, s in streams.items():
             s.join(30)
             assert not s.is_alive(), key
-            assert "execution_complete" not in s.types() and "error" not in s.types(), (key, s.types())
-        curl.communicate(timeout=30)
+            assert s.end == "complete", (key, s.end)
+            assert "execution_complete" not in s.types(), (key, s.types())
+            last = s.events[-1]
+            assert last["type"] == "error" and last["error"]["evalue"] == "-1", (key, s.events[-3:])
+            assert last["error"]["ename"] == "CommandExecError", last
+            assert "handler died" in last["error"]["traceback"][0], last
+            assert isinstance(last["timestamp"], int), last
+        raw.join(30)
+        assert not raw.is_alive() and raw.error is None, raw.error
+        print("the raw answer's last bytes:", raw.raw[-420:])
+        assert raw.raw.startswith(b"HTTP/1.1 200"), raw.raw[:200]
+        body, terminated = raw.body_chunks()
+        assert terminated, raw.raw[-300:]  # "0\r\n\r\n" and nothing after
+        assert body.endswith(b"\n\n") and raw.events()[-1]["type"] == "error", raw.raw[-300:]
+        assert [e["type"] for e in raw.events()][:1] == ["init"], raw.events()[:2]
+        _, cerr = curl.communicate(timeout=30)
+        assert curl.returncode == 0, (curl.returncode, cerr)  # a complete answer
         out, err = sdk.communicate(timeout=60)
         res = json.loads(out.decode().strip().splitlines()[-1])
         print("the SDK's commands.run:", res)
-        assert res.get("result", [None])[0] != 0, (res, err[-2000:])
+        assert res.get("result") and res["result"][0] != 0 and res["result"][1] == "-1", (res, err[-2000:])
+
+        # the guard: it ended the 7 streams open at the kill (not the one
+        # that had ended) and went away
+        wait_until(lambda: not alive(guard), 10, 0.1, "the stream guard exits")
+        assert "died with 7 command stream(s) open" in hb.logs("fcgi-execd"), \
+            hb.logs("fcgi-execd")[-2000:]
 
         # the commands: stopped, nothing of them left (runc's seen while
         # the handler is still down, gVisor's once it is back)
@@ -213,7 +326,7 @@ def test_killed_handler_breaks_streams_and_kills_their_commands(hb):
                 wait_until(lambda: still(cids[k], m), 20, 0, "%s %s marker stops" % (k, kind))
         print("runc's commands stopped %.1f s after the kill" % (time.monotonic() - t_kill))
         assert left(cids["runc"], "hup-" + tag) == [], left(cids["runc"], "hup-" + tag)
-        hb.start("fcgi-execd")
+        restart_execd(hb)
         for (k, kind), m in markers.items():
             if k == "runsc":
                 wait_until(lambda: still(cids[k], m), 20, 0, "%s %s marker stops" % (k, kind))
@@ -223,8 +336,8 @@ def test_killed_handler_breaks_streams_and_kills_their_commands(hb):
             if p.poll() is None:
                 p.kill()
                 p.wait(10)
-        if not hb.pid("fcgi-execd"):
-            hb.start("fcgi-execd")
+        if not alive(hb.pid("fcgi-execd") or 0):
+            restart_execd(hb)
 
     # back: a new command sees none of them, and the status of a killed one says so
     for k, ex in boxes.items():
