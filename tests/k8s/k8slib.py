@@ -31,7 +31,9 @@ def k8s_env(cluster, **env):
            "KUBERNETES_NAMESPACE": NS, "KUBERNETES_IMAGE_PULL_POLICY": "Never",
            "KUBERNETES_AGENT_IMAGE": AGENT_IMAGE, "KUBERNETES_POD_WAIT_MS": "60000",
            "IDLE_POLICY": "stop_keep"}
-    cfg.update({k: str(v) for k, v in env.items()})
+    cfg.update({k: str(v) for k, v in env.items() if v is not None})
+    for k in [k for k, v in env.items() if v is None]:  # None: the setting left unset
+        cfg.pop(k, None)
     return cfg
 
 
