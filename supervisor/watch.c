@@ -99,9 +99,9 @@ static void watch_event(void *ud, const struct sandbox_event *ev)
                                            ev->kind == SANDBOX_EVENT_EXITED ? ev->info.exit_code : -1,
                                            ev->kind == SANDBOX_EVENT_EXITED && oom_take(w, sid, now));
                 /* a warm pool member has no record to follow: it leaves the pool */
-                if (ev->kind == SANDBOX_EVENT_EXITED && pool_member_lost(w->redis, w->inspector, sid) < 0)
-                        log_warn(LOG_KV({ "SANDBOX_ID", sid }),
-                                 "watch: pool membership not checked (Redis); the pool's check will");
+                if (ev->kind == SANDBOX_EVENT_EXITED &&
+                    pool_member_lost(w->redis, w->inspector, sid) < 0)
+                        log_warn(LOG_KV({ "SANDBOX_ID", sid }), "watch: pool membership not checked");
                 break;
         case SANDBOX_EVENT_OOM:
                 oom_note(w, sid, now);
