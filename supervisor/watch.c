@@ -101,7 +101,8 @@ static void watch_event(void *ud, const struct sandbox_event *ev)
                 /* a warm pool member has no record to follow: it leaves the pool */
                 if (ev->kind == SANDBOX_EVENT_EXITED &&
                     pool_member_lost(w->redis, w->inspector, sid) < 0)
-                        log_warn(LOG_KV({ "SANDBOX_ID", sid }), "watch: pool membership not checked");
+                        log_warn(LOG_KV({ "SANDBOX_ID", sid }),
+                                 "watch: pool membership not checked");
                 break;
         case SANDBOX_EVENT_OOM:
                 oom_note(w, sid, now);
