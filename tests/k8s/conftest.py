@@ -11,7 +11,6 @@ session's cluster is up (two clusters at once share kubelet's fixed device-plugi
 
 import os
 import sys
-import uuid
 
 import pytest
 
@@ -19,8 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 sys.path.insert(0, HERE)
 
-from brokerlib import Broker, Services, wait_until  # noqa: E402
-from k8slib import IMAGES, NS, PodView, delete_pods_of, k8s_env  # noqa: E402
+from brokerlib import Services  # noqa: E402
+from k8slib import IMAGES, NS, start_broker, stop_broker  # noqa: E402
 from test_cluster import Api, read_env, start_cluster, stop_cluster  # noqa: E402
 
 
@@ -63,24 +62,12 @@ def k8s_broker(request, cluster, services):
     made = []
 
     def factory(**env):
-        b = Broker(services, os.path.join(cluster["state"], "it", "broker-" + uuid.uuid4().hex[:6]),
-                   **k8s_env(cluster, **env))
-        made.append(b)
+        made.append(start_broker(cluster, services, **env))
         request.node._it_brokers = made
-        b.sandbox_view = PodView(cluster["api"])
-        b.up()
-        return b
+        return made[-1]
     yield factory
     for b in made:
-        try:
-            if any(getattr(request.node, "rep_" + w, None) is not None and
-                   getattr(request.node, "rep_" + w).failed for w in ("setup", "call")):
-                print(b.logs_tail(80))
-            b.down()
-        finally:
-            delete_pods_of(cluster["api"], b.prefix)
-            wait_until(lambda: not PodView(cluster["api"]).pods(b.prefix), 60, 0.2,
-                       "the pods of %s gone" % b.prefix)
+        stop_broker(cluster, b)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -5,10 +5,12 @@ API's shapes (sandboxlib.view_of), so that tests/integration's bodies run agains
 import os
 import sys
 import urllib.parse
+import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 
+from brokerlib import Broker, wait_until  # noqa: E402
 from sdklib import API_KEYS_ENV  # noqa: E402
 from test_cluster import IMAGE  # noqa: E402
 
@@ -42,6 +44,25 @@ def delete_pods_of(api, prefix):
     for p in PodView(api).pods(prefix):
         api.call("DELETE", "/api/v1/namespaces/%s/pods/%s" % (NS, p["metadata"]["name"]),
                  {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+
+
+def start_broker(cluster, services, **env):
+    """A running brokerlib.Broker on the cluster (k8s_env), with `sandbox_view` (PodView)."""
+    b = Broker(services, os.path.join(cluster["state"], "it", "broker-" + uuid.uuid4().hex[:6]),
+               **k8s_env(cluster, **env))
+    b.sandbox_view = PodView(cluster["api"])
+    b.up()
+    return b
+
+
+def stop_broker(cluster, b):
+    """b down, then every pod of its prefix deleted and waited away."""
+    try:
+        b.down()
+    finally:
+        delete_pods_of(cluster["api"], b.prefix)
+        wait_until(lambda: not PodView(cluster["api"]).pods(b.prefix), 60, 0.2,
+                   "the pods of %s gone" % b.prefix)
 
 
 class PodView:

@@ -30,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 
 import sandboxlib  # noqa: E402
+from k8slib import start_broker, stop_broker  # noqa: E402
 from sandboxlib import SB  # noqa: E402
 from test_sandbox_scenarios import (test_scenario1_capacity_queue_release,  # noqa: E402,F401
                                     test_scenario2_user_shared_workdirs,
@@ -60,9 +61,20 @@ def docker_broker(k8s_broker, monkeypatch):
     return factory
 
 
-@pytest.fixture
-def osb_broker(k8s_broker):
-    return k8s_broker(BROKER_CAPACITY=4, SANDBOX_RUNTIME=RUNTIME)
+@pytest.fixture(scope="module")
+def osb_broker(cluster, services):
+    """One broker for the SDK flows (each makes and kills its own sandboxes)."""
+    b = start_broker(cluster, services, BROKER_CAPACITY=4, SANDBOX_RUNTIME=RUNTIME)
+    try:
+        yield b
+    finally:
+        stop_broker(cluster, b)
+
+
+@pytest.fixture(autouse=True)
+def _logs_on_failure(request):
+    if "osb_broker" in request.fixturenames:
+        request.node._it_brokers = [request.getfixturevalue("osb_broker")]
 
 
 def runtime_class(sb, lease):
