@@ -212,7 +212,7 @@ def test_api_server_restarted_the_watch_follows_again_and_nothing_is_orphaned(ch
     inflight = r.json["id"]
     wait_until(lambda: [c for c in sb.containers() if c["Id"] not in before], 60, 0.005,
                "the create's pod POSTed")
-    p, took = restart_apiserver(cluster, down_s=3)
+    p, took = restart_apiserver(cluster, down_s=1)
     print("kube-apiserver restarted (pid %d), answering %.1f s after its start" % (p.pid, took))
 
     # the create in flight: Running, or Failed with its pod removed; never a lie
