@@ -323,7 +323,7 @@ deploy-test: all
 # (outside the clone).
 test-k8s: all
 	scripts/deps-install
-	scripts/build-images tiny
+	scripts/build-images tiny base multiuser
 	scripts/k8s-agent-image $(BUILD)
 	.cache/venv/bin/python -m pytest tests/k8s -v -p no:cacheprovider $(K8S_TEST_ARGS)
 

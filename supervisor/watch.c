@@ -15,7 +15,9 @@
  *   pause,   Running <-> Paused after the container;
  *   unpause
  *   oom      remembered for the die that usually follows (a process killed
- *            by the kernel while PID 1 lives on changes nothing).
+ *            by the kernel while PID 1 lives on changes nothing);
+ * and a die of a warm pool member (no record yet) drops it from the pool
+ * at once (pool_member_lost), not at the pool's next check.
  * What the stream misses while it reconnects, the reconciler finds (exits,
  * vanished containers, pause states). Backends without a stream (Daytona)
  * leave it to the reconciler alone. */
@@ -28,6 +30,7 @@
 #include <time.h>
 
 #include "log.h"
+#include "pool.h"
 #include "provider_factory.h"
 #include "sandbox.h"
 #include "supervisor.h"
@@ -95,6 +98,11 @@ static void watch_event(void *ud, const struct sandbox_event *ev)
                         r = sandbox_follow(w->redis, w->inspector, &w->cfg, sid, ev->info.ref,
                                            ev->kind == SANDBOX_EVENT_EXITED ? ev->info.exit_code : -1,
                                            ev->kind == SANDBOX_EVENT_EXITED && oom_take(w, sid, now));
+                /* a warm pool member has no record to follow: it leaves the pool */
+                if (ev->kind == SANDBOX_EVENT_EXITED &&
+                    pool_member_lost(w->redis, w->inspector, sid) < 0)
+                        log_warn(LOG_KV({ "SANDBOX_ID", sid }),
+                                 "watch: pool membership not checked");
                 break;
         case SANDBOX_EVENT_OOM:
                 oom_note(w, sid, now);

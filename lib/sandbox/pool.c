@@ -223,6 +223,22 @@ static bool container_lost(struct provider *pv, const char *sid)
         return r == 0 && (info.state == SANDBOX_RUN_EXITED || info.state == SANDBOX_RUN_MISSING);
 }
 
+int pool_member_lost(struct redis_conn *rc, struct provider *pv, const char *sid)
+{
+        redisReply *rep = NULL;
+        const char *argv[] = { "member", sid };
+        bool member;
+        int r = wpool(rc, 2, argv, &rep);
+
+        if (r < 0)
+                return r;
+        member = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+        reply_drop(rep);
+        if (!member || !container_lost(pv, sid))
+                return 0;
+        return drop(rc, pv, sid, "the watch saw its container end or go") ? 1 : 0;
+}
+
 /* Members to drop: too old, of an unpooled image, of an image whose name
  * now names another image (re-tagged), stuck creating, or (check) whose
  * container is lost. */

@@ -37,6 +37,14 @@ struct pool_state {
 int pool_step(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
               struct pool_state *ps);
 
+/* The watch saw sid's container end or go (supervisor/watch.c): when sid is
+ * a pool member whose container is lost (inspected through pv, as the
+ * periodic check does), it leaves the pool now, not at the next check
+ * (POOL_CHECK_MS), so that no claim takes it meanwhile. Returns 1 if it was
+ * dropped, 0 if sid is no member or its container lives, or a negative
+ * errno (Redis). */
+int pool_member_lost(struct redis_conn *rc, struct provider *pv, const char *sid);
+
 /* The default limits a pool member is made with (the config's), as the
  * record's poolLimits string ("nanoCpus,memoryBytes,pids"). */
 void pool_limits_string(const struct broker_config *cfg, char *buf, size_t size);

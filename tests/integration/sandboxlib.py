@@ -160,6 +160,11 @@ class Docker:
 DOCKER = Docker()
 
 
+def view_of(b):
+    """The backend view of broker b: its `sandbox_view` if it has one, else DOCKER."""
+    return getattr(b, "sandbox_view", None) or DOCKER
+
+
 def docker_skip_reason():
     """None when the tests can run; else why not (for pytest.skip)."""
     if not os.path.exists(DOCKER_SOCK):
@@ -293,11 +298,23 @@ class SB:
     def record(self, sandbox_id):
         return self.b.redis.hgetall(self.b.key("sandbox:" + sandbox_id))
 
+    @property
+    def view(self):
+        """What the backend holds, in the Engine API's shapes: DOCKER, or the broker's own
+        `sandbox_view` (tests/k8s: its pods as containers)."""
+        return view_of(self.b)
+
+    @property
+    def stops(self):
+        """Whether the provider stops a sandbox and keeps it (IDLE_POLICY=stop_keep); a
+        Kubernetes broker removes it instead (docs/KUBERNETES.md)."""
+        return getattr(self.view, "stops", True)
+
     def containers(self, sandbox_id=None):
-        return DOCKER.list(prefix=self.prefix, sandbox_id=sandbox_id)
+        return self.view.list(prefix=self.prefix, sandbox_id=sandbox_id)
 
     def container(self, sandbox_id):
-        return DOCKER.inspect("sb-" + sandbox_id)
+        return self.view.inspect("sb-" + sandbox_id)
 
     def wait_container_state(self, sandbox_id, states, timeout=60):
         """Wait until the container sb-<id> is in one of `states` (None = gone)."""
@@ -306,7 +323,7 @@ class SB:
         last = [None]
 
         def chk():
-            s = DOCKER.state("sb-" + sandbox_id)
+            s = self.view.state("sb-" + sandbox_id)
             last[0] = s
             return s in states
         try:
@@ -322,11 +339,14 @@ class SB:
         return wait_until(chk, timeout, 0.1, "record %s %s" % (sandbox_id, state))
 
 
+LEASE_PROVIDER = "docker"  # what check_sandbox_lease expects (tests/k8s: "kubernetes")
+
+
 def check_sandbox_lease(lease, mode="exclusive"):
-    """The sandbox fields of a lease granted with the Docker provider."""
+    """The sandbox fields of a lease granted with the Docker provider (LEASE_PROVIDER)."""
     import re
     assert re.match(r"^[0-9a-f]{32}$", lease.get("sandboxId") or ""), lease
-    assert lease["provider"] == "docker", lease
+    assert lease["provider"] == LEASE_PROVIDER, lease
     assert isinstance(lease["workdir"], str) and lease["workdir"].startswith("/"), lease
     assert isinstance(lease["linuxUser"], str) and lease["linuxUser"], lease
     if mode == "exclusive":

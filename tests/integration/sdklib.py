@@ -21,7 +21,7 @@ import pytest
 
 import conftest
 from brokerlib import REPO, check_error, http_request, parse_iso_ms, wait_until
-from sandboxlib import BASE_IMAGE, DOCKER
+from sandboxlib import BASE_IMAGE, view_of
 
 SDK_DIR = os.path.join(REPO, "tests", "integration", "sdk")
 NODE_PREFIX = os.path.join(REPO, ".cache", "node")
@@ -194,10 +194,11 @@ def metadata_query(md):
 def container(b, sid):
     """The inspect JSON of the container behind sandbox sid of broker b, or
     None when there is none."""
-    found = [c for c in DOCKER.list(prefix=b.prefix, sandbox_id=sid)
+    view = view_of(b)
+    found = [c for c in view.list(prefix=b.prefix, sandbox_id=sid)
              if c.get("Labels", {}).get("io.sandbox-broker.sandbox-id") == sid]
     assert len(found) <= 1, found
-    return DOCKER.inspect(found[0]["Id"]) if found else None
+    return view.inspect(found[0]["Id"]) if found else None
 
 
 def wait_container_gone(b, sid, timeout=60):

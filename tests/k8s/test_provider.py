@@ -45,47 +45,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 
 import brokerlib  # noqa: E402
-from brokerlib import Broker, Services, wait_until  # noqa: E402
+from brokerlib import Broker, wait_until  # noqa: E402
 from sdklib import API_KEYS_ENV, OSB, check_osb_error  # noqa: E402
-from test_cluster import IMAGE, Api, read_env, start_cluster, stop_cluster  # noqa: E402
-
-AGENT_IMAGE = "sandbox-broker/agent:latest"
-NS = "sbk-it"
-L = "sandbox-broker.io/"
+from test_cluster import IMAGE  # noqa: E402
+from k8slib import AGENT_IMAGE, NS, L  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the cluster needs root")
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    reuse = os.environ.get("K8S_TEST_CLUSTER")  # a running cluster's state dir (development)
-    if reuse:
-        env = read_env(os.path.join(reuse, "cluster.env"))
-        c = {"state": reuse, "env": env, "api": Api(env)}
-        c["api"].call("POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
-        yield c
-        return
-    c, up = start_cluster((IMAGE, AGENT_IMAGE))
-    try:
-        assert up.returncode == 0, up.stderr[-4000:]
-        api = c["api"]
-        code, body = api.call("POST", "/api/v1/namespaces", {"metadata": {"name": NS}})
-        assert code == 201, body
-        yield c
-    finally:
-        stop_cluster(c)
-
-
-@pytest.fixture(scope="module")
-def services(cluster):
-    root = os.path.join(cluster["state"], "it")
-    os.makedirs(root, exist_ok=True)
-    svc = Services(root)
-    try:
-        svc.up()
-        yield svc
-    finally:
-        svc.down()
 
 
 @pytest.fixture(scope="module")

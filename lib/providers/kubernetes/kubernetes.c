@@ -12,6 +12,8 @@
 
 #define POLL_FIRST_MS 100 /* create's wait: 100, 200, 400, 500, 500 ... ms */
 #define POLL_STEP_MAX_MS 500
+#define DELETE_TRIES 5 /* a failed create's pod: 250, 500, 1000, 2000 ms between tries */
+#define DELETE_FIRST_MS 250
 
 bool k8s_ref_valid(const char *ref)
 {
@@ -115,17 +117,45 @@ int k8s_pod_list(struct k8s *k, const char *sel, void (*fn)(void *ud, const stru
         return r;
 }
 
-static void pod_delete(struct k8s *k, const char *ref, char *ret_err)
+/* A failure that another try may not meet: the API server away or
+ * restarting (refused, reset, timed out), overloaded (429) or answering 5xx. */
+static bool transient(int r)
+{
+        return r == -ECONNREFUSED || r == -ETIMEDOUT || r == -EREMOTEIO || r == -EAGAIN;
+}
+
+static void sleep_ms(int ms)
+{
+        nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000L }, NULL);
+}
+
+static int pod_delete(struct k8s *k, const char *ref, char *ret_err)
 {
         char *path = pod_path(k, ref), *body = NULL;
+        int r;
 
         if (asprintf(&body,
                      "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":%d}",
                      k->grace_s) < 0)
                 body = NULL;
-        (void)k8s_call(k, "DELETE", body ? path : NULL, body, K8S_RESP_MAX, NULL, "delete", ret_err);
+        r = k8s_call(k, "DELETE", body ? path : NULL, body, K8S_RESP_MAX, NULL, "delete", ret_err);
         free(body);
         free(path);
+        return r;
+}
+
+/* A failed create's pod deleted, through a short outage of the API server
+ * (DELETE_TRIES tries, 250 ms apart doubling: about 4 s); after that the
+ * reconciler removes it (a pod of this prefix without a record). */
+static void pod_delete_retried(struct k8s *k, const char *ref)
+{
+        char ignored[PROVIDER_ERR_MAX];
+        int wait = DELETE_FIRST_MS;
+
+        for (int i = 1; transient(pod_delete(k, ref, ignored)) && i < DELETE_TRIES; i++) {
+                sleep_ms(wait);
+                wait *= 2;
+        }
 }
 
 /* Wait for ref to be Running with an IP, at most pod_wait_ms; *pod the last seen. */
@@ -137,8 +167,13 @@ static int wait_running(struct k8s *k, const char *ref, struct k8s_pod *pod, con
 
         for (;;) {
                 r = k8s_pod_get(k, ref, pod, what, ret_err);
-                if (r < 0)
+                if (r < 0 && (!transient(r) || timeutil_mono_ms() + step > deadline))
                         return r;
+                if (r < 0) { /* the API server restarting: the pod is there, ask again */
+                        sleep_ms(step);
+                        step = step * 2 > POLL_STEP_MAX_MS ? POLL_STEP_MAX_MS : step * 2;
+                        continue;
+                }
                 enum sandbox_run_state st = k8s_pod_state(pod);
 
                 if (st == SANDBOX_RUN_RUNNING && pod->ip[0])
@@ -157,7 +192,7 @@ static int wait_running(struct k8s *k, const char *ref, struct k8s_pod *pod, con
                                       pod->reason[0] ? ", " : "", pod->reason);
                         return -ETIMEDOUT;
                 }
-                nanosleep(&(struct timespec){ step / 1000, (step % 1000) * 1000000L }, NULL);
+                sleep_ms(step);
                 step = step * 2 > POLL_STEP_MAX_MS ? POLL_STEP_MAX_MS : step * 2;
         }
 }
@@ -198,6 +233,9 @@ static int k8s_create(struct provider *p, const struct sandbox_spec *spec, char 
         if (asprintf(&path, "/api/v1/namespaces/%s/pods", k->ns) < 0)
                 path = NULL;
         r = k8s_call(k, "POST", path, body, K8S_RESP_MAX, NULL, "create", ret_err);
+        if (transient(r))
+                /* the answer lost, not necessarily the pod: it is this sandbox's name */
+                pod_delete_retried(k, name);
         if (r < 0)
                 goto out;
         snprintf(ret_ref, PROVIDER_REF_MAX, "%s", name);
@@ -206,9 +244,7 @@ static int k8s_create(struct provider *p, const struct sandbox_spec *spec, char 
                 r = k8s_agent_marker_write(k, &pod, false, ret_err);
         if (r < 0) {
                 /* nothing half-made stays behind: the caller has no ref */
-                char ignored[PROVIDER_ERR_MAX];
-
-                pod_delete(k, name, ignored);
+                pod_delete_retried(k, name);
                 k8s_agent_marker_remove(k, name);
                 ret_ref[0] = '\0';
         }
