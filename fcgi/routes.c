@@ -54,8 +54,9 @@ static const struct route routes[] = {
         /* a tenant's named volumes (no route in the spec: docs/OPENSANDBOX.md, "Volumes") */
         { "sandboxes", "GET", "/v1/volumes", h_volumes_list, ROUTE_KEY },
         { "sandboxes", "DELETE", "/v1/volumes/{}", h_volumes_delete, ROUTE_KEY },
-        { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/logs", h_osb_not_implemented, ROUTE_KEY },
-        { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/events", h_osb_not_implemented, ROUTE_KEY },
+        /* diagnostics (h_osb_diag.c) */
+        { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/logs", h_osb_diag_logs, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/events", h_osb_diag_events, ROUTE_KEY },
         /* what the SDKs and osb call beyond the specs: 501 with the reason, not "no such route" */
         { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/{}", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/templates", h_osb_not_implemented, ROUTE_KEY },
