@@ -227,16 +227,20 @@ def test_deleted_sandbox_logs_404_events_keep_its_story(db, tmp_path):
 
 
 def test_events_history_is_capped(db):
-    """A tenant that pauses and resumes its sandbox 40 times (80 transitions)
-    keeps 64 in Redis; the answer says truncated, newest last."""
+    """A tenant that pauses and resumes its sandbox 34 times (68 transitions
+    at least, and the create's 4) keeps 64 in Redis; the answer says
+    truncated, newest last."""
     o = OSB(db, "charlie")
     sid = o.create(BASE_IMAGE)
     try:
-        for _ in range(40):
+        for _ in range(34):
             assert o.pause(sid).status == 202
             o.wait_state(sid, "Paused")
             assert o.resume(sid).status == 202
             o.wait_state(sid, "Running")
+            # pacing, not a bound: a pause right after a resume has met
+            # Docker's "already paused" (noticed here, not this test's subject)
+            time.sleep(0.2)
         assert db.redis.llen(db.key("sbevents:" + sid)) == 64
         r = diag(o, sid, "events", "scope=lifecycle")
         assert r.status == 200 and r.json["truncated"] is True, r
