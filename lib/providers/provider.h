@@ -413,10 +413,11 @@ struct provider_ops {
         int (*reap_orphans)(struct provider *p, int *ret_count, char *ret_err);
         /* Optional (NULL if the backend keeps no output of its sandboxes):
          * what the sandbox's main process wrote to stdout and stderr, as
-         * the backend keeps it (Docker: the container's log), interleaved
-         * in order: its last spec->tail lines, at most spec->max_bytes of
-         * them (the newest kept), into *ret (provider_logs_release).
-         * -ENOENT: no such sandbox. */
+         * the backend keeps it (Docker: the container's log), each stream
+         * in order (their interleaving is the backend's): its last
+         * spec->tail lines, at most spec->max_bytes of them (the newest
+         * kept), into *ret (provider_logs_release). -ENOENT: no such
+         * sandbox. */
         int (*logs)(struct provider *p, const char *ref, const struct logs_spec *spec,
                     struct sandbox_logs *ret, char *ret_err);
         void (*free)(struct provider *p);

@@ -1,8 +1,8 @@
 /* docker_logs: the Docker provider's logs op (provider.h): the container's
  * log (json-file, bounded by DOCKER_LOG_* at create) through
  * GET /containers/{id}/logs, its stdout and stderr frames demultiplexed in
- * order into a ring of max_bytes (tailbuf.h), so a sandbox that wrote more
- * costs the broker max_bytes, never the log's size. */
+ * Docker's order into a ring of max_bytes (tailbuf.h), so a sandbox that
+ * wrote more costs the broker max_bytes, never the log's size. */
 #include "docker_internal.h"
 
 #include <errno.h>
@@ -26,7 +26,7 @@ static int logs_piece(void *ud, int stream, const void *p, size_t n)
         const char *s = p;
         size_t i;
 
-        (void)stream; /* stdout and stderr interleaved as they were written */
+        (void)stream; /* stdout and stderr as Docker interleaved them */
         if (n == 0)
                 return 0;
         for (i = 0; i < n; i++)
