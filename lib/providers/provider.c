@@ -268,7 +268,8 @@ int provider_logs(struct provider *p, const char *ref, const struct logs_spec *s
 {
         memset(ret, 0, sizeof(*ret));
         if (!p->ops->logs) {
-                provider_errf(ret_err, "%s: the backend keeps no output of its sandboxes here", p->ops->name);
+                provider_errf(ret_err, "%s: this broker reads no sandbox output from this backend",
+                              p->ops->name);
                 return -EOPNOTSUPP;
         }
         if (spec->tail <= 0 || spec->max_bytes == 0 || spec->timeout_ms <= 0) {

@@ -411,7 +411,7 @@ struct provider_ops {
          * directories, disk images: docker_reap.h); how many into
          * *ret_count. For the reconciler. */
         int (*reap_orphans)(struct provider *p, int *ret_count, char *ret_err);
-        /* Optional (NULL if the backend keeps no output of its sandboxes):
+        /* Optional (NULL where the broker reads no output from the backend):
          * what the sandbox's main process wrote to stdout and stderr, as
          * the backend keeps it (Docker: the container's log), each stream
          * in order (their interleaving is the backend's): its last
@@ -561,7 +561,7 @@ int provider_update_limits(struct provider *p, const char *ref, const struct san
 int provider_image_id(struct provider *p, const char *image, char *ret_id, char *ret_err);
 
 /* ops->logs (see there), or -EOPNOTSUPP (a reason in ret_err) when the
- * backend keeps no output of its sandboxes; -EINVAL for a spec without a
+ * backend has no logs op (Kubernetes, Daytona: not read yet); -EINVAL for a spec without a
  * tail or a byte cap. *ret is zeroed first; release it with
  * provider_logs_release, on failure too. */
 int provider_logs(struct provider *p, const char *ref, const struct logs_spec *spec,
