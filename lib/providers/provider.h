@@ -561,9 +561,9 @@ int provider_update_limits(struct provider *p, const char *ref, const struct san
 int provider_image_id(struct provider *p, const char *image, char *ret_id, char *ret_err);
 
 /* ops->logs (see there), or -EOPNOTSUPP (a reason in ret_err) when the
- * backend has no logs op (Kubernetes, Daytona: not read yet); -EINVAL for a spec without a
- * tail or a byte cap. *ret is zeroed first; release it with
- * provider_logs_release, on failure too. */
+ * backend has no logs op (Kubernetes, Daytona: not read yet); -EINVAL for
+ * a spec without a tail, a byte cap or a timeout. *ret is zeroed first;
+ * release it with provider_logs_release, on failure too. */
 int provider_logs(struct provider *p, const char *ref, const struct logs_spec *spec,
                   struct sandbox_logs *ret, char *ret_err);
 /* Free what provider_logs read and zero l; accepts NULL. */

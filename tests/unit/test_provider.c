@@ -168,7 +168,10 @@ static int f_logs(struct provider *p, const char *ref, const struct logs_spec *s
 }
 
 static const struct provider_ops logs_ops = {
-        .name = "fake-logs", .exec = f_exec, .logs = f_logs, .free = f_free,
+        .name = "fake-logs",
+        .exec = f_exec,
+        .logs = f_logs,
+        .free = f_free,
 };
 
 static struct provider *fake_new(const struct provider_ops *ops, struct fake *f)
