@@ -40,7 +40,7 @@ int osb_diag_logs(struct provider *pv, const struct broker_config *cfg,
         }
         if (!rec->ref[0]) {
                 snprintf(ret->warning, sizeof(ret->warning),
-                         "the sandbox has no container yet (%s): no output to show", rec->state);
+                         "the sandbox has no container (it is %s): no output to show", rec->state);
                 return diag_set(ret, "", 0);
         }
         struct logs_spec spec = {

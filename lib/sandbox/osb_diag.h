@@ -28,8 +28,8 @@ struct osb_diag {
 /* The sandbox's output (its main process's stdout and stderr, as the
  * provider keeps it), read from rec (its state and ref, osb_store_get): its
  * last `tail` lines (1 to DIAGNOSTICS_LOG_TAIL), at most
- * DIAGNOSTICS_LOG_MAX_BYTES of them. A sandbox without a container yet
- * (Pending) is empty content with a warning. Errors: -ENOENT the sandbox was
+ * DIAGNOSTICS_LOG_MAX_BYTES of them. A sandbox without a container
+ * (Pending, or Failed before one was made) is empty content with a warning. Errors: -ENOENT the sandbox was
  * deleted (Stopping, Terminated: its container and its output are gone), or
  * the provider has no such container; -EINVAL tail out of range; those of
  * provider_logs (-EOPNOTSUPP: the backend keeps none, err says why;
