@@ -81,6 +81,15 @@ void h_execd_not_implemented(struct request *req)
                             req->method, asked ? asked : what);
                 return;
         }
+        if (what && (strcmp(what, "/pty") == 0 || strncmp(what, "/pty/", 5) == 0)) {
+                reply_error(req, API_NOT_IMPLEMENTED,
+                            "%s /pty...: PTY sessions (and their WebSocket) are not served: "
+                            "no SDK or CLI of the versions this broker follows calls them; run "
+                            "commands, or a bash session (/session), instead "
+                            "(docs/OPENSANDBOX.md, \"PTY sessions\")",
+                            req->method);
+                return;
+        }
         reply_error(req, API_NOT_IMPLEMENTED, "%s %s of %s is not served by this broker (docs/EXECD.md)",
                     req->method, what ? what : req->route,
                     strstr(req->route, "/18080/") ? "egress-api.yaml" : "execd-api.yaml");

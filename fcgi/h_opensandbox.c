@@ -40,8 +40,8 @@ int h_osb_auth(struct request *req, struct osb *o)
         return 0;
 }
 
-/* Authenticate and load the path's sandbox of this tenant; replies on error. */
-static int osb_open(struct request *req, struct osb *o)
+/* h_osb_open: see h_opensandbox.h. */
+int h_osb_open(struct request *req, struct osb *o)
 {
         const char *tenant;
         int r;
@@ -78,7 +78,7 @@ void h_osb_get(struct request *req)
 {
         struct osb o;
 
-        if (osb_open(req, &o) < 0)
+        if (h_osb_open(req, &o) < 0)
                 return;
         reply_json(req, 200, o.sb.json);
         osb_done(&o);
@@ -167,7 +167,7 @@ void h_osb_delete(struct request *req)
         struct osb o;
         int r;
 
-        if (osb_open(req, &o) < 0)
+        if (h_osb_open(req, &o) < 0)
                 return;
         r = osb_store_delete(req->w->redis, req->path_arg, o.tenant, NULL);
         if (r == -EALREADY || r == -ENOENT) {
@@ -199,7 +199,7 @@ static void pause_resume(struct request *req, bool pause)
         struct osb o;
         int r;
 
-        if (osb_open(req, &o) < 0)
+        if (h_osb_open(req, &o) < 0)
                 return;
         state = o.sb.rec.state;
         ref = o.sb.rec.ref;
@@ -249,7 +249,7 @@ void h_osb_renew(struct request *req)
         struct osb o;
         int r;
 
-        if (osb_open(req, &o) < 0)
+        if (h_osb_open(req, &o) < 0)
                 return;
         if (request_json_body(req, &body) < 0)
                 goto out;
@@ -298,7 +298,7 @@ void h_osb_metadata(struct request *req)
         struct osb o;
         int r;
 
-        if (osb_open(req, &o) < 0)
+        if (h_osb_open(req, &o) < 0)
                 return;
         if (request_json_body(req, &body) < 0)
                 goto out;
@@ -336,7 +336,7 @@ void h_osb_endpoint(struct request *req)
         struct osb o;
         int r;
 
-        if (osb_open(req, &o) < 0)
+        if (h_osb_open(req, &o) < 0)
                 return;
         if (*end || end == req->path_arg2 || port < 1 || port > 65535) {
                 reply_error(req, API_INVALID_REQUEST, "port must be an integer from 1 to 65535");
@@ -406,7 +406,7 @@ void h_osb_token_rotate(struct request *req)
         struct osb o;
         int r;
 
-        if (osb_open(req, &o) < 0)
+        if (h_osb_open(req, &o) < 0)
                 return;
         r = osb_store_token_rotate(req->w->redis, req->path_arg, o.tenant, req->auth.key_id, token,
                                    &revoked);
@@ -476,8 +476,9 @@ void h_osb_not_implemented(struct request *req)
                 reply_error(req, API_NOT_IMPLEMENTED, "%s %s: " H_OSB_TEMPLATES_NOT_SERVED, req->method, req->route);
         else
                 reply_error(req, API_NOT_IMPLEMENTED,
-                            "%s %s: diagnostics are not served by this server (logs and events are part "
-                            "of the OpenSandbox specification, not served yet)",
+                            "%s %s: this diagnostic is not served by this server (the deprecated "
+                            "DevOps forms of osb devops; diagnostics/logs and /events with a scope "
+                            "are)",
                             req->method, req->route);
 }
 

@@ -19,3 +19,8 @@ struct osb {
  * replies and returns -1 when the broker has no sandboxes. */
 int h_osb_auth(struct request *req, struct osb *o);
 
+/* Authenticate and load the path's sandbox (req->path_arg) of this tenant
+ * into o->sb (full); another tenant's or an unknown one answers 404
+ * SANDBOX_NOT_FOUND. Replies and returns -1 on error (o then holds
+ * nothing); on success the caller releases o->sb (osb_sandbox_clear). */
+int h_osb_open(struct request *req, struct osb *o);

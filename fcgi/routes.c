@@ -54,8 +54,9 @@ static const struct route routes[] = {
         /* a tenant's named volumes (no route in the spec: docs/OPENSANDBOX.md, "Volumes") */
         { "sandboxes", "GET", "/v1/volumes", h_volumes_list, ROUTE_KEY },
         { "sandboxes", "DELETE", "/v1/volumes/{}", h_volumes_delete, ROUTE_KEY },
-        { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/logs", h_osb_not_implemented, ROUTE_KEY },
-        { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/events", h_osb_not_implemented, ROUTE_KEY },
+        /* diagnostics (h_osb_diag.c) */
+        { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/logs", h_osb_diag_logs, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/events", h_osb_diag_events, ROUTE_KEY },
         /* what the SDKs and osb call beyond the specs: 501 with the reason, not "no such route" */
         { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/{}", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/templates", h_osb_not_implemented, ROUTE_KEY },
@@ -112,6 +113,11 @@ static const struct route routes[] = {
         /* the SDKs' isolated sessions (/v1/isolated/...: sessions, runs, their
          * files, commit, diff), in no spec: 501 with the reason, any method */
         { "execd", "*", "/v1/sandboxes/{}/proxy/44772/v1/isolated/*", h_execd_not_implemented, ROUTE_TOKEN },
+        /* execd's PTY sessions (POST /pty, GET|DELETE /pty/{id}, GET /pty/{id}/ws): in
+         * no SDK or CLI of the pinned versions: 501 with the reason, any method
+         * (docs/OPENSANDBOX.md, "PTY sessions") */
+        { "execd", "*", "/v1/sandboxes/{}/proxy/44772/pty", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "*", "/v1/sandboxes/{}/proxy/44772/pty/*", h_execd_not_implemented, ROUTE_TOKEN },
         /* port endpoints: nginx's auth_request before sandbox-ingress (h_ingress.c) */
         { "execd", "GET", "/v1/sandboxes/{}/ingress-auth", h_ingress_auth, ROUTE_ENDPOINT },
         /* the lane: ping and the port endpoints' ingress-auth again, in a

@@ -43,6 +43,8 @@ void h_sbx_delete(struct request *req);
 void h_osb_create(struct request *req);
 void h_osb_list(struct request *req);
 void h_osb_get(struct request *req);
+void h_osb_diag_logs(struct request *req);
+void h_osb_diag_events(struct request *req);
 void h_osb_delete(struct request *req);
 void h_osb_pause(struct request *req);
 void h_osb_resume(struct request *req);

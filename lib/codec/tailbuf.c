@@ -54,3 +54,21 @@ void tailbuf_release(struct tailbuf *t)
         memset(t, 0, sizeof(*t));
         t->max = max;
 }
+
+size_t tailbuf_line_start(const char *out, size_t len, uint64_t lines, uint64_t lines_max, bool dropped,
+                          bool *ret_cut)
+{
+        const char *nl;
+
+        *ret_cut = dropped || lines > lines_max;
+        if (!*ret_cut)
+                return 0;
+        /* the first line is either partial or the one asked for beyond
+         * the cap (Docker's tail counts lines, not bytes): without a
+         * newline in out but its last byte, out is one line cut by the
+         * byte cap: keep what is left of it */
+        nl = memchr(out, '\n', len);
+        if (!nl || (size_t)(nl - out) + 1 == len)
+                return 0;
+        return (size_t)(nl - out) + 1;
+}

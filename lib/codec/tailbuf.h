@@ -2,6 +2,7 @@
  * output, its streams combined in arrival order), in a fixed ring; older
  * bytes are dropped as new ones come. Pure: no I/O. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,3 +24,13 @@ size_t tailbuf_copy(const struct tailbuf *t, char *out);
 
 /* Free the ring and reset the state (keeps max); accepts NULL. */
 void tailbuf_release(struct tailbuf *t);
+
+/* Lines of a tail (a container's log read with Docker's tail=N+1): out
+ * holds the last len bytes of a stream of `lines` lines (a last one without
+ * its newline counts), `dropped` when bytes before out were lost (the byte
+ * cap). Returns where its whole lines, at most lines_max of them, begin:
+ * past the first line when it is partial (dropped) or one too many
+ * (lines > lines_max); 0 when out holds no newline to cut at. *ret_cut
+ * tells whether anything of the stream is left out. Pure. */
+size_t tailbuf_line_start(const char *out, size_t len, uint64_t lines, uint64_t lines_max, bool dropped,
+                          bool *ret_cut);

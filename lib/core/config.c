@@ -81,6 +81,8 @@ static const struct int_opt int_opts[] = {
         INT_OPT("OPENSANDBOX_IDEMPOTENCY_TTL_S", osb_idempotency_ttl_s, 86400, 60, 604800),
         INT_OPT("OPENSANDBOX_IDEMPOTENCY_MAX", osb_idempotency_max, 10000, 1, 1000000),
         INT_OPT("OPENSANDBOX_UNANSWERED_S", osb_unanswered_s, 300, 5, 86400),
+        INT_OPT("DIAGNOSTICS_LOG_TAIL", diag_log_tail, 1000, 1, 100000),
+        INT_OPT("DIAGNOSTICS_LOG_MAX_BYTES", diag_log_max_bytes, 262144, 1024, 16 * 1024 * 1024),
         INT_OPT("SNAPSHOT_MAX_PER_TENANT", snapshot_max_per_tenant, 20, 0, 100000),
         INT_OPT("SNAPSHOT_TIMEOUT_MS", snapshot_timeout_ms, 300000, 1000, 3600000),
         INT_OPT("TENANT_MAX_SLOTS", tenant_max_slots, 0, 0, 1000000),

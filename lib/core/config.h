@@ -122,6 +122,10 @@ struct broker_config {
         char osb_api_keys[4096];  /* "key:tenant,key:tenant" */
         int osb_max_timeout_s;
         int osb_max_per_tenant;
+        /* diagnostics logs (GET .../diagnostics/logs): the last lines of a
+         * sandbox's output answered, and at most these bytes of them */
+        int diag_log_tail;
+        int diag_log_max_bytes;
         /* Idempotency-Key of creates (docs/API.md, "Idempotent creates"):
          * how long a key answers, and how many one tenant keeps (the oldest
          * goes first) */

@@ -263,6 +263,30 @@ int provider_image_id(struct provider *p, const char *image, char *ret_id, char 
         return p->ops->image_id(p, image, ret_id, ret_err);
 }
 
+int provider_logs(struct provider *p, const char *ref, const struct logs_spec *spec,
+                  struct sandbox_logs *ret, char *ret_err)
+{
+        memset(ret, 0, sizeof(*ret));
+        if (!p->ops->logs) {
+                provider_errf(ret_err, "%s: this broker reads no sandbox output from this backend",
+                              p->ops->name);
+                return -EOPNOTSUPP;
+        }
+        if (spec->tail <= 0 || spec->max_bytes == 0 || spec->timeout_ms <= 0) {
+                provider_errf(ret_err, "a read of logs needs a tail, a byte cap and a timeout");
+                return -EINVAL;
+        }
+        return p->ops->logs(p, ref, spec, ret, ret_err);
+}
+
+void provider_logs_release(struct sandbox_logs *l)
+{
+        if (!l)
+                return;
+        free(l->data);
+        memset(l, 0, sizeof(*l));
+}
+
 bool provider_can_watch_events(const struct provider *p)
 {
         return p->ops->watch_events != NULL;

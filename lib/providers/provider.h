@@ -268,6 +268,22 @@ struct sandbox_event {
         struct sandbox_info info; /* sandbox_id, prefix, ref; exit_code of EXITED (-1: unknown) */
 };
 
+/* A read of a sandbox's output (ops->logs). */
+struct logs_spec {
+        int tail;          /* lines, > 0 */
+        size_t max_bytes;  /* > 0 */
+        int timeout_ms;
+};
+
+/* What ops->logs read: bytes as the sandbox wrote them (not NUL-free, not
+ * UTF-8 checked), whole lines but for a last one still being written and
+ * a single line longer than max_bytes (its end kept). */
+struct sandbox_logs {
+        char *data;      /* malloc'd, NUL-terminated; never NULL after a success */
+        size_t len;
+        bool truncated;  /* lines or bytes of the output were left out (the caps) */
+};
+
 struct provider;
 
 struct provider_ops {
@@ -395,6 +411,15 @@ struct provider_ops {
          * directories, disk images: docker_reap.h); how many into
          * *ret_count. For the reconciler. */
         int (*reap_orphans)(struct provider *p, int *ret_count, char *ret_err);
+        /* Optional (NULL where the broker reads no output from the backend):
+         * what the sandbox's main process wrote to stdout and stderr, as
+         * the backend keeps it (Docker: the container's log), each stream
+         * in order (their interleaving is the backend's): its last
+         * spec->tail lines, at most spec->max_bytes of them (the newest
+         * kept), into *ret (provider_logs_release). -ENOENT: no such
+         * sandbox. */
+        int (*logs)(struct provider *p, const char *ref, const struct logs_spec *spec,
+                    struct sandbox_logs *ret, char *ret_err);
         void (*free)(struct provider *p);
 };
 
@@ -534,6 +559,15 @@ int provider_update_limits(struct provider *p, const char *ref, const struct san
 
 /* ops->image_id (see there), or -EOPNOTSUPP when the backend has none. */
 int provider_image_id(struct provider *p, const char *image, char *ret_id, char *ret_err);
+
+/* ops->logs (see there), or -EOPNOTSUPP (a reason in ret_err) when the
+ * backend has no logs op (Kubernetes, Daytona: not read yet); -EINVAL for
+ * a spec without a tail, a byte cap or a timeout. *ret is zeroed first;
+ * release it with provider_logs_release, on failure too. */
+int provider_logs(struct provider *p, const char *ref, const struct logs_spec *spec,
+                  struct sandbox_logs *ret, char *ret_err);
+/* Free what provider_logs read and zero l; accepts NULL. */
+void provider_logs_release(struct sandbox_logs *l);
 
 /* Does p follow its events (ops->watch_events)? */
 bool provider_can_watch_events(const struct provider *p);

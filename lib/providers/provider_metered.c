@@ -200,6 +200,12 @@ static int m_agent_dir_name(struct provider *p, const char *ref, char *buf, size
         return INNER(p)->ops->agent_dir_name(INNER(p), ref, buf, size, ret_err);
 }
 
+static int m_logs(struct provider *p, const char *ref, const struct logs_spec *spec,
+                  struct sandbox_logs *ret, char *ret_err)
+{
+        return counted(INNER(p)->ops->logs(INNER(p), ref, spec, ret, ret_err), "logs");
+}
+
 static int m_reap_orphans(struct provider *p, int *ret_count, char *ret_err)
 {
         return counted(INNER(p)->ops->reap_orphans(INNER(p), ret_count, ret_err), "reap_orphans");
@@ -244,6 +250,7 @@ int provider_metered(struct provider **p)
                 .volume_list = MIRROR(volume_list), .volume_remove = MIRROR(volume_remove),
                 .agent_dir_name = MIRROR(agent_dir_name),
                 .image_id = MIRROR(image_id), .reap_orphans = MIRROR(reap_orphans),
+                .logs = MIRROR(logs),
                 .free = m_free,
         };
         m->inner = *p;

@@ -175,3 +175,73 @@ void sandbox_record_clear(struct sandbox_record *rec)
         free(rec->message);
         memset(rec, 0, sizeof(*rec));
 }
+
+/* "<ms>\t<state>\t<reason>\t<message>" into *t; -EPROTO when it is not one. */
+static int transition_parse(const char *s, size_t len, struct sandbox_transition *t)
+{
+        const char *end = s + len, *f[3];
+        char num[24];
+        char *e;
+        size_t n;
+        int i;
+
+        memset(t, 0, sizeof(*t));
+        f[0] = memchr(s, '\t', len);
+        for (i = 1; i < 3 && f[i - 1]; i++)
+                f[i] = memchr(f[i - 1] + 1, '\t', (size_t)(end - f[i - 1] - 1));
+        if (i < 3 || !f[2])
+                return -EPROTO;
+        n = (size_t)(f[0] - s);
+        if (n == 0 || n >= sizeof(num))
+                return -EPROTO;
+        memcpy(num, s, n);
+        num[n] = '\0';
+        t->at_ms = strtoll(num, &e, 10);
+        if (*e || t->at_ms < 0)
+                return -EPROTO;
+        n = (size_t)(f[1] - f[0] - 1);
+        if (n == 0 || n >= sizeof(t->state))
+                return -EPROTO;
+        memcpy(t->state, f[0] + 1, n);
+        n = (size_t)(f[2] - f[1] - 1);
+        if (n >= sizeof(t->reason))
+                return -EPROTO;
+        memcpy(t->reason, f[1] + 1, n);
+        t->message = f[2] + 1;
+        t->message_len = (size_t)(end - f[2] - 1);
+        return 0;
+}
+
+int sandbox_record_transitions(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                               int (*fn)(void *ud, const struct sandbox_transition *t), void *ud)
+{
+        char key[SANDBOX_RECORD_KEY_MAX];
+        redisReply *rep = NULL;
+        size_t i;
+        int n, r;
+
+        n = snprintf(key, sizeof(key), "%ssbevents:%s", cfg->key_prefix, sid);
+        if (n < 0 || (size_t)n >= sizeof(key))
+                return -ENAMETOOLONG;
+        const char *argv[] = { "LRANGE", key, "0", "-1" };
+        r = redis_conn_command(rc, 4, argv, &rep);
+        if (r < 0)
+                return r;
+        if (rep->type != REDIS_REPLY_ARRAY) {
+                r = -EPROTO;
+                goto out;
+        }
+        for (i = 0; i < rep->elements; i++) {
+                const redisReply *e = rep->element[i];
+                struct sandbox_transition t;
+
+                if (e->type != REDIS_REPLY_STRING || transition_parse(e->str, e->len, &t) < 0)
+                        continue;
+                if ((r = fn(ud, &t)) < 0)
+                        goto out;
+        }
+        r = 0;
+out:
+        reply_free(rep);
+        return r;
+}

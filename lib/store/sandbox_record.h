@@ -86,3 +86,25 @@ int sandbox_record_from_hash(const redisReply *h, unsigned groups, struct sandbo
 /* Free what a read allocated and zero rec; accepts NULL and a zeroed or
  * half-read rec. */
 void sandbox_record_clear(struct sandbox_record *rec);
+
+/* One transition of a record's history ("<prefix>sbevents:<id>", written by
+ * common.lua's sandbox_set_state in the script that makes the transition:
+ * the last SANDBOX_TRANSITIONS_KEEP, with the record's lifetime). message points into the
+ * reply: valid during the callback only, message_len bytes, not
+ * NUL-terminated, cut at 512 bytes by the script. */
+#define SANDBOX_TRANSITIONS_KEEP 64 /* common.lua's SANDBOX_EVENTS_KEEP */
+struct sandbox_transition {
+        long long at_ms;  /* when, ms since the epoch */
+        char state[24];   /* the state it went to */
+        char reason[64];  /* the record's reason after it; "" = none */
+        const char *message;
+        size_t message_len;
+};
+
+/* Call fn for each transition of sid kept in Redis, oldest first (none: a
+ * record with no history, or no record: the caller checks the record).
+ * A negative return of fn stops the walk and is returned. Entries that do
+ * not parse (the broker never writes one) are skipped. Errors: those of
+ * redis_conn_command, -EPROTO (not a list), -ENAMETOOLONG (sid). */
+int sandbox_record_transitions(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                               int (*fn)(void *ud, const struct sandbox_transition *t), void *ud);

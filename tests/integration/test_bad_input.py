@@ -398,9 +398,20 @@ def test_nginx_refusal_of_http09_line_is_json_body(bad):
     assert body["code"] == "INVALID_REQUEST" and body["message"], raw
 
 
+@pytest.mark.parametrize("path", [
+    "/v1/sandboxes/%s/diagnostics/logs?scope=container" % ("a" * 32),
+    "/v1/sandboxes/%s/diagnostics/events?scope=lifecycle" % ("a" * 32)])
+def test_diagnostics_of_an_unknown_sandbox_are_404(bad, path):
+    """The diagnostics routes (test_osb_diagnostics.py) authenticate first,
+    then know no sandbox of that id: 404 JSON, never a route's 404 or 501."""
+    check_error(bad.request("GET", path, None, auth=False), 401)
+    body = check_error(bad.request("GET", path, None), 404)
+    assert "no sandbox" in body["message"] or "provider" in body["message"], body
+
+
 @pytest.mark.parametrize("method,path", [
-    ("GET", "/v1/sandboxes/%s/diagnostics/logs" % ("a" * 32)),
-    ("GET", "/v1/sandboxes/%s/diagnostics/events" % ("a" * 32))])
+    ("GET", "/v1/sandboxes/%s/diagnostics/inspect" % ("a" * 32)),
+    ("GET", "/v1/sandboxes/%s/diagnostics/summary" % ("a" * 32))])
 def test_spec_routes_not_served_are_501(bad, method, path):
     """Routes the OpenSandbox specs name but this server does not serve:
     501 with the reason (after authentication), never "no such route"."""

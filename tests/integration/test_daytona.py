@@ -334,6 +334,21 @@ def test_snapshots_are_not_supported(dt):
     assert osb.delete(sid).status == 204
 
 
+def test_diagnostics_on_daytona(dt):
+    """Diagnostics (docs/OPENSANDBOX.md, "Diagnostics") on Daytona: the
+    logs are not read from this backend (501 with the reason, nothing
+    else), the events are the broker's own record (200)."""
+    osb = OSB(dt.b)
+    sid = osb.create(image=SNAP, entrypoint=("sleep", "infinity"))
+    r = check_error(osb.call("GET", "/sandboxes/%s/diagnostics/logs?scope=container" % sid), 501,
+                    "NOT_IMPLEMENTED")
+    assert "daytona" in r["message"] and "no sandbox output" in r["message"], r
+    r = osb.call("GET", "/sandboxes/%s/diagnostics/events?scope=lifecycle" % sid)
+    assert r.status == 200 and r.json["kind"] == "events", r
+    assert [l.split(" ")[1] for l in r.json["content"].splitlines()][-1] == "Running", r
+    assert osb.delete(sid).status == 204
+
+
 # ------------------------------------------------------- execd on Daytona
 
 def test_execd_routes_without_streaming(dt):

@@ -147,6 +147,33 @@ static const struct provider_ops snapshot_ops = {
         .snapshot_delete = f_snapshot_delete, .free = f_free,
 };
 
+/* A backend that keeps its sandboxes' output: "line\n" for ref "ref",
+ * -ENOENT for any other, and -EIO with a message for "broken". */
+static int f_logs(struct provider *p, const char *ref, const struct logs_spec *spec,
+                  struct sandbox_logs *ret, char *ret_err)
+{
+        (void)p;
+        assert_true(spec->tail > 0 && spec->max_bytes > 0 && spec->timeout_ms > 0);
+        if (strcmp(ref, "broken") == 0) {
+                provider_errf(ret_err, "backend says no");
+                return -EIO;
+        }
+        if (strcmp(ref, "ref") != 0)
+                return -ENOENT;
+        ret->data = strdup("line\n");
+        assert_non_null(ret->data);
+        ret->len = 5;
+        ret->truncated = spec->tail < 2;
+        return 0;
+}
+
+static const struct provider_ops logs_ops = {
+        .name = "fake-logs",
+        .exec = f_exec,
+        .logs = f_logs,
+        .free = f_free,
+};
+
 static struct provider *fake_new(const struct provider_ops *ops, struct fake *f)
 {
         struct provider *p = calloc(1, sizeof(*p));
@@ -388,6 +415,52 @@ static void test_snapshot_facade(void **state)
         provider_free(p);
 }
 
+/* provider_logs: 501's reason where the backend keeps none, the spec's
+ * bounds checked before any backend call, the metered mirror. */
+static void test_logs_facade(void **state)
+{
+        struct fake f = { 0 };
+        struct provider *p = fake_new(&buffered_ops, &f);
+        struct logs_spec spec = { .tail = 10, .max_bytes = 100, .timeout_ms = 1000 };
+        struct sandbox_logs l = { .data = NULL };
+        char err[PROVIDER_ERR_MAX] = "";
+
+        (void)state;
+        assert_int_equal(provider_logs(p, "ref", &spec, &l, err), -EOPNOTSUPP);
+        assert_non_null(strstr(err, "fake-buffered"));
+        assert_null(l.data);
+        assert_int_equal(provider_metered(&p), 0);
+        assert_null(p->ops->logs);
+        assert_int_equal(provider_logs(p, "ref", &spec, &l, err), -EOPNOTSUPP);
+        provider_free(p);
+
+        p = fake_new(&logs_ops, &f);
+        assert_int_equal(provider_metered(&p), 0);
+        assert_int_equal(provider_logs(p, "ref", &spec, &l, err), 0);
+        assert_string_equal(l.data, "line\n");
+        assert_false(l.truncated);
+        provider_logs_release(&l);
+        assert_null(l.data);
+        provider_logs_release(NULL);
+        assert_int_equal(provider_logs(p, "gone", &spec, &l, err), -ENOENT);
+        assert_int_equal(provider_logs(p, "broken", &spec, &l, err), -EIO);
+        assert_string_equal(err, "backend says no");
+        provider_logs_release(&l);
+        /* no tail, no byte cap, no timeout: refused before the backend */
+        for (int i = 0; i < 3; i++) {
+                struct logs_spec bad = spec;
+                if (i == 0)
+                        bad.tail = 0;
+                else if (i == 1)
+                        bad.max_bytes = 0;
+                else
+                        bad.timeout_ms = -1;
+                assert_int_equal(provider_logs(p, "ref", &bad, &l, err), -EINVAL);
+                assert_null(l.data);
+        }
+        provider_free(p);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -395,6 +468,7 @@ int main(void)
                 cmocka_unit_test(test_metered_mirrors_a_streaming_backend),
                 cmocka_unit_test(test_lifecycle_facade),
                 cmocka_unit_test(test_snapshot_facade),
+                cmocka_unit_test(test_logs_facade),
                 cmocka_unit_test(test_api_error_mapping),
                 cmocka_unit_test(test_factory),
         };

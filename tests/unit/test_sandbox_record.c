@@ -36,6 +36,9 @@ static struct {
         int n;
         int fail;      /* the command's return, when not 0 */
         int odd_reply; /* 1: an integer reply; 2: one element too few */
+        const char *list[8]; /* what LRANGE answers (the transitions) */
+        size_t list_len[8];
+        int n_list;
 } fake;
 
 static void fake_reset(void)
@@ -111,10 +114,26 @@ int __wrap_redis_conn_command(struct redis_conn *c, int argc, const char **argv,
         fake.argc = argc;
         for (int i = 0; i < argc; i++)
                 fake.argv[i] = strdup(argv[i]);
-        assert_string_equal(argv[0], "HMGET");
         snprintf(fake.key, sizeof(fake.key), "%s", argv[1]);
         if (fake.fail)
                 return fake.fail;
+        if (strcmp(argv[0], "LRANGE") == 0) {
+                assert_int_equal(argc, 4);
+                assert_string_equal(argv[2], "0");
+                assert_string_equal(argv[3], "-1");
+                rep = r_new(fake.odd_reply == 1 ? REDIS_REPLY_INTEGER : REDIS_REPLY_ARRAY);
+                if (rep->type == REDIS_REPLY_ARRAY) {
+                        rep->elements = (size_t)fake.n_list;
+                        rep->element = calloc(fake.n_list + 1, sizeof(*rep->element));
+                        assert_non_null(rep->element);
+                        for (int i = 0; i < fake.n_list; i++)
+                                rep->element[i] = fake.list[i] ? r_str_bin(fake.list[i], fake.list_len[i])
+                                                               : r_new(REDIS_REPLY_NIL);
+                }
+                *ret = rep;
+                return 0;
+        }
+        assert_string_equal(argv[0], "HMGET");
         if (fake.odd_reply == 1) {
                 rep = r_new(REDIS_REPLY_INTEGER);
                 *ret = rep;
@@ -443,6 +462,95 @@ static void test_reply_hash_get(void **state)
         reply_free(one);
 }
 
+/* ---- the transitions (sandbox_record_transitions) ---- */
+
+static void list_add(const char *s, size_t len)
+{
+        assert_true(fake.n_list < 8);
+        fake.list[fake.n_list] = s;
+        fake.list_len[fake.n_list++] = len;
+}
+
+#define LIST_ADD(lit) list_add(lit, sizeof(lit) - 1)
+
+struct seen {
+        struct sandbox_transition t[8];
+        char msg[8][64];
+        int n;
+        int stop_at; /* > 0: fn answers -ECANCELED at this call */
+};
+
+static int seen_fn(void *ud, const struct sandbox_transition *t)
+{
+        struct seen *s = ud;
+
+        if (s->stop_at && s->n + 1 == s->stop_at)
+                return -ECANCELED;
+        assert_true(s->n < 8 && t->message_len < 64);
+        s->t[s->n] = *t;
+        memcpy(s->msg[s->n], t->message, t->message_len);
+        s->msg[s->n][t->message_len] = '\0';
+        s->t[s->n].message = NULL;
+        s->n++;
+        return 0;
+}
+
+static void test_transitions_in_order_and_skips_garbage(void **state)
+{
+        struct seen s = { 0 };
+        static const char tab_msg[] = "1700000000002\tFailed\tCRASHED\tline\twith\ttabs";
+        static const char nul_msg[] = "1700000000003\tRunning\t\tnul\0in";
+
+        (void)state;
+        LIST_ADD("1700000000000\tPending\tCREATING\twaiting for admission");
+        LIST_ADD("garbage without tabs");
+        list_add(NULL, 0); /* not a string */
+        LIST_ADD("x1\tRunning\tREADY\t"); /* not a time */
+        LIST_ADD("1700000000001\t\tREADY\t"); /* no state */
+        list_add(tab_msg, sizeof(tab_msg) - 1);
+        list_add(nul_msg, sizeof(nul_msg) - 1);
+        assert_int_equal(sandbox_record_transitions(NULL, &cfg, "sid1", seen_fn, &s), 0);
+        assert_string_equal(fake.key, "t:sbevents:sid1");
+        assert_int_equal(s.n, 3);
+        assert_int_equal(s.t[0].at_ms, 1700000000000LL);
+        assert_string_equal(s.t[0].state, "Pending");
+        assert_string_equal(s.t[0].reason, "CREATING");
+        assert_string_equal(s.msg[0], "waiting for admission");
+        /* the message is the rest: its own tabs stay */
+        assert_string_equal(s.t[1].state, "Failed");
+        assert_string_equal(s.msg[1], "line\twith\ttabs");
+        /* an empty reason; a message with a NUL keeps its length */
+        assert_string_equal(s.t[2].reason, "");
+        assert_int_equal(s.t[2].message_len, 6);
+}
+
+static void test_transitions_stop_and_errors(void **state)
+{
+        struct seen s = { .stop_at = 2 };
+        char long_sid[300];
+
+        (void)state;
+        LIST_ADD("1\tPending\t\t");
+        LIST_ADD("2\tRunning\tREADY\t");
+        LIST_ADD("3\tPaused\tuser_pause\t");
+        assert_int_equal(sandbox_record_transitions(NULL, &cfg, "s", seen_fn, &s), -ECANCELED);
+        assert_int_equal(s.n, 1);
+        /* none kept: no call of fn */
+        fake.n_list = 0;
+        memset(&s, 0, sizeof(s));
+        assert_int_equal(sandbox_record_transitions(NULL, &cfg, "s", seen_fn, &s), 0);
+        assert_int_equal(s.n, 0);
+        fake.odd_reply = 1;
+        assert_int_equal(sandbox_record_transitions(NULL, &cfg, "s", seen_fn, &s), -EPROTO);
+        fake.odd_reply = 0;
+        fake.fail = -EIO;
+        assert_int_equal(sandbox_record_transitions(NULL, &cfg, "s", seen_fn, &s), -EIO);
+        fake.fail = 0;
+        memset(long_sid, 'a', sizeof(long_sid) - 1);
+        long_sid[sizeof(long_sid) - 1] = '\0';
+        assert_int_equal(sandbox_record_transitions(NULL, &cfg, long_sid, seen_fn, &s), -ENAMETOOLONG);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -456,6 +564,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_odd_replies_and_errors, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_from_hash, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reply_hash_get, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_transitions_in_order_and_skips_garbage, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_transitions_stop_and_errors, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,10 +1,12 @@
 /* Unit tests for lib/codec/tailbuf.c: the last `max` bytes of a stream fed
  * in pieces of every size (smaller than the ring, across its end, larger
  * than it), compared with the tail of the whole stream; the byte count;
- * NUL bytes kept; release. */
+ * NUL bytes kept; release; where a log tail's whole lines begin
+ * (tailbuf_line_start). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -89,12 +91,39 @@ static void test_empty_and_release(void **state)
         tailbuf_release(NULL);
 }
 
+/* A log read with Docker's tail=N+1 through a ring: the lines it keeps. */
+static void test_line_start(void **state)
+{
+        bool cut = true;
+
+        (void)state;
+        /* all there, within both caps: nothing cut, even a last partial line */
+        assert_int_equal(tailbuf_line_start("a\nb\n", 4, 2, 2, false, &cut), 0);
+        assert_false(cut);
+        assert_int_equal(tailbuf_line_start("a\nb", 3, 2, 2, false, &cut), 0);
+        assert_false(cut);
+        assert_int_equal(tailbuf_line_start("", 0, 0, 5, false, &cut), 0);
+        assert_false(cut);
+        /* one line more than the cap (the N+1st asked for): it goes */
+        assert_int_equal(tailbuf_line_start("a\nb\nc\n", 6, 3, 2, false, &cut), 2);
+        assert_true(cut);
+        /* bytes dropped before out: its first, partial line goes */
+        assert_int_equal(tailbuf_line_start("st\nb\n", 5, 9, 100, true, &cut), 3);
+        assert_true(cut);
+        /* one line longer than the byte cap: what is left of it stays */
+        assert_int_equal(tailbuf_line_start("xxxx", 4, 1, 100, true, &cut), 0);
+        assert_true(cut);
+        assert_int_equal(tailbuf_line_start("xxx\n", 4, 1, 100, true, &cut), 0);
+        assert_true(cut);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_every_piece_size),
                 cmocka_unit_test(test_arrival_order),
                 cmocka_unit_test(test_empty_and_release),
+                cmocka_unit_test(test_line_start),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -549,6 +549,7 @@ static const struct provider_ops docker_ops = {
         .agent_dir_name = docker_agent_dir_name,
         .image_id = docker_image_id_op,
         .reap_orphans = docker_reap_orphans,
+        .logs = docker_logs,
         .free = docker_free,
 };
 

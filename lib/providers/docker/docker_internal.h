@@ -69,3 +69,7 @@ int docker_agent_dir_name(struct provider *p, const char *ref, char *buf, size_t
 int docker_watch_events(struct provider *p, const char *prefix,
                         void (*on_event)(void *ud, const struct sandbox_event *ev),
                         bool (*stop)(void *ud), void *ud, char *ret_err);
+
+/* The op of docker_logs.c: the container's log, its tail (provider.h, logs). */
+int docker_logs(struct provider *p, const char *ref, const struct logs_spec *spec, struct sandbox_logs *ret,
+                char *ret_err);

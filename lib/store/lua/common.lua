@@ -28,6 +28,10 @@
 --   P..sandbox:<id>      HASH  sandboxId, state, reason, message, lastTransitionAt, ref
 --                              (backend id), slot, mode, userId, poolId, image, limits,
 --                              teardown (stop|remove while Stopping), createdAt
+--   P..sbevents:<id>     LIST  the record's last SANDBOX_EVENTS_KEEP transitions, oldest first,
+--                              each "<ms>\t<state>\t<reason>\t<message>" (message cut at
+--                              SANDBOX_EVENT_MSG_MAX bytes); written by sandbox_set_state, and
+--                              expires when the record does (its TTL copied on every write)
 --   P..sandboxes         ZSET  sandboxId -> createdAt (every record not yet Terminated)
 --   P..teardown          LIST  sandboxIds to stop or remove (the supervisor drains it)
 --   P..parked:<slot>     STR   sandboxId of a Stopped sandbox kept for its slot's next lease
@@ -90,6 +94,8 @@ local K_UNANSWERED = P .. 'osbunanswered' -- ZSET sandboxId -> answer deadline (
 local TICKET_KEEP_S = 3600 -- how long a finished ticket still answers polls
 local SANDBOX_KEEP_S = 3600 -- how long a Terminated sandbox record stays readable
 local LOST_KEEP_S = 3600 -- how long a lease ended by its lost sandbox answers heartbeats
+local SANDBOX_EVENTS_KEEP = 64 -- transitions kept per record (P..sbevents:<id>)
+local SANDBOX_EVENT_MSG_MAX = 512 -- bytes of a transition's message kept there
 local NEVER_MS = 253402300799000 -- 9999-12-31: "no expiry" (manual cleanup)
 
 local function now_ms()
@@ -171,10 +177,25 @@ local function wpool_take(image, want)
   return id, ref, limits
 end
 
+-- Every transition of a record goes through here, and so into its history
+-- (P..sbevents:<id>, the diagnostics' events): capped at SANDBOX_EVENTS_KEEP,
+-- living exactly as long as the record (its TTL, if any, copied over).
 local function sandbox_set_state(sid, state, reason, message, now)
-  redis.call('HSET', sandbox_key(sid), 'state', state, 'message', message or '',
-    'lastTransitionAt', now or now_ms())
-  if reason and reason ~= '' then redis.call('HSET', sandbox_key(sid), 'reason', reason) end
+  local at = now or now_ms()
+  local key = sandbox_key(sid)
+  redis.call('HSET', key, 'state', state, 'message', message or '', 'lastTransitionAt', at)
+  if reason and reason ~= '' then redis.call('HSET', key, 'reason', reason) end
+  local ev = P .. 'sbevents:' .. sid
+  local why = redis.call('HGET', key, 'reason') or ''
+  local what = state .. '\t' .. why .. '\t' .. string.sub(message or '', 1, SANDBOX_EVENT_MSG_MAX)
+  -- the same transition said twice in one script (sandbox_finish after a
+  -- caller's own set) is one event
+  local last = redis.call('LINDEX', ev, -1)
+  if last and string.match(last, '^[^\t]*\t(.*)$') == what then return end
+  redis.call('RPUSH', ev, at .. '\t' .. what)
+  redis.call('LTRIM', ev, -SANDBOX_EVENTS_KEEP, -1)
+  local ttl = redis.call('PTTL', key)
+  if ttl > 0 then redis.call('PEXPIRE', ev, ttl) else redis.call('PERSIST', ev) end
 end
 
 -- A record leaves for good (Terminated or Failed): out of the indexes, kept
@@ -185,6 +206,7 @@ local function sandbox_finish(sid, state, reason, message)
   redis.call('ZREM', K_PARKED, sid)
   redis.call('EXPIRE', sandbox_key(sid), SANDBOX_KEEP_S)
   redis.call('EXPIRE', P .. 'stokens:' .. sid, SANDBOX_KEEP_S) -- token_issue.lua
+  redis.call('EXPIRE', P .. 'sbevents:' .. sid, SANDBOX_KEEP_S) -- sandbox_set_state
   -- A terminated sandbox leaves its tenant's list at once (it stays readable
   -- by id for SANDBOX_KEEP_S); a Failed one is listed until its record expires.
   local owner = redis.call('HGET', sandbox_key(sid), 'tenant')

@@ -264,10 +264,13 @@ async def scenario(fl):
         assert "conf-patched" not in info.metadata, info.metadata
     await check(k("Sandbox", "patch_metadata"), s_patch_metadata)
 
-    for m in ("get_diagnostic_logs", "get_diagnostic_events"):
-        async def s_diag(m=m):
-            c = await call(getattr(sb, m)("container"))
-            assert c is not None and (getattr(c, "content", None) or getattr(c, "events", None)), c
+    # the scopes the CLI names as built in: logs container, events runtime
+    # (the SDK's docstring: lifecycle too); the content may be empty
+    for m, scope in (("get_diagnostic_logs", "container"), ("get_diagnostic_events", "runtime")):
+        async def s_diag(m=m, scope=scope):
+            c = await call(getattr(sb, m)(scope))
+            assert c is not None and c.delivery == "inline" and c.content is not None, c
+            assert c.kind == m.rsplit("_", 1)[1] and c.scope == scope, c
         await check(k("Sandbox", m), s_diag)
 
     # egress policy: deny a host, see it, lift it
@@ -505,10 +508,11 @@ async def scenario(fl):
     await check(k("Sandbox", "pause"), s_pause_resume)
     results.setdefault(k("Sandbox", "resume"), results[k("Sandbox", "pause")])
 
-    for m in ("get_diagnostic_logs", "get_diagnostic_events"):
-        async def m_diag(m=m):
-            c = await call(getattr(mgr, m)(sid, "container"))
-            assert c is not None and (getattr(c, "content", None) or getattr(c, "events", None)), c
+    for m, scope in (("get_diagnostic_logs", "container"), ("get_diagnostic_events", "lifecycle")):
+        async def m_diag(m=m, scope=scope):
+            c = await call(getattr(mgr, m)(sid, scope))
+            assert c is not None and c.delivery == "inline" and c.content is not None, c
+            assert c.kind == m.rsplit("_", 1)[1] and c.scope == scope, c
         await check(k("SandboxManager", m), m_diag)
 
     # snapshots: a file written before the snapshot is there in a sandbox made from it
