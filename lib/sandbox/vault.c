@@ -607,8 +607,9 @@ static int merge_items(struct json_object *dst, struct json_object *o, const cha
         if (r < 0)
                 return r;
         n = json_object_array_length(a);
-        if (n > (strcmp(what, "credentials") ? VAULT_BINDINGS_MAX : VAULT_CREDENTIALS_MAX)) {
-                snprintf(err, errlen, "%s.%s holds too many items", what, key);
+        size_t max = strcmp(what, "credentials") ? VAULT_BINDINGS_MAX : VAULT_CREDENTIALS_MAX;
+        if (n > max) {
+                snprintf(err, errlen, "a vault holds at most %zu %s", max, what);
                 return -EINVAL;
         }
         for (size_t i = 0; i < n; i++) {
