@@ -9,12 +9,14 @@
  * carries a credential's value (vault.h's views; messages name members). */
 #include <errno.h>
 #include <string.h>
+#include <openssl/crypto.h>
 
 #include "execd.h"
 #include "json_input.h"
 #include "log.h"
 #include "routes.h"
 #include "vault.h"
+#include "vault_seal.h"
 #include "vault_store.h"
 
 static void reply_store_error(struct request *req, const struct execd *x, int r, const char *err)
@@ -93,6 +95,8 @@ void h_vault_change(struct request *req)
         bool post = !strcmp(req->method, "POST"), patch = !strcmp(req->method, "PATCH");
         size_t max = VAULT_JSON_MAX < req->w->max_body ? VAULT_JSON_MAX : req->w->max_body;
         struct json_object *v = NULL;
+        uint8_t key[VAULT_KEY_BYTES];
+        bool have_key = false;
         char err[320] = "";
         struct execd x;
         int r;
@@ -111,14 +115,24 @@ void h_vault_change(struct request *req)
         }
         if (request_read_json_body(req, max) < 0)
                 return;
+        if (req->w->cfg->vault_key_file[0]) {
+                /* read at each write: a key replaced on disk is used at once */
+                if (vault_key_load(req->w->cfg->vault_key_file, key, err, sizeof(err)) < 0) {
+                        log_err(execd_kv(req, &x), "credential vault: %s", err);
+                        reply_error(req, API_UNAVAILABLE, "the credential vault's key is unusable");
+                        return;
+                }
+                have_key = true;
+        }
         if (post) {
                 r = vault_parse_create(req->body, req->body_len, &v, err, sizeof(err));
                 if (r == 0)
-                        r = vault_store_create(req->w->redis, x.sandbox_id, v);
+                        r = vault_store_create(req->w->redis, have_key ? key : NULL, x.sandbox_id, v);
         } else {
-                r = vault_store_patch(req->w->redis, x.sandbox_id, req->body, req->body_len, &v,
-                                      err, sizeof(err));
+                r = vault_store_patch(req->w->redis, have_key ? key : NULL, x.sandbox_id, req->body,
+                                      req->body_len, &v, err, sizeof(err));
         }
+        OPENSSL_cleanse(key, sizeof(key));
         if (r < 0) {
                 reply_store_error(req, &x, r, err);
                 goto out;

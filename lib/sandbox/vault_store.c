@@ -8,6 +8,7 @@
 #include "json_input.h"
 #include "lua_scripts.h"
 #include "vault.h"
+#include "vault_seal.h"
 
 #define VAULT_CAS_TRIES 32
 
@@ -88,13 +89,16 @@ int vault_store_get(struct redis_conn *rc, const char *sid, struct json_object *
         return r;
 }
 
-int vault_store_create(struct redis_conn *rc, const char *sid, struct json_object *v)
+int vault_store_create(struct redis_conn *rc, const uint8_t *key, const char *sid,
+                       struct json_object *v)
 {
-        const char *text = text_of(v);
+        const char *text;
         char *old = NULL;
-        int r;
+        int r = key ? vault_seal_values(v, key, sid) : 0;
 
-        if (!text)
+        if (r < 0)
+                return r;
+        if (!(text = text_of(v)))
                 return -ENOMEM;
         r = read_raw(rc, sid, &old);
         if (r == 0 && old[0])
@@ -106,8 +110,8 @@ int vault_store_create(struct redis_conn *rc, const char *sid, struct json_objec
         return r;
 }
 
-int vault_store_patch(struct redis_conn *rc, const char *sid, const char *json, size_t len,
-                      struct json_object **ret, char *err, size_t errlen)
+int vault_store_patch(struct redis_conn *rc, const uint8_t *key, const char *sid, const char *json,
+                      size_t len, struct json_object **ret, char *err, size_t errlen)
 {
         int r = -EAGAIN;
 
@@ -122,6 +126,8 @@ int vault_store_patch(struct redis_conn *rc, const char *sid, const char *json, 
                         r = parse_stored(old, &cur);
                 if (r == 0)
                         r = vault_apply_patch(cur, json, len, &next, err, errlen);
+                if (r == 0 && key)
+                        r = vault_seal_values(next, key, sid);
                 if (r == 0)
                         r = (text = text_of(next)) ? cas(rc, sid, old, text) : -ENOMEM;
                 if (r == 0) {

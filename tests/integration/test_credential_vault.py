@@ -32,8 +32,16 @@ def secret(tag):
 
 
 @pytest.fixture(scope="module")
-def mb(request, services, it_root):
-    return start_osb_broker(request, services, it_root, BROKER_CAPACITY=4)
+def vault_key(tmp_path_factory):
+    p = tmp_path_factory.mktemp("vault-key") / "vault.key"
+    p.write_text(os.urandom(32).hex() + "\n")
+    os.chmod(str(p), 0o600)
+    return str(p)
+
+
+@pytest.fixture(scope="module")
+def mb(request, services, it_root, vault_key):
+    return start_osb_broker(request, services, it_root, BROKER_CAPACITY=4, VAULT_KEY_FILE=vault_key)
 
 
 @pytest.fixture(autouse=True)
@@ -79,6 +87,18 @@ class Vault:
         return r
 
 
+def check_sealed(b, sid, want):
+    """The record holds every credential of want sealed ("v1:..."), none in
+    clear: no value member, no secret anywhere in the field."""
+    raw = b.redis.hget(b.key("sandbox:%s" % sid), "vault")
+    for v in want.values():
+        assert v not in raw
+    creds = json.loads(raw)["credentials"]
+    assert sorted(c["name"] for c in creds) == sorted(want)
+    assert all("value" not in c and c["sealed"].startswith("v1:") for c in creds), creds
+    return {c["name"]: c["sealed"] for c in creds}
+
+
 def cred(name, value):
     return {"name": name, "source": {"type": "inline", "value": value}}
 
@@ -119,9 +139,9 @@ def test_create_get_patch_delete_never_show_values(mb, one):
                                       "methods": ["GET"], "paths": ["/pkg"]}, b
     assert b["registry"]["auth"]["substitutions"] == [
         {"credential": "npm", "placeholder": "__NPM__", "in": ["header", "query"]}], b
-    # The secrets are kept under the sandbox's record key, and only there.
+    # The secrets are kept under the sandbox's record key, sealed with VAULT_KEY_FILE's key.
     rec = stored(mb, sid)
-    assert {c["name"]: c["value"] for c in rec["credentials"]} == {"gh-token": gh, "npm": npm}
+    check_sealed(mb, sid, {"gh-token": gh, "npm": npm})
     assert v.call("GET").json == state
     assert v.call("GET", "/credentials").json == {"revision": 1, "credentials": state["credentials"]}
     assert v.call("GET", "/bindings").json == {"revision": 1, "bindings": state["bindings"]}
@@ -146,7 +166,8 @@ def test_create_get_patch_delete_never_show_values(mb, one):
     assert names(r.json["bindings"]) == ["api", "github"]
     assert {c["name"]: c["revision"] for c in r.json["credentials"]} == {"gh-token": 2, "npm": 1}
     rec = stored(mb, sid)
-    assert {c["name"]: c["value"] for c in rec["credentials"]} == {"gh-token": gh2, "npm": npm}
+    sealed = check_sealed(mb, sid, {"gh-token": gh2, "npm": npm})
+    assert sealed["npm"] == {c["name"]: c["sealed"] for c in stored(mb, sid)["credentials"]}["npm"]
     # A stale expectedRevision is a conflict: nothing changes.
     r = v.call("PATCH", body={"expectedRevision": 1, "credentials": {"delete": ["npm"]}})
     assert r.status == 409, r
@@ -271,6 +292,25 @@ def test_other_tenant_is_404_and_changes_nothing(mb, one):
     assert v.call("GET", headers={"OPEN-SANDBOX-API-KEY": KEY["charlie"]}).status == 200
 
 
+def test_unusable_key_refuses_writes_and_changes_nothing(mb, one, vault_key):
+    """VAULT_KEY_FILE is read at each write: a key file others may read is
+    refused (503, nothing stored, the reason logged without the key)."""
+    o, sid = one
+    v = Vault(o, sid)
+    key = open(vault_key).read().strip()
+    os.chmod(vault_key, 0o644)
+    try:
+        r = v.call("POST", body={"credentials": [cred("k", secret("nokey"))], "bindings": []})
+        assert r.status == 503 and r.json["code"] == "SERVICE_UNAVAILABLE", r
+        assert stored(mb, sid) is None
+    finally:
+        os.chmod(vault_key, 0o600)
+    assert v.call("POST", body={"credentials": [cred("k", secret("key"))], "bindings": []}).status == 201
+    assert "owner only" in mb.logs("fcgi-execd") + mb.logs("fcgi-execd-lane")
+    for name in ("fcgi-execd", "fcgi-execd-lane"):
+        assert key not in mb.logs(name)
+
+
 def test_vault_ends_with_its_sandbox(mb):
     o = OSB(mb, "charlie")
     sid = o.create(wait=False)
@@ -352,11 +392,12 @@ def test_python_sdk_credential_vault_calls(mb, tmp_path):
     assert out["after_delete"] != "still there", out
 
 
-def test_zz_no_secret_in_any_log_of_the_run(mb):
+def test_zz_no_secret_in_any_log_of_the_run(mb, vault_key):
     """Runs last in this file: every secret the tests stored, searched in
     every log file of the broker's run (fcgi, supervisor, nginx access and
-    error logs, Squid)."""
+    error logs), and the deployment's key too."""
     assert SECRETS, "the tests above stored no secret"
+    needles = SECRETS + [open(vault_key).read().strip()]
     found = []
     for root, _dirs, files in os.walk(mb.state_dir):
         for f in files:
@@ -368,6 +409,6 @@ def test_zz_no_secret_in_any_log_of_the_run(mb):
                     data = fh.read()
             except OSError:
                 continue
-            found += ["%s in %s" % (s, p) for s in SECRETS if s.encode() in data]
+            found += ["%s in %s" % (s, p) for s in needles if s.encode() in data]
     assert not found, found
     assert mb.logs("fcgi") or os.listdir(os.path.join(mb.state_dir, "logs")), "no logs to search"

@@ -11,7 +11,11 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "vault.h"
+#include "vault_seal.h"
 
 #define SECRET "TOPSECRET-value-42"
 
@@ -230,6 +234,95 @@ static void test_names(void **state)
                 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
 }
 
+static int key_file(const char *content, mode_t mode, char *path, size_t size)
+{
+        int fd;
+
+        snprintf(path, size, "/tmp/test_vault_key.XXXXXX");
+        fd = mkstemp(path);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+        assert_int_equal(fchmod(fd, mode), 0);
+        close(fd);
+        return 0;
+}
+
+static void test_key_load(void **state)
+{
+        uint8_t key[VAULT_KEY_BYTES];
+        char path[64], err[256];
+        const char *hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1F\n";
+
+        (void)state;
+        key_file(hex, 0600, path, sizeof(path));
+        assert_int_equal(vault_key_load(path, key, err, sizeof(err)), 0);
+        assert_int_equal(key[1], 1);
+        assert_int_equal(key[31], 0x1f);
+        unlink(path);
+        key_file(hex, 0640, path, sizeof(path)); /* group may read: refused */
+        assert_int_equal(vault_key_load(path, key, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "owner only"));
+        unlink(path);
+        key_file("00112233", 0400, path, sizeof(path));
+        assert_int_equal(vault_key_load(path, key, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "64 hexadecimal"));
+        unlink(path);
+        key_file("zz0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f", 0400, path,
+                 sizeof(path));
+        assert_int_equal(vault_key_load(path, key, err, sizeof(err)), -EINVAL);
+        assert_null(strstr(err, "zz01"));
+        unlink(path);
+        assert_int_equal(vault_key_load("/nonexistent/key", key, err, sizeof(err)), -ENOENT);
+}
+
+static void test_seal(void **state)
+{
+        uint8_t key[VAULT_KEY_BYTES], other[VAULT_KEY_BYTES];
+        char *s = NULL, *s2 = NULL, *out = NULL;
+        const char *sid = "0123456789abcdef0123456789abcdef";
+        struct json_object *v = create_ok(create_body), *o = NULL, *c;
+
+        (void)state;
+        memset(key, 7, sizeof(key));
+        memset(other, 8, sizeof(other));
+        assert_int_equal(vault_seal(key, sid, "gh", SECRET, &s), 0);
+        assert_int_equal(strncmp(s, "v1:", 3), 0);
+        assert_null(strstr(s, SECRET));
+        assert_int_equal(vault_seal(key, sid, "gh", SECRET, &s2), 0);
+        assert_string_not_equal(s, s2); /* a nonce per sealing */
+        assert_int_equal(vault_unseal(key, sid, "gh", s, &out), 0);
+        assert_string_equal(out, SECRET);
+        free(out);
+        /* another key, sandbox or name, or a flipped byte: does not open */
+        assert_int_equal(vault_unseal(other, sid, "gh", s, &out), -EBADMSG);
+        assert_int_equal(vault_unseal(key, "fedcba9876543210fedcba9876543210", "gh", s, &out),
+                         -EBADMSG);
+        assert_int_equal(vault_unseal(key, sid, "npm", s, &out), -EBADMSG);
+        s[10] = s[10] == 'A' ? 'B' : 'A';
+        assert_int_equal(vault_unseal(key, sid, "gh", s, &out), -EBADMSG);
+        assert_int_equal(vault_unseal(key, sid, "gh", "v1:", &out), -EBADMSG);
+        assert_int_equal(vault_unseal(key, sid, "gh", "plain", &out), -EBADMSG);
+        assert_null(out);
+        free(s);
+        free(s2);
+        /* the stored form sealed: no value left, still a valid vault, views unchanged */
+        assert_int_equal(vault_seal_values(v, key, sid), 0);
+        assert_null(strstr(text(v), SECRET));
+        assert_null(strstr(text(v), "\"value\""));
+        assert_int_equal(vault_check(v), 0);
+        assert_int_equal(vault_view(v, VAULT_VIEW_CREDENTIALS, &o), 0);
+        assert_null(strstr(text(o), "sealed"));
+        json_object_put(o);
+        assert_true(json_object_object_get_ex(
+                json_object_array_get_idx(json_object_object_get_ex(v, "credentials", &c) ? c : NULL,
+                                          1),
+                "sealed", &o));
+        assert_int_equal(vault_unseal(key, sid, "npm", json_object_get_string(o), &out), 0);
+        assert_string_equal(out, SECRET "-npm");
+        free(out);
+        json_object_put(v);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -238,6 +331,8 @@ int main(void)
                 cmocka_unit_test(test_create_rejected),
                 cmocka_unit_test(test_patch_all_or_nothing),
                 cmocka_unit_test(test_names),
+                cmocka_unit_test(test_key_load),
+                cmocka_unit_test(test_seal),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
