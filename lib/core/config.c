@@ -688,11 +688,10 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
                 return -EINVAL;
         if (config_volumes(cfg, err, errsz) < 0)
                 return -EINVAL;
-        /* the key itself is read (and its mode checked) by the vault at each write */
-        if (cfg->vault_key_file[0] &&
-            (cfg->vault_key_file[0] != '/' || access(cfg->vault_key_file, R_OK) < 0)) {
-                snprintf(err, errsz, "VAULT_KEY_FILE %s: must be an absolute path of a readable file",
-                         cfg->vault_key_file);
+        /* the key itself is read (and its mode checked) where it is used, at each
+         * use: Squid's helpers load this configuration too and must not read it */
+        if (cfg->vault_key_file[0] && cfg->vault_key_file[0] != '/') {
+                snprintf(err, errsz, "VAULT_KEY_FILE %s: must be an absolute path", cfg->vault_key_file);
                 return -EINVAL;
         }
         if (strcmp(cfg->idle_policy, "stop_keep") && strcmp(cfg->idle_policy, "delete")) {
