@@ -85,7 +85,9 @@ fail:
 
 int vault_http_format(const struct vault_http *h, char **ret, size_t *ret_len)
 {
-        size_t n = strlen(h->method) + strlen(h->uri) + strlen(h->version) + 5, off;
+        size_t n = strlen(h->method) + strlen(h->uri) + strlen(h->version) +
+                   6 /* two spaces, two CRLF */,
+               off;
         char *out;
 
         for (size_t i = 0; i < h->n; i++)
@@ -420,7 +422,7 @@ int vault_inject(struct json_object *v, const uint8_t *key, const char *sid, str
                  int *ret_applied)
 {
         struct json_object *binds, *m, *a;
-        char host[256];
+        char host[256], *p;
         const char *path;
         int r = 0;
 
@@ -428,12 +430,13 @@ int vault_inject(struct json_object *v, const uint8_t *key, const char *sid, str
         if (!json_object_object_get_ex(v, "bindings", &binds) ||
             uri_parts(h->uri, host, sizeof(host), &path) < 0)
                 return 0;
+        /* every binding is matched against the request as the sandbox sent it
+         * (a substitution rewrites h->uri: path would point into freed memory) */
+        if (!(p = strndup(path, strcspn(path, "?#"))))
+                return -ENOMEM;
         for (size_t i = 0; i < json_object_array_length(binds) && r == 0; i++) {
                 struct json_object *b = json_object_array_get_idx(binds, i);
-                char *p = strndup(path, strcspn(path, "?#"));
 
-                if (!p)
-                        return -ENOMEM;
                 if (json_object_object_get_ex(b, "match", &m) &&
                     json_object_object_get_ex(b, "auth", &a) &&
                     list_has(m, "schemes", "http", false) && host_in(m, host) &&
@@ -442,7 +445,7 @@ int vault_inject(struct json_object *v, const uint8_t *key, const char *sid, str
                         if (r == 0)
                                 (*ret_applied)++;
                 }
-                free(p);
         }
+        free(p);
         return r;
 }
