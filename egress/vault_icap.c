@@ -16,10 +16,15 @@
  *
  * One process; a child per connection (Squid keeps them open), at most
  * ICAP_CONNS_MAX at once (more are closed at once); each read waits at most
- * ICAP_IDLE_S. Usage: sandbox-vault-icap --port PORT (environment: the
- * broker's REDIS_*, REDIS_KEY_PREFIX, VAULT_KEY_FILE, LOG_LEVEL). */
+ * ICAP_IDLE_S. Only Squid may ask: every REQMOD must carry X-Vault-Key, the
+ * shared EGRESS_VAULT_ICAP_TOKEN Squid adds (adaptation_meta), else ICAP 403
+ * and nothing read; another local process on 127.0.0.1 cannot have a request
+ * injected and read the secret back. Usage: sandbox-vault-icap --port PORT
+ * (environment: EGRESS_VAULT_ICAP_TOKEN, at least 16 characters; the broker's
+ * REDIS_*, REDIS_KEY_PREFIX, VAULT_KEY_FILE, LOG_LEVEL). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -275,8 +280,17 @@ static int reqmod(struct conn *c, struct redis_conn *rc, const struct broker_con
         return r;
 }
 
+/* Whether the REQMOD's X-Vault-Key is the shared token (constant time). */
+static bool from_squid(const char *head, size_t len, const char *token)
+{
+        char got[256] = "";
+
+        return icap_header(head, len, "X-Vault-Key", got, sizeof(got)) == 0 &&
+               strlen(got) == strlen(token) && CRYPTO_memcmp(got, token, strlen(token)) == 0;
+}
+
 /* Serve one connection's ICAP requests until it ends. */
-static void serve(int fd, const struct broker_config *cfg)
+static void serve(int fd, const struct broker_config *cfg, const char *token)
 {
         static struct conn c;
         struct redis_conn *rc = NULL;
@@ -313,6 +327,11 @@ static void serve(int fd, const struct broker_config *cfg)
                 if (strncmp(head, "REQMOD ", 7) ||
                     icap_header(head, (size_t)hend, "Encapsulated", enc, sizeof(enc)) < 0)
                         break;
+                if (!from_squid(head, (size_t)hend, token)) {
+                        log_warn(NULL, "vault injector: a REQMOD without Squid's key refused");
+                        (void)reply(&c, "403 Forbidden");
+                        break;
+                }
                 (void)icap_header(head, (size_t)hend, "X-Client-IP", ip, sizeof(ip));
                 (void)icap_header(head, (size_t)hend, "Allow", allow, sizeof(allow));
                 /* "req-hdr=0, req-body=N" or "req-hdr=0, null-body=N" */
@@ -359,12 +378,18 @@ int main(int argc, char **argv)
         static struct broker_config cfg;
         struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         int lfd, one = 1, port = argc == 3 && !strcmp(argv[1], "--port") ? atoi(argv[2]) : 0;
+        const char *token = getenv("EGRESS_VAULT_ICAP_TOKEN");
         unsigned children = 0;
         char err[256];
 
         log_init("sandbox-vault-icap", LOG_INFO);
         if (port < 1 || port > 65535) {
                 log_err(NULL, "usage: sandbox-vault-icap --port PORT");
+                return 2;
+        }
+        if (!token || strlen(token) < 16 || strlen(token) > 128 || strpbrk(token, "\"\r\n ")) {
+                log_err(NULL, "EGRESS_VAULT_ICAP_TOKEN: 16 to 128 characters without quotes or "
+                              "spaces needed");
                 return 2;
         }
         if (config_load(&cfg, err, sizeof(err)) < 0) {
@@ -400,7 +425,7 @@ int main(int argc, char **argv)
                         close(lfd);
                         (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
                         (void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-                        serve(fd, &cfg);
+                        serve(fd, &cfg, token);
                         _exit(0);
                 }
                 if (pid > 0)

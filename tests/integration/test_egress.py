@@ -154,6 +154,7 @@ class Squid:
         })
         if vault_key:
             self.env["EGRESS_VAULT_ICAP_PORT"] = str(self.icap_port)
+            self.env["EGRESS_VAULT_ICAP_TOKEN"] = os.urandom(16).hex()
         self.conf = os.path.join(d, "squid.conf")
         self.write_conf()
         self.squid = None

@@ -170,6 +170,23 @@ def test_injection_plain_http_two_tenants(world):
                        "grep -rsl '%s' / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; true" % SECRET)
         assert SECRET not in r.stdout, r.stdout[-2000:]
 
+    # another local process cannot use the injector: without Squid's key, 403 and no secret
+    import socket
+    head = "GET http://allowed.test:%d/auth HTTP/1.1\r\nHost: allowed.test\r\n\r\n" % port
+    ip = ":".join(sid[i:i + 4] for i in range(0, 32, 4))
+    for extra in ("", "X-Vault-Key: %s\r\n" % ("0" * 32)):
+        req = ("REQMOD icap://127.0.0.1:%d/vault ICAP/1.0\r\nHost: 127.0.0.1\r\nX-Client-IP: %s\r\n%s"
+               "Encapsulated: req-hdr=0, null-body=%d\r\n\r\n%s" % (sq.icap_port, ip, extra, len(head), head))
+        with socket.create_connection(("127.0.0.1", sq.icap_port), timeout=10) as s:
+            s.sendall(req.encode())
+            got = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+        assert got.startswith(b"ICAP/1.0 403") and SECRET.encode() not in got, got
+
     # the vault deleted: the next request carries the placeholder, no auth
     assert http_request(sb.b.port, "DELETE", vault, None, headers).status == 204
     SEEN.clear()
