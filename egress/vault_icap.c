@@ -224,8 +224,10 @@ static int reqmod(struct conn *c, struct redis_conn *rc, const struct broker_con
         int applied = 0, r;
 
         r = vault_store_get(rc, sid, &v);
+        if ((r == -ENODATA || r == -ENOENT) && allow204)
+                return reply(c, "204 No Content");
         if (r == -ENODATA || r == -ENOENT)
-                return allow204 ? reply(c, "204 No Content") : reply(c, "500 Server Error");
+                r = 0; /* no vault (deleted meanwhile): the request goes on as it came */
         if (r < 0) {
                 log_err(LOG_KV({ "SANDBOX_ID", sid }), "vault injector: reading the vault: %s",
                         strerror(-r));
@@ -239,7 +241,7 @@ static int reqmod(struct conn *c, struct redis_conn *rc, const struct broker_con
                 }
                 have_key = true;
         }
-        r = vault_inject(v, have_key ? key : NULL, sid, h, &applied);
+        r = v ? vault_inject(v, have_key ? key : NULL, sid, h, &applied) : 0;
         OPENSSL_cleanse(key, sizeof(key));
         json_object_put(v);
         snprintf(host, sizeof(host), "%.*s", (int)strcspn(h->uri + 7, "/?#"), h->uri + 7);
@@ -250,8 +252,9 @@ static int reqmod(struct conn *c, struct redis_conn *rc, const struct broker_con
                                       : strerror(-r));
                 return reply(c, "500 Server Error");
         }
-        if (applied == 0)
-                return allow204 ? reply(c, "204 No Content") : reply(c, "500 Server Error");
+        if (applied == 0 && allow204)
+                return reply(c, "204 No Content");
+        /* applied == 0 without 204: the request sent back as it came */
         if (vault_http_format(h, &head, &hl) < 0)
                 return reply(c, "500 Server Error");
         char icap[256];
@@ -275,8 +278,9 @@ static int reqmod(struct conn *c, struct redis_conn *rc, const struct broker_con
                     : 0;
         OPENSSL_cleanse(head, hl);
         free(head);
-        log_info(LOG_KV({ "SANDBOX_ID", sid }, { "EGRESS_HOST", host }),
-                 "vault injector: %d binding(s) applied to %s", applied, h->method);
+        if (applied)
+                log_info(LOG_KV({ "SANDBOX_ID", sid }, { "EGRESS_HOST", host }),
+                         "vault injector: %d binding(s) applied to %s", applied, h->method);
         return r;
 }
 
@@ -365,7 +369,7 @@ static void serve(int fd, const struct broker_config *cfg, const char *token)
                         h.body = body ? body : strdup("");
                         h.body_len = body_len;
                 }
-                r = reqmod(&c, rc, cfg, sid, &h, strstr(allow, "204") != NULL && !has_body);
+                r = reqmod(&c, rc, cfg, sid, &h, strstr(allow, "204") != NULL);
                 vault_http_clear(&h);
                 if (r < 0)
                         break;

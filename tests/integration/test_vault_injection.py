@@ -150,6 +150,13 @@ def test_injection_plain_http_two_tenants(world):
     assert hdrs["x-token"] == SECRET and json.loads(body) == {"t": SECRET}, (hdrs, body)
     assert "authorization" not in hdrs  # the bearer binding's paths do not cover /sub/
 
+    # a bound host, a path no binding covers: the request (body included) arrives as sent
+    out = fetch(sb.b, sid, up + "/plain/%s" % PH, json.dumps({"t": PH}))
+    assert out.startswith("OK 200"), out
+    path, hdrs, body = last("/plain/")
+    assert PH in path and hdrs["x-token"] == PH and json.loads(body) == {"t": PH}, (path, hdrs, body)
+    assert "authorization" not in hdrs
+
     # the same requests to a host no binding names leave as written
     out = fetch(sb.b, sid, "http://other.test:%d/sub/%s/x?q=%s" % (port, PH, PH), json.dumps({"t": PH}))
     assert out.startswith("OK 200"), out
