@@ -32,7 +32,7 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
 all: $(BUILD)/broker-fcgi $(BUILD)/broker-supervisor $(BUILD)/broker-admin $(BUILD)/sandbox-runc \
-	$(BUILD)/sandbox-agent $(BUILD)/sandbox-egress-relay $(BUILD)/sandbox-egress-acl \
+	$(BUILD)/sandbox-agent $(BUILD)/sandbox-egress-relay $(BUILD)/sandbox-egress-acl $(BUILD)/sandbox-vault-icap \
 	$(BUILD)/sandbox-ingress $(BUILD)/sandbox-mountd
 
 $(BUILD)/libbroker.a: $(LIB_OBJ)
@@ -62,6 +62,9 @@ $(BUILD)/sandbox-egress-relay: $(RELAY_SRC) egress/relay.h egress/agent_marker.h
 	$(CC) $(CFLAGS) $(LDFLAGS) -Iagent -o $@ $(RELAY_SRC)
 
 $(BUILD)/sandbox-egress-acl: $(BUILD)/egress/acl_helper.o $(BUILD)/libbroker.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/sandbox-vault-icap: $(BUILD)/egress/vault_icap.o $(BUILD)/libbroker.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Host bounds (docs/OPERATIONS.md, "Host bounds"): the mount helper, libc only,
@@ -294,9 +297,9 @@ install: all
 		$(DESTDIR)$(BINDIR)/
 	install -d $(DESTDIR)$(LIBEXECDIR)
 	install -m 0755 $(BUILD)/sandbox-runc $(BUILD)/sandbox-agent $(BUILD)/sandbox-egress-relay \
-		$(BUILD)/sandbox-egress-acl $(BUILD)/sandbox-ingress $(BUILD)/sandbox-mountd \
-		egress/squid-config $(DESTDIR)$(LIBEXECDIR)/
-	install -m 0644 egress/squid.conf.in $(DESTDIR)$(LIBEXECDIR)/
+		$(BUILD)/sandbox-egress-acl $(BUILD)/sandbox-vault-icap $(BUILD)/sandbox-ingress \
+		$(BUILD)/sandbox-mountd egress/squid-config $(DESTDIR)$(LIBEXECDIR)/
+	install -m 0644 egress/squid.conf.in egress/squid-vault.conf.in $(DESTDIR)$(LIBEXECDIR)/
 	for u in $(UNITS); do \
 		$(INSTALL_SED) deploy/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done

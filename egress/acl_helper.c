@@ -22,6 +22,8 @@
  *    each of those lines is repeated without it), and "allowed" (asked last
  *    on the allow line, after the policy and the address checks: there its
  *    OK is needed, anything else denies). It logs, counts and answers OK.
+ *  - `--vault`: whether the sandbox's Credential Vault binds the host
+ *    (plain HTTP): Squid's `adaptation_access` to the injector asks it.
  *
  * Every verdict is logged once (SANDBOX_ID=, EGRESS_HOST=, EGRESS_PORT=,
  * EGRESS_VERDICT=, and EGRESS_REASON=policy|port|address for a deny) and
@@ -44,6 +46,11 @@
 #include "redis_conn.h"
 #include "sandbox_record.h"
 #include "timeutil.h"
+#include "json_input.h"
+#include "vault_inject.h"
+#include "vault_store.h"
+
+enum { ROLE_POLICY, ROLE_RECORD, ROLE_VAULT };
 
 #define EGRESS_ACL_CACHE_MS 1000
 #define EGRESS_ACL_CACHE_N 16
@@ -196,6 +203,24 @@ static const char *record(const char *line, size_t len)
         return "OK";
 }
 
+/* --vault: whether the sandbox's Credential Vault binds the host for plain
+ * HTTP (vault_inject.h), i.e. whether Squid sends the request through the
+ * injector (egress/vault_icap.c). Not a verdict: nothing is logged or
+ * counted. A Redis failure or an unreadable vault is ERR: the request then
+ * leaves as the sandbox wrote it, placeholders and all, never with a secret. */
+static const char *vault_bound(struct acl *acl, const char *line, size_t len)
+{
+        struct egress_acl_req q;
+        struct json_object *v = NULL;
+        bool yes = false;
+
+        if (egress_acl_req_parse(line, len, &q) == 0 && q.sid[0] &&
+            vault_store_get(acl->redis, q.sid, &v) == 0)
+                yes = vault_host_bound(v, "http", q.host);
+        json_put(v);
+        return yes ? "OK" : "ERR";
+}
+
 /* The line being read from Squid: its first EGRESS_ACL_REQ_MAX bytes. */
 struct input {
         char buf[EGRESS_ACL_REQ_MAX];
@@ -204,7 +229,7 @@ struct input {
 
 /* Answer every line completed by data[0..n): one answer per line, in order,
  * as Squid expects (no concurrency= channel). */
-static void input_feed(struct acl *acl, struct input *in, bool recorder, const char *data, size_t n)
+static void input_feed(struct acl *acl, struct input *in, int role, const char *data, size_t n)
 {
         for (size_t i = 0; i < n; i++) {
                 if (in->len < sizeof(in->buf))
@@ -213,7 +238,9 @@ static void input_feed(struct acl *acl, struct input *in, bool recorder, const c
                         in->len++;
                 if (data[i] != '\n')
                         continue;
-                puts(recorder ? record(in->buf, in->len) : decide(acl, in->buf, in->len));
+                puts(role == ROLE_RECORD  ? record(in->buf, in->len)
+                     : role == ROLE_VAULT ? vault_bound(acl, in->buf, in->len)
+                                          : decide(acl, in->buf, in->len));
                 in->len = 0;
         }
 }
@@ -223,12 +250,14 @@ int main(int argc, char **argv)
         static struct acl acl;
         static struct input in;
         char err[256];
-        bool recorder = argc == 2 && !strcmp(argv[1], "--record");
+        int role = argc == 2 && !strcmp(argv[1], "--record")  ? ROLE_RECORD
+                   : argc == 2 && !strcmp(argv[1], "--vault") ? ROLE_VAULT
+                                                              : ROLE_POLICY;
         int r;
 
         log_init("sandbox-egress-acl", LOG_INFO);
-        if (argc > 2 || (argc == 2 && !recorder)) {
-                log_err(NULL, "usage: sandbox-egress-acl [--record]");
+        if (argc > 2 || (argc == 2 && role == ROLE_POLICY)) {
+                log_err(NULL, "usage: sandbox-egress-acl [--record|--vault]");
                 return 2;
         }
         r = config_load(&acl.cfg, err, sizeof(err));
@@ -258,7 +287,7 @@ int main(int argc, char **argv)
                         continue;
                 if (n <= 0)
                         break;
-                input_feed(&acl, &in, recorder, chunk, (size_t)n);
+                input_feed(&acl, &in, role, chunk, (size_t)n);
                 metrics_flush_due(acl.redis, &acl.cfg);
         }
         (void)metrics_flush(acl.redis, &acl.cfg);

@@ -129,14 +129,14 @@ static const struct route routes[] = {
         { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_get, ROUTE_TOKEN },
         { "execd", "PATCH", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change, ROUTE_TOKEN },
         { "execd", "DELETE", "/v1/sandboxes/{}/proxy/18080/policy", h_egress_policy_change, ROUTE_TOKEN },
-        { "execd", "POST", "/v1/sandboxes/{}/proxy/18080/credential-vault", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "PATCH", "/v1/sandboxes/{}/proxy/18080/credential-vault", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/18080/credential-vault", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault/credentials", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault/credentials/{}", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault/bindings", h_execd_not_implemented, ROUTE_TOKEN },
-        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault/bindings/{}", h_execd_not_implemented, ROUTE_TOKEN },
+        { "execd", "POST", "/v1/sandboxes/{}/proxy/18080/credential-vault", h_vault_change, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault", h_vault_get, ROUTE_TOKEN },
+        { "execd", "PATCH", "/v1/sandboxes/{}/proxy/18080/credential-vault", h_vault_change, ROUTE_TOKEN },
+        { "execd", "DELETE", "/v1/sandboxes/{}/proxy/18080/credential-vault", h_vault_change, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault/credentials", h_vault_get, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault/credentials/{}", h_vault_get, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault/bindings", h_vault_get, ROUTE_TOKEN },
+        { "execd", "GET", "/v1/sandboxes/{}/proxy/18080/credential-vault/bindings/{}", h_vault_get, ROUTE_TOKEN },
 };
 
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))

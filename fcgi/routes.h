@@ -86,4 +86,6 @@ void h_execd_metrics_watch(struct request *req);
 void h_egress_policy_get(struct request *req);
 void h_ingress_auth(struct request *req);
 void h_egress_policy_change(struct request *req);
+void h_vault_get(struct request *req);
+void h_vault_change(struct request *req);
 void h_execd_not_implemented(struct request *req);

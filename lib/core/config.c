@@ -120,6 +120,7 @@ static const struct str_opt str_opts[] = {
         STR_OPT("EGRESS_POLICY_USER_SHARED", egress_policy_user_shared, ""),
         STR_OPT("EGRESS_POLICY_MULTI_USER_SHARED", egress_policy_multi_user_shared, ""),
         STR_OPT("EGRESS_POOL_POLICIES", egress_pool_policies, ""),
+        STR_OPT("VAULT_KEY_FILE", vault_key_file, ""),
         STR_OPT("EXEC_TRANSPORT", exec_transport, "agent"),
         STR_OPT("DAYTONA_API_URL", daytona_api_url, ""),
         STR_OPT("DAYTONA_API_KEY", daytona_api_key, ""),
@@ -689,6 +690,12 @@ int config_load_from(struct broker_config *cfg, const char *(*lookup)(const char
                 return -EINVAL;
         if (config_volumes(cfg, err, errsz) < 0)
                 return -EINVAL;
+        /* the key itself is read (and its mode checked) where it is used, at each
+         * use: Squid's helpers load this configuration too and must not read it */
+        if (cfg->vault_key_file[0] && cfg->vault_key_file[0] != '/') {
+                snprintf(err, errsz, "VAULT_KEY_FILE %s: must be an absolute path", cfg->vault_key_file);
+                return -EINVAL;
+        }
         if (strcmp(cfg->idle_policy, "stop_keep") && strcmp(cfg->idle_policy, "delete")) {
                 snprintf(err, errsz, "IDLE_POLICY=%s: expected stop_keep or delete", cfg->idle_policy);
                 return -EINVAL;

@@ -78,6 +78,9 @@ struct broker_config {
         /* EGRESS_POOL_POLICIES: {"<poolId>": NetworkPolicy, ...} for multi_user_shared
          * leases of those pools, before EGRESS_POLICY_MULTI_USER_SHARED; "" = none */
         char egress_pool_policies[16384];
+        /* the Credential Vault's key (docs/EGRESS.md): a path, "" = values in clear;
+         * read by the vault's handler at each write, never logged */
+        char vault_key_file[256];
         char exec_transport[16];  /* agent | docker */
         char idle_policy[16];     /* stop_keep | delete */
         int idle_keep_ms;

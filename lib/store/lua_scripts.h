@@ -51,6 +51,8 @@ enum lua_script_id {
         LUA_TOKEN_ISSUE,
         LUA_TOKEN_ROTATE,
         LUA_UNLOCK,
+        LUA_VAULT_CAS,
+        LUA_VAULT_GET,
         LUA_WPOOL,
         LUA_SCRIPT_COUNT,
 };

@@ -121,8 +121,14 @@ def make_ca(d):
 class Squid:
     """Squid (with the project's config) + sandbox-egress-relay, stopped by PID."""
 
-    def __init__(self, d, redis_port, prefix, upstream_ports, allow_loopback=True):
+    def __init__(self, d, redis_port, prefix, upstream_ports, allow_loopback=True, vault_key=None):
+        """vault_key: a VAULT_KEY_FILE path: also run the Credential Vault
+        injector (sandbox-vault-icap, with that key; Squid and its helpers
+        never get the key) and configure Squid for it."""
         self.d = d
+        self.vault_key = vault_key
+        self.icap = None
+        self.icap_port = free_port() if vault_key else None
         self.state = os.path.join(d, "squid")
         os.makedirs(self.state, exist_ok=True)
         shutil.chown(self.state, "proxy", "proxy")
@@ -146,6 +152,9 @@ class Squid:
             "REDIS_KEY_PREFIX": prefix,
             "LOG_LEVEL": "info",
         })
+        if vault_key:
+            self.env["EGRESS_VAULT_ICAP_PORT"] = str(self.icap_port)
+            self.env["EGRESS_VAULT_ICAP_TOKEN"] = os.urandom(16).hex()
         self.conf = os.path.join(d, "squid.conf")
         self.write_conf()
         self.squid = None
@@ -184,6 +193,18 @@ class Squid:
                 self.squid.wait()
 
     def start(self):
+        if self.vault_key:
+            env = dict(self.env, VAULT_KEY_FILE=self.vault_key)
+            self.icap_log = open(os.path.join(self.d, "icap.log"), "ab")
+            self.icap = subprocess.Popen(
+                [os.path.join(BUILD_DIR, "sandbox-vault-icap"), "--port", str(self.icap_port)],
+                env=env, stdout=self.icap_log, stderr=self.icap_log)
+
+            def icap_listening():
+                assert self.icap.poll() is None, open(os.path.join(self.d, "icap.log")).read()
+                with socket.socket() as s:
+                    return s.connect_ex(("127.0.0.1", self.icap_port)) == 0
+            wait_until(icap_listening, 30, desc="the vault injector listening")
         self.start_squid()
         self.relay_log = open(os.path.join(self.d, "relay.log"), "ab")
         self.relay = subprocess.Popen(
@@ -196,6 +217,9 @@ class Squid:
             self.relay.terminate()
             self.relay.wait(10)
         self.stop_squid()
+        if self.icap and self.icap.poll() is None:
+            self.icap.terminate()  # its connection children end with Squid's connections
+            self.icap.wait(10)
         self.resolver.stop()
 
     def reverse_lookups(self):

@@ -202,6 +202,7 @@ end
 -- readable for SANDBOX_KEEP_S, and its slot no longer points at it.
 local function sandbox_finish(sid, state, reason, message)
   sandbox_set_state(sid, state, reason, message)
+  redis.call('HDEL', sandbox_key(sid), 'vault') -- its secrets end with it (vault_store.c)
   redis.call('ZREM', K_SANDBOXES, sid)
   redis.call('ZREM', K_PARKED, sid)
   redis.call('EXPIRE', sandbox_key(sid), SANDBOX_KEEP_S)

@@ -373,7 +373,9 @@ def main():
         check("devops " + c, devops)
     vault_file, patch_file = os.path.join(WORK, "vault.json"), os.path.join(WORK, "vault-patch.json")
     with open(vault_file, "w") as fh:
-        json.dump({"credentials": [], "bindings": []}, fh)
+        json.dump({"credentials": [{"name": "conf-cred", "source": {"value": "conf-secret-value"}}],
+                   "bindings": [{"name": "conf-binding", "match": {"hosts": ["conf.example"]},
+                                 "auth": {"type": "bearer", "credential": "conf-cred"}}]}, fh)
     with open(patch_file, "w") as fh:
         json.dump({"credentials": {}, "bindings": {}}, fh)
     for c, args in (("create", ["--file", vault_file]), ("get", []), ("patch", ["--file", patch_file]),
