@@ -137,6 +137,16 @@ void sup_conns_close(struct provider *pv, struct redis_conn *rc)
  * never silently. */
 static void bounds_report(const struct broker_config *cfg)
 {
+        const char *seats = config_runtime_for_mode(cfg, "multi_user_shared");
+
+        /* Kubernetes: seats hide their processes from each other only under
+         * the RuntimeClass that mounts /proc hidepid (docs/KUBERNETES.md) */
+        if (!strcmp(cfg->provider, "kubernetes") && strcmp(seats, "sandbox-runc"))
+                log_warn(NULL, "multi_user_shared sandboxes run under RuntimeClass '%s', not "
+                               "'sandbox-runc': their seats see each other's processes and command "
+                               "lines (set SANDBOX_RUNTIME_MULTI_USER_SHARED=sandbox-runc; "
+                               "docs/KUBERNETES.md, \"Seats\")",
+                         seats[0] ? seats : "(the cluster's default)");
         if (strcmp(cfg->provider, "docker") || !cfg->sandbox_agent[0])
                 return;
         if (!cfg->mountd_socket[0])

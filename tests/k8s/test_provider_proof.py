@@ -89,6 +89,7 @@ def test_seats_do_not_see_each_others_processes(docker_broker):
     sb = docker_broker(BROKER_CAPACITY=2, POOL_SEATS=2)
     la, lb = pool_pair(sb)
     assert runtime_class(sb, la) == RUNTIME
+    assert "their seats see each other's processes" not in sb.b.logs("supervisor")
     token = "secret-arg-A-" + uuid.uuid4().hex
     check_hidden(sb, la, lb, token, spawn_secret(sb, la, token))
     token_b = "secret-arg-B-" + uuid.uuid4().hex
@@ -106,3 +107,8 @@ def test_without_the_runtime_class_seats_see_each_other(docker_broker):
     assert token in sb.run(lb, "ps -eo args")["stdout"]
     with pytest.raises(AssertionError):
         check_hidden(sb, la, lb, token, pid)
+    # and the supervisor said so at its start, naming the setting that fixes it
+    log = sb.b.logs("supervisor")
+    assert "their seats see each other's processes" in log, log[-2000:]
+    assert "SANDBOX_RUNTIME_MULTI_USER_SHARED=sandbox-runc" in log
+
