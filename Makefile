@@ -193,6 +193,7 @@ FUZZ_OBJ    := $(LIB_SRC:%.c=$(BUILD)/fuzz-obj/%.o) $(BUILD)/fuzz-obj/lua_script
 unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 	scripts/check-provider-calls
 	scripts/check-shell
+	scripts/check-reply-headers
 	scripts/run-unit $(UNIT_BIN) $(FUZZ_REPLAY)
 
 $(BUILD)/fuzz-replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libbroker.a
