@@ -25,7 +25,8 @@ endif
 LIB_SRC  := $(wildcard lib/*/*.c lib/*/*/*.c) agent/cron.c
 LUA_OPS  := $(filter-out lib/store/lua/common.lua,$(wildcard lib/store/lua/*.lua))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
-FCGI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard fcgi/*.c))
+EXECD_SH := $(wildcard fcgi/scripts/*.sh)
+FCGI_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard fcgi/*.c)) $(BUILD)/execd_scripts.o
 SUP_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(wildcard supervisor/*.c))
 ADMIN_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(wildcard admin/*.c))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -100,6 +101,15 @@ $(BUILD)/lua_scripts.c: lib/store/lua/common.lua $(LUA_OPS) scripts/embed-lua
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
+# Each shell program execd runs in a sandbox (fcgi/scripts/*.sh), embedded as
+# a C string EXECD_SH_<NAME> (fcgi/execd_scripts.h) without its comment lines.
+$(BUILD)/execd_scripts.c: $(EXECD_SH) scripts/embed-sh
+	@mkdir -p $(@D)
+	scripts/embed-sh $(EXECD_SH) > $@
+
+$(BUILD)/execd_scripts.o: $(BUILD)/execd_scripts.c fcgi/execd_scripts.h
+	$(CC) $(CFLAGS) -Ifcgi -c -o $@ $<
+
 # The build's version (GET /version): VERSION, then "+g" and the commit when
 # built from git; BROKER_VERSION=... on the command line sets it outright
 # (a build from a tarball). Rewritten only when it changes, so a rebuild
@@ -148,6 +158,7 @@ FCGI_SRC_tenant_share := fcgi/tenant_share.c
 FCGI_SRC_execd_argv := fcgi/execd_argv.c
 FCGI_SRC_sse := fcgi/sse.c
 FCGI_SRC_stream_guard := fcgi/stream_guard.c
+FCGI_SRC_execd_scripts := $(BUILD)/execd_scripts.c
 fcgi_src = $(if $(FCGI_SRC_$(1)),-Ifcgi $(FCGI_SRC_$(1)))
 $(BUILD)/tests/test_tenant_share: fcgi/tenant_share.c fcgi/tenant_share.h
 $(BUILD)/tests/test_execd_argv $(BUILD)/fuzz-replay-execd_argv $(BUILD)/fuzzer-execd_argv: \
@@ -155,6 +166,7 @@ $(BUILD)/tests/test_execd_argv $(BUILD)/fuzz-replay-execd_argv $(BUILD)/fuzzer-e
 $(BUILD)/tests/test_mountd_proto: mountd/proto.c mountd/mountd.h
 $(BUILD)/tests/test_sse: fcgi/sse.c fcgi/sse.h
 $(BUILD)/tests/test_stream_guard: fcgi/stream_guard.c fcgi/stream_guard.h
+$(BUILD)/tests/test_execd_scripts: $(BUILD)/execd_scripts.c fcgi/execd_scripts.h
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(BUILD)/libbroker.a
 	@mkdir -p $(@D)
@@ -187,6 +199,8 @@ FUZZ_OBJ    := $(LIB_SRC:%.c=$(BUILD)/fuzz-obj/%.o) $(BUILD)/fuzz-obj/lua_script
 # facade (scripts/check-provider-calls).
 unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 	scripts/check-provider-calls
+	scripts/check-shell
+	scripts/check-reply-headers
 	scripts/run-unit $(UNIT_BIN) $(FUZZ_REPLAY)
 
 $(BUILD)/fuzz-replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libbroker.a

@@ -2,17 +2,24 @@
  * sandbox (as `sh -c SCRIPT sh ARGS...`: arguments are "$1"..., never
  * parsed by a shell), one place for all of them.
  *
- * The broker has no daemon in the sandbox, so what execd does in its own
- * process, these do with coreutils: keep a command's state in files
- * (EXECD_CMD_DIR), stat, read and write files. Each needs only sh and
- * coreutils (or busybox), which every supported image has.
+ * Each is a file of fcgi/scripts/ (EXECD_SH_RUN is run.sh, EXECD_SH_RM_DIRS
+ * rm_dirs.sh, ...), a real shell file that `sh -n` and shellcheck accept
+ * (scripts/check-shell, run by `make unit`), embedded at build by
+ * scripts/embed-sh as a NUL-terminated string of static storage without its
+ * comment lines (build/execd_scripts.c, as lib/store/lua/ is).
  *
- * Each is a NUL-terminated string of static storage. They are meant to
- * become .sh files embedded at build time like lib/store/lua/ (see
- * docs/EXECD.md); the names here stay the same then. */
+ * They run through the provider's exec, which is the sandbox-agent's
+ * fork/exec where the sandbox has it (docs/AGENT.md) and `docker exec` or
+ * the backend's own exec elsewhere: what execd does in its own process,
+ * these do with coreutils: keep a command's state in files (EXECD_CMD_DIR,
+ * where the agent also writes an ended foreground command's <id>.done),
+ * stat, read and write files. Each needs only sh and coreutils (or
+ * busybox), which every supported image has. The directories below are
+ * spelled out in the programs too (tests/unit/test_execd_scripts.c checks
+ * that they agree). */
 #pragma once
 
-#define EXECD_CMD_DIR "/tmp/.sb-cmd" /* command state inside the sandbox */
+#define EXECD_CMD_DIR "/tmp/.sb-cmd"         /* command state inside the sandbox */
 #define EXECD_SESSION_DIR "/tmp/.sb-session" /* bash sessions: <id>/{cwd,env,cmd} */
 
 /* Exit codes the scripts use for answers (not failures). */

@@ -2,10 +2,11 @@
  * broker (execd-api.yaml); status, logs and interrupt of the commands it
  * starts are in h_execd_command_state.c.
  *
- * Design. The broker has no daemon inside the sandbox; every command runs
- * through the provider's exec under a small runner script (EXECD_SH_RUN,
- * execd_scripts.h) that keeps the command's state in files of the sandbox,
- * EXECD_CMD_DIR/<id>.*:
+ * Design. Every command runs through the provider's exec, under a small
+ * runner script (EXECD_SH_RUN, fcgi/scripts/run.sh) or, for a foreground
+ * command on a backend that keeps the record itself (the sandbox-agent,
+ * exec_record), directly; either keeps the command's state in files of the
+ * sandbox, EXECD_CMD_DIR/<id>.* (the agent: <id>.done once it ended):
  *   cmd    the command text          start/end  epoch ms
  *   pid    the command's process group (it runs in its own session, setsid)
  *   rc     the exit code, written by the runner when the command ended

@@ -146,11 +146,27 @@ int sup_provision_submit(struct sup *s, const char *lease_id)
         return submit_at(s, lease_id, timeutil_mono_ms());
 }
 
+struct intake {
+        struct sup *s;
+        int taken;
+};
+
+static void intake_one(void *ud, const char *lease_id, int64_t waited_ms)
+{
+        struct intake *in = ud;
+        int64_t at = timeutil_mono_ms();
+
+        if (waited_ms > 0)
+                at -= waited_ms;
+        if (submit_at(in->s, lease_id, at) == 0)
+                in->taken++;
+}
+
 int sup_provision_intake(struct sup *s, bool woken)
 {
         struct sup_provision *p = s->provision;
-        redisReply *rep = NULL;
-        int idle, busy = 0, taken = 0, r;
+        struct intake in = { s, 0 };
+        int idle, busy = 0, r;
 
         if (!p)
                 return 0;
@@ -166,20 +182,8 @@ int sup_provision_intake(struct sup *s, bool woken)
          * another supervisor's idle workers, or ours when one frees. */
         if (!woken || idle <= 0)
                 return 0;
-        r = lease_intents_take(s->redis, idle, &rep);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i + 1 < rep->elements; i += 2) {
-                const redisReply *id = rep->element[i], *waited = rep->element[i + 1];
-                int64_t at = timeutil_mono_ms();
-
-                if (waited->type == REDIS_REPLY_INTEGER && waited->integer > 0)
-                        at -= waited->integer;
-                if (id->type == REDIS_REPLY_STRING && submit_at(s, id->str, at) == 0)
-                        taken++;
-        }
-        reply_free(rep);
-        return taken;
+        r = lease_intents_take(s->redis, idle, intake_one, &in);
+        return r < 0 ? r : in.taken;
 }
 
 void sup_provision_load(struct sup *s, int *queued, int *busy)

@@ -81,29 +81,24 @@ static int teardown(struct sup_sandboxes *s)
         return i;
 }
 
+static void recover_one(void *ud, const char *lease_id, int64_t waited_ms)
+{
+        (void)waited_ms;
+        if (sup_provision_submit(ud, lease_id) == 0)
+                log_info(LOG_KV({ "LEASE_ID", lease_id }),
+                         "a lease left provisioning (by a process that stopped, or a full queue) "
+                         "goes to the workers");
+}
+
 void sup_sandboxes_recover(struct sup *s)
 {
-        redisReply *rep = NULL;
         int r;
 
         if (!s->provider)
                 return;
-        r = lease_stale(s->redis, SUP_RECOVER_AGE_MS, SUP_RECOVER_LIMIT, &rep);
-        if (r < 0) {
+        r = lease_stale(s->redis, SUP_RECOVER_AGE_MS, SUP_RECOVER_LIMIT, recover_one, s);
+        if (r < 0)
                 log_warn(NULL, "recovery of abandoned provisioning: %s", strerror(-r));
-                return;
-        }
-        for (size_t i = 0; i < rep->elements; i++) {
-                const redisReply *id = rep->element[i];
-
-                if (id->type != REDIS_REPLY_STRING)
-                        continue;
-                r = sup_provision_submit(s, id->str);
-                if (r == 0)
-                        log_info(LOG_KV({ "LEASE_ID", id->str }),
-                                 "a lease left provisioning (by a process that stopped, or a full queue) goes to the workers");
-        }
-        reply_free(rep);
 }
 
 /* Snapshot images nobody's (snapshot_store_reap): a commit cut short by

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "lease.h"
+#include "metrics_reply.h"
 #include "timeutil.h"
 
 #define DROPPED "broker_metrics_dropped_total"

@@ -12,7 +12,6 @@
 #pragma once
 #include <stddef.h>
 #include <stdint.h>
-#include <hiredis/hiredis.h>
 #include <json-c/json.h>
 
 #include "config.h"
@@ -64,13 +63,6 @@ int metrics_flusher_start(const struct broker_config *cfg);
 
 /* Stop that thread after a last flush; a no-op if it was not started. */
 void metrics_flusher_stop(void);
-
-/* The Prometheus text exposition: every series of hgetall (the flat
- * HGETALL reply of the hash) under its HELP/TYPE, histograms cumulative, and
- * the gauges of status (lease_status()'s object, may be NULL). *ret is
- * malloc'd, NUL-terminated, owned by the caller. Returns 0 or -ENOMEM. */
-int metrics_format(const redisReply *hgetall, struct json_object *status, char **ret,
-                   size_t *ret_len);
 
 /* Read the hash and the live gauges and format them. Errors: those of
  * redis_conn_command / lease_status, -ENOMEM. */

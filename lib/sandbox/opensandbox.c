@@ -11,6 +11,7 @@
 
 #include "digest.h"
 #include "json_input.h"
+#include "opensandbox_reply.h"
 #include "redis_conn.h"
 #include "timeutil.h"
 

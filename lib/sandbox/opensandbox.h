@@ -5,7 +5,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <hiredis/hiredis.h>
 #include <json-c/json.h>
 
 #include "config.h"
@@ -136,11 +135,6 @@ void osb_create_wipe(struct osb_create *c);
  * (osb_store_create). */
 int osb_create_parse(const struct broker_config *cfg, struct json_object *body,
                      struct osb_create *ret, char *err);
-
-/* Render a record (flat HGETALL array) as the spec's Sandbox object; with
- * !full, the create response's subset (no image, no updatedAt).
- * Returns 0, -ENOENT (empty), -EPROTO. */
-int osb_sandbox_json(const redisReply *hash, bool full, struct json_object **ret);
 
 /* Parse an RFC 3339 UTC timestamp ("2025-11-16T14:30:45Z", fractional
  * seconds and +00:00 accepted) to ms. Returns 0 or -EINVAL. */

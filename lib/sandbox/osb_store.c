@@ -8,8 +8,10 @@
 #include "auth.h"
 #include "lua_scripts.h"
 #include "opensandbox.h"
+#include "opensandbox_reply.h"
 #include "sandbox.h"
 #include "sandbox_record.h"
+#include "sandbox_record_reply.h"
 #include "timeutil.h"
 
 int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const char *sid, bool full,

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "redis_conn.h"
+#include "snapshot_reply.h"
 #include "timeutil.h"
 
 bool snapshot_id_valid(const char *id)

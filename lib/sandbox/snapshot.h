@@ -5,7 +5,6 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
-#include <hiredis/hiredis.h>
 #include <json-c/json.h>
 
 #define SNAPSHOT_ID_LEN 32    /* lowercase hex, like sandbox ids */
@@ -34,8 +33,3 @@ int snapshot_create_parse(struct json_object *body, char *ret_name, char *err);
  * ("ready" -> "Ready"), or NULL for none of Creating, Deleting, Ready,
  * Failed. */
 const char *snapshot_state_canonical(const char *s);
-
-/* Render a record (flat HGETALL array, snapshot_store.h) as the spec's
- * Snapshot object into *ret (owned by the caller). Returns 0, -ENOENT
- * (empty), -EPROTO (no id or state), -ENOMEM. */
-int snapshot_json(const redisReply *rec, struct json_object **ret);

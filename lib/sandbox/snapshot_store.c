@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lua_scripts.h"
+#include "snapshot_reply.h"
 
 static void copy_state(const redisReply *rep, char *ret_state)
 {

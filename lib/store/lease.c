@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "json_input.h"
+#include "lease_reply.h"
 #include "timeutil.h"
 
 #define GRANT_BATCH 16 /* fresh lease ids handed to one grant step */
@@ -550,40 +551,51 @@ out:
 }
 
 /* A script whose reply is an array of lease ids, into *ret (NULL on error). */
+/* Run a script that answers an array of lease ids (pairs of id and the ms
+ * it waited when paired) and hand each id to each(). */
 static int script_ids(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,
-                      redisReply **ret)
+                      bool paired, lease_id_fn each, void *ud)
 {
         redisReply *rep = NULL;
         int r = redis_conn_script(c, id, argc, argv, &rep);
+        size_t step = paired ? 2 : 1;
 
-        *ret = NULL;
         if (r < 0)
                 return r;
         if (rep->type != REDIS_REPLY_ARRAY) {
                 freeReplyObject(rep);
                 return -EPROTO;
         }
-        *ret = rep;
+        for (size_t i = 0; i + step - 1 < rep->elements; i += step) {
+                const redisReply *lid = rep->element[i],
+                                 *waited = paired ? rep->element[i + 1] : NULL;
+                int64_t ms = waited && waited->type == REDIS_REPLY_INTEGER ? (int64_t)waited->integer
+                                                                           : 0;
+
+                if (lid->type == REDIS_REPLY_STRING)
+                        each(ud, lid->str, ms);
+        }
+        freeReplyObject(rep);
         return 0;
 }
 
-int lease_stale(struct redis_conn *c, int older_ms, int limit, redisReply **ret)
+int lease_stale(struct redis_conn *c, int older_ms, int limit, lease_id_fn each, void *ud)
 {
         char older[16], lim[16];
 
         snprintf(older, sizeof(older), "%d", older_ms);
         snprintf(lim, sizeof(lim), "%d", limit);
         const char *argv[] = { older, lim };
-        return script_ids(c, LUA_LEASE_STALE, 2, argv, ret);
+        return script_ids(c, LUA_LEASE_STALE, 2, argv, false, each, ud);
 }
 
-int lease_intents_take(struct redis_conn *c, int limit, redisReply **ret)
+int lease_intents_take(struct redis_conn *c, int limit, lease_id_fn each, void *ud)
 {
         char lim[16];
 
         snprintf(lim, sizeof(lim), "%d", limit);
         const char *argv[] = { lim };
-        return script_ids(c, LUA_INTENTS_TAKE, 1, argv, ret);
+        return script_ids(c, LUA_INTENTS_TAKE, 1, argv, true, each, ud);
 }
 
 int lease_intent_push(struct redis_conn *c, const char *lease_id)

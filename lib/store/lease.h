@@ -5,7 +5,7 @@
  * -EPROTO (unexpected script reply or script error: 500), -ENOMEM. */
 #pragma once
 #include <stdbool.h>
-#include <hiredis/hiredis.h>
+#include <stdint.h>
 #include <json-c/json.h>
 
 #include "config.h"
@@ -175,23 +175,22 @@ int lease_grant_step(struct redis_conn *c, const struct broker_config *cfg, cons
 int lease_reap(struct redis_conn *c, const struct broker_config *cfg, int limit,
                int provision_max_ms, const struct lease_grant_hooks *hooks, int *ret_freed);
 
+/* Called once for each lease id an operation below answers (a string of
+ * its reply; anything else in it is skipped). waited_ms: how long its
+ * intent waited (lease_intents_take), 0 when the reply says nothing. */
+typedef void (*lease_id_fn)(void *ud, const char *lease_id, int64_t waited_ms);
+
 /* Leases left 'provisioning' for more than older_ms whose sandbox nobody is
- * making (its lock is free): up to limit ids into *ret (a REDIS array
- * reply of strings; the caller frees it with freeReplyObject). */
-int lease_stale(struct redis_conn *c, int older_ms, int limit, redisReply **ret);
+ * making (its lock is free): up to limit ids, each handed to each(ud, ...).
+ * 0, or a negative errno (-EPROTO: a reply that is no array). */
+int lease_stale(struct redis_conn *c, int older_ms, int limit, lease_id_fn each, void *ud);
 
 /* A supervisor's idle workers take up to limit provisioning intents (each
- * to one supervisor only): *ret is an array of lease id and the ms its
- * intent waited (an integer), pairs flat; freed as lease_stale()'s. */
-int lease_intents_take(struct redis_conn *c, int limit, redisReply **ret);
+ * to one supervisor only): each lease id and the ms its intent waited to
+ * each(ud, ...). Returns as lease_stale(). */
+int lease_intents_take(struct redis_conn *c, int limit, lease_id_fn each, void *ud);
 
 /* Queue a provisioning lease whose caller prepared it (sandbox.h,
  * sandbox_lease_pull_then_queue) for the supervisors' workers and wake
  * them: 1, 0 when the lease is no longer provisioning, or a negative errno. */
 int lease_intent_push(struct redis_conn *c, const char *lease_id);
-
-/* Map a flat HGETALL array of a lease hash to the API's lease object. */
-int lease_json_from_hash(const redisReply *arr, struct json_object **ret);
-
-/* Map the reply of acquire/poll/heartbeat/release scripts to *o. */
-int lease_outcome_from_reply(const redisReply *r, struct lease_outcome *o);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "redis_conn.h"
+#include "sandbox_record_reply.h"
 
 #define CORE 0u
 

@@ -14,7 +14,6 @@
  * sets the state in the same call, and a finished one expires whole. */
 #pragma once
 #include <stddef.h>
-#include <hiredis/hiredis.h>
 
 #include "config.h"
 
@@ -77,11 +76,6 @@ int sandbox_record_key(const struct broker_config *cfg, const char *sid, char *b
  * redis_conn_command. */
 int sandbox_record_read(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
                         unsigned groups, struct sandbox_record *ret);
-
-/* sandbox_record_read from a record already fetched whole: h, the flat
- * field/value array of an HGETALL (or of a script that answers one).
- * Same fields, same errors but those of Redis; an empty h is -ENOENT. */
-int sandbox_record_from_hash(const redisReply *h, unsigned groups, struct sandbox_record *ret);
 
 /* Free what a read allocated and zero rec; accepts NULL and a zeroed or
  * half-read rec. */

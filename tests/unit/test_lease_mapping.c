@@ -16,6 +16,7 @@
 #include "config.h"
 #include "json_input.h"
 #include "lease.h"
+#include "lease_reply.h"
 #include "timeutil.h"
 
 /* ---- hand-built replies (released with reply_free, as hiredis' own) ---- */
@@ -1139,6 +1140,67 @@ static void test_reap(void **state)
         assert_int_equal(lease_reap(NULL, &test_cfg, 50, 0, &hooks, &freed), -EPROTO);
 }
 
+/* What lease_stale and lease_intents_take hand their callback. */
+static struct {
+        int n;
+        char id[4][40];
+        int64_t waited[4];
+} ids;
+
+static void collect_id(void *ud, const char *lease_id, int64_t waited_ms)
+{
+        assert_ptr_equal(ud, &ids);
+        assert_in_range(ids.n, 0, 3);
+        snprintf(ids.id[ids.n], sizeof(ids.id[0]), "%s", lease_id);
+        ids.waited[ids.n++] = waited_ms;
+}
+
+static void test_stale_ids(void **state)
+{
+        (void)state;
+        memset(&ids, 0, sizeof(ids));
+        /* strings only; anything else in the array is skipped */
+        fake_answer(0, r_arr(3, r_str("l1"), r_int(7), r_str("l2")));
+        assert_int_equal(lease_stale(NULL, 60000, 64, collect_id, &ids), 0);
+        assert_int_equal(fake.id, LUA_LEASE_STALE);
+        assert_int_equal(fake.argc, 2);
+        assert_string_equal(fake.argv[0], "60000");
+        assert_string_equal(fake.argv[1], "64");
+        assert_int_equal(ids.n, 2);
+        assert_string_equal(ids.id[0], "l1");
+        assert_string_equal(ids.id[1], "l2");
+        assert_int_equal(ids.waited[0], 0);
+
+        memset(&ids, 0, sizeof(ids));
+        fake_answer(0, r_int(0));
+        assert_int_equal(lease_stale(NULL, 1, 1, collect_id, &ids), -EPROTO);
+        fake_answer(-EIO, NULL);
+        assert_int_equal(lease_stale(NULL, 1, 1, collect_id, &ids), -EIO);
+        assert_int_equal(ids.n, 0);
+}
+
+static void test_intents_take(void **state)
+{
+        (void)state;
+        memset(&ids, 0, sizeof(ids));
+        /* pairs of id and waited ms; a pair whose id is no string is
+         * skipped, a waited that is no integer is 0, a lone last id too */
+        fake_answer(0, r_arr(7, r_str("l1"), r_int(250), r_nil(), r_int(5), r_str("l3"), r_str("x"),
+                             r_str("l4")));
+        assert_int_equal(lease_intents_take(NULL, 3, collect_id, &ids), 0);
+        assert_int_equal(fake.id, LUA_INTENTS_TAKE);
+        assert_int_equal(fake.argc, 1);
+        assert_string_equal(fake.argv[0], "3");
+        assert_int_equal(ids.n, 2);
+        assert_string_equal(ids.id[0], "l1");
+        assert_int_equal(ids.waited[0], 250);
+        assert_string_equal(ids.id[1], "l3");
+        assert_int_equal(ids.waited[1], 0);
+
+        fake_answer(0, r_str("no"));
+        assert_int_equal(lease_intents_take(NULL, 3, collect_id, &ids), -EPROTO);
+}
+
 #define FAKE_TEST(f) cmocka_unit_test_setup_teardown(f, fake_setup, fake_teardown)
 
 int main(void)
@@ -1176,6 +1238,8 @@ int main(void)
                 FAKE_TEST(test_status),
                 FAKE_TEST(test_grant_step),
                 FAKE_TEST(test_reap),
+                FAKE_TEST(test_stale_ids),
+                FAKE_TEST(test_intents_take),
         };
         return cmocka_run_group_tests_name("lease_mapping", tests, NULL, NULL);
 }

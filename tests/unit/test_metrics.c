@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "metrics.h"
+#include "metrics_reply.h"
 
 #define HASH_MAX 64
 

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "opensandbox.h"
+#include "opensandbox_reply.h"
 #include "redis_conn.h"
 
 static void test_parse_cpu(void **state)

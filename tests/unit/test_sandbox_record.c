@@ -20,6 +20,7 @@
 #include "config.h"
 #include "redis_conn.h"
 #include "sandbox_record.h"
+#include "sandbox_record_reply.h"
 
 /* ---- the fake Redis: one hash ---- */
 

@@ -15,6 +15,7 @@
 #include "docker_image.h"
 #include "opensandbox.h"
 #include "snapshot.h"
+#include "snapshot_reply.h"
 
 #define ID "0123456789abcdef0123456789abcdef"
 
