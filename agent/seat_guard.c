@@ -144,6 +144,47 @@ static bool owned(void *ctx, enum pidguard_target t, long long id)
         return false;
 }
 
+/* The caller's memory (/proc/PID/mem, as its own user), open read-write,
+ * or -errno (-EPERM: a caller that made itself not dumpable, told nothing);
+ * *gone (and -ENOENT) when the caller no longer waits. */
+static int caller_mem(int listener, struct notif *n, bool *gone)
+{
+        char path[32];
+        int fd;
+
+        *gone = false;
+        (void)snprintf(path, sizeof(path), "/proc/%u/mem", (unsigned)n->pid);
+        fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0)
+                return -EPERM;
+        /* the fd is the caller's memory only while the caller still waits */
+        if (ioctl(listener, IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
+                (void)close(fd);
+                *gone = true;
+                return -ENOENT;
+        }
+        return fd;
+}
+
+/* ioctl(fd, TIOCSPGRP, &pgrp) of the caller: the group read once; 1 → the
+ * kernel does the call (the seat's own group), else the answer (-errno). */
+static int tiocspgrp_for(int listener, struct notif *n, struct owner *o, bool *gone)
+{
+        int32_t pgrp;
+        int fd, r;
+
+        if ((fd = caller_mem(listener, n, gone)) < 0)
+                return fd;
+        if (pread(fd, &pgrp, sizeof(pgrp), (off_t)n->data.args[2]) != (ssize_t)sizeof(pgrp))
+                r = -EFAULT;
+        else if ((r = pidguard_tiocspgrp(pgrp, owned, o)) == 0)
+                r = 1;
+        else
+                r = -r;
+        (void)close(fd);
+        return r;
+}
+
 /* capget for the caller, through its memory (/proc/PID/mem, as its own
  * user): the header is read once and the call made here, so that no other
  * thread of the caller can change the PID after the check. Returns the
@@ -155,21 +196,11 @@ static int capget_for(int listener, struct notif *n, struct owner *o, bool *gone
                 int32_t pid;
         } h, k;
         uint32_t data[6], v0;
-        char path[32];
         size_t len;
         int fd, r;
 
-        *gone = false;
-        (void)snprintf(path, sizeof(path), "/proc/%u/mem", (unsigned)n->pid);
-        fd = open(path, O_RDWR | O_CLOEXEC);
-        if (fd < 0)
-                return -EPERM; /* a caller that made itself not dumpable: told nothing */
-        /* the fd is the caller's memory only while the caller still waits */
-        if (ioctl(listener, IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
-                (void)close(fd);
-                *gone = true;
-                return 0;
-        }
+        if ((fd = caller_mem(listener, n, gone)) < 0)
+                return fd;
         if (pread(fd, &h, sizeof(h), (off_t)n->data.args[0]) != (ssize_t)sizeof(h)) {
                 (void)close(fd);
                 return -EFAULT;
@@ -227,13 +258,16 @@ long seat_guard_serve(int listener, uid_t uid)
                         return -errno;
                 }
                 err = pidguard_decide(u.n.data.arch, u.n.data.nr, u.n.data.args, owned, &o);
-                if (err == PIDGUARD_CAPGET) {
+                if (err == PIDGUARD_CAPGET || err == PIDGUARD_TIOCSPGRP) {
                         bool gone;
-                        int r = capget_for(listener, &u.n, &o, &gone);
+                        int r = err == PIDGUARD_CAPGET ? capget_for(listener, &u.n, &o, &gone)
+                                                       : tiocspgrp_for(listener, &u.n, &o, &gone);
 
                         if (gone)
                                 continue;
                         resp = (struct notif_resp){ .id = u.n.id, .error = r < 0 ? r : 0 };
+                        if (r == 1) /* checked: the kernel does it (TIOCSPGRP) */
+                                resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
                         if (ioctl(listener, IOCTL_NOTIF_SEND, &resp) < 0 && errno != ENOENT)
                                 return -errno;
                         answered++;

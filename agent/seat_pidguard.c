@@ -16,7 +16,10 @@ enum form {
         F_PERF,    /* arg1 a PID (-1: any) unless arg4 has PERF_FLAG_PID_CGROUP */
         F_PRIO,    /* arg0 PRIO_PROCESS/PGRP/USER, arg1 who (0: the caller's) */
         F_IOPRIO,  /* arg0 IOPRIO_WHO_PROCESS/PGRP/USER, arg1 who (0: the caller's) */
-        F_SETOWN,  /* fcntl(fd, F_SETOWN, arg2): > 0 a PID, < 0 a group */
+        F_FCNTL,   /* fcntl(fd, F_SETOWN, arg2): > 0 a PID, < 0 a group;
+                    * F_SETOWN_EX: refused (pidguard_decide) */
+        F_IOCTL,   /* ioctl FIOSETOWN, SIOCSPGRP: refused; TIOCSPGRP: the
+                    * group is in memory (pidguard_tiocspgrp) */
         F_PTRACER, /* prctl(PR_SET_PTRACER, arg1): a PID (Yama) but 0 and -1 (any) */
         F_CLOCK,   /* arg0 a clockid: < 0 a CPU clock of a PID (0: the caller) or an fd */
         F_CAPGET,  /* capget: the PID is in the header arg0 points to (pidguard_capget) */
@@ -27,7 +30,11 @@ struct call {
         enum form form;
 };
 
-#define F_SETOWN_CMD 8 /* F_SETOWN of fcntl.h, the same on every arch */
+#define F_SETOWN_CMD 8     /* F_SETOWN of fcntl.h, the same on every arch */
+#define F_SETOWN_EX_CMD 15 /* F_SETOWN_EX, likewise */
+#define FIOSETOWN_CMD 0x8901U
+#define SIOCSPGRP_CMD 0x8902U
+#define TIOCSPGRP_CMD 0x5410U /* x86 and asm-generic (aarch64) */
 #define PR_SET_PTRACER_CMD 0x59616d61
 #define PERF_FLAG_PID_CGROUP (1U << 2)
 
@@ -64,7 +71,8 @@ static const struct call native[] = {
         { SYS_migrate_pages, F_PID0 },
         { SYS_move_pages, F_PID0 },
         { SYS_perf_event_open, F_PERF },
-        { SYS_fcntl, F_SETOWN },
+        { SYS_fcntl, F_FCNTL },
+        { SYS_ioctl, F_IOCTL },
         { SYS_prctl, F_PTRACER },
         { SYS_clock_gettime, F_CLOCK },
         { SYS_clock_getres, F_CLOCK },
@@ -78,18 +86,18 @@ static const struct call native[] = {
 #if defined(__x86_64__)
 /* The same calls through int 0x80 (arch/x86/entry/syscalls/syscall_32.tbl). */
 static const struct call i386[] = {
-        { 37, F_KILL },   { 238, F_PID0 },   { 270, F_PID01 },   { 178, F_PID0 },
-        { 335, F_PID01 }, { 434, F_PID0 },   { 132, F_PID0 },    { 147, F_PID0 },
-        { 57, F_PID0 },   { 96, F_PRIO },    { 97, F_PRIO },     { 154, F_PID0 },
-        { 155, F_PID0 },  { 156, F_PID0 },   { 157, F_PID0 },    { 161, F_PID0 },
-        { 423, F_PID0 },  { 241, F_PID0 },   { 242, F_PID0 },    { 351, F_PID0 },
-        { 352, F_PID0 },  { 290, F_IOPRIO }, { 289, F_IOPRIO },  { 340, F_PID0 },
-        { 347, F_PID0 },  { 348, F_PID0 },   { 349, F_PID01 },   { 26, F_PTRACE },
-        { 312, F_PID0 },  { 294, F_PID0 },   { 317, F_PID0 },    { 336, F_PERF },
-        { 55, F_SETOWN }, { 221, F_SETOWN }, { 172, F_PTRACER }, { 259, F_CLOCK },
-        { 264, F_CLOCK }, { 265, F_CLOCK },  { 266, F_CLOCK },   { 267, F_CLOCK },
-        { 343, F_CLOCK }, { 403, F_CLOCK },  { 404, F_CLOCK },   { 405, F_CLOCK },
-        { 406, F_CLOCK }, { 407, F_CLOCK },  { 184, F_CAPGET },
+        { 37, F_KILL },   { 238, F_PID0 },   { 270, F_PID01 },  { 178, F_PID0 },
+        { 335, F_PID01 }, { 434, F_PID0 },   { 132, F_PID0 },   { 147, F_PID0 },
+        { 57, F_PID0 },   { 96, F_PRIO },    { 97, F_PRIO },    { 154, F_PID0 },
+        { 155, F_PID0 },  { 156, F_PID0 },   { 157, F_PID0 },   { 161, F_PID0 },
+        { 423, F_PID0 },  { 241, F_PID0 },   { 242, F_PID0 },   { 351, F_PID0 },
+        { 352, F_PID0 },  { 290, F_IOPRIO }, { 289, F_IOPRIO }, { 340, F_PID0 },
+        { 347, F_PID0 },  { 348, F_PID0 },   { 349, F_PID01 },  { 26, F_PTRACE },
+        { 312, F_PID0 },  { 294, F_PID0 },   { 317, F_PID0 },   { 336, F_PERF },
+        { 55, F_FCNTL },  { 221, F_FCNTL },  { 54, F_IOCTL },   { 172, F_PTRACER },
+        { 259, F_CLOCK }, { 264, F_CLOCK },  { 265, F_CLOCK },  { 266, F_CLOCK },
+        { 267, F_CLOCK }, { 343, F_CLOCK },  { 403, F_CLOCK },  { 404, F_CLOCK },
+        { 405, F_CLOCK }, { 406, F_CLOCK },  { 407, F_CLOCK },  { 184, F_CAPGET },
 };
 #endif
 
@@ -186,9 +194,16 @@ int pidguard_decide(uint32_t arch, int nr, const uint64_t args[6], pidguard_owne
                 break;
         case F_PRIO: ok = who_ok(args[0], args[1], 0, owned, ctx); break;
         case F_IOPRIO: ok = who_ok(args[0], args[1], 1, owned, ctx); break;
-        case F_SETOWN:
-                ok = pid_arg(args[1]) != F_SETOWN_CMD || kill_ok(pid_arg(args[2]), true, owned, ctx);
+        case F_FCNTL:
+                /* fcntl's and ioctl's cmd: an unsigned int, the low 32 bits */
+                if ((uint32_t)args[1] == F_SETOWN_EX_CMD)
+                        return EPERM;
+                ok = (uint32_t)args[1] != F_SETOWN_CMD || kill_ok(pid_arg(args[2]), true, owned, ctx);
                 break;
+        case F_IOCTL:
+                if ((uint32_t)args[1] == FIOSETOWN_CMD || (uint32_t)args[1] == SIOCSPGRP_CMD)
+                        return EPERM;
+                return (uint32_t)args[1] == TIOCSPGRP_CMD ? PIDGUARD_TIOCSPGRP : 0;
         case F_PTRACER:
                 ok = args[0] != PR_SET_PTRACER_CMD || args[1] == (uint64_t)-1 ||
                      pid_ok(pid_arg(args[1]), owned, ctx);
@@ -220,6 +235,15 @@ int pidguard_capget(uint32_t *version, int pid, bool data, pidguard_owned_fn own
         return -ESRCH;
 }
 
+int pidguard_tiocspgrp(int pgrp, pidguard_owned_fn owned, void *ctx)
+{
+        if (pgrp < 0)
+                return EINVAL; /* the kernel's answer before any lookup */
+        /* 0 and group 1 are nobody's group of the seat's: ESRCH, as for a
+         * group that does not exist */
+        return pgrp > 1 && owned(ctx, PIDGUARD_GROUP, pgrp) ? 0 : ESRCH;
+}
+
 /* ---------------------------------------------------------------- filter */
 
 #define LD_W_ABS 0x20 /* BPF_LD | BPF_W | BPF_ABS */
@@ -241,17 +265,23 @@ static size_t emit(struct pidguard_insn *p, size_t n, uint16_t code, uint8_t jt,
         return n + 1;
 }
 
-/* The calls sent only when an argument says so (fcntl F_SETOWN, prctl
- * PR_SET_PTRACER, a CPU clock): which argument, compared how. Others: 0. */
-static bool condition(enum form f, unsigned *arg, uint16_t *op, uint32_t *k)
+/* The calls sent only when an argument says so (fcntl F_SETOWN and
+ * F_SETOWN_EX, ioctl FIOSETOWN, SIOCSPGRP and TIOCSPGRP, prctl
+ * PR_SET_PTRACER, a CPU clock): which argument, compared how, with which
+ * values (any of them sends the call; at most 3). Others: 0. */
+static size_t condition(enum form f, unsigned *arg, uint16_t *op, uint32_t k[3])
 {
         switch (f) {
-        case F_SETOWN: *arg = 1, *op = JEQ_K, *k = F_SETOWN_CMD; return true;
-        case F_PTRACER: *arg = 0, *op = JEQ_K, *k = PR_SET_PTRACER_CMD; return true;
+        case F_FCNTL: *arg = 1, *op = JEQ_K, k[0] = F_SETOWN_CMD, k[1] = F_SETOWN_EX_CMD; return 2;
+        case F_IOCTL:
+                *arg = 1, *op = JEQ_K;
+                k[0] = FIOSETOWN_CMD, k[1] = SIOCSPGRP_CMD, k[2] = TIOCSPGRP_CMD;
+                return 3;
+        case F_PTRACER: *arg = 0, *op = JEQ_K, k[0] = PR_SET_PTRACER_CMD; return 1;
         case F_CLOCK:
-                *arg = 0, *op = JGE_K, *k = 0x80000000U; /* < 0 as an int */
-                return true;
-        default: return false;
+                *arg = 0, *op = JGE_K, k[0] = 0x80000000U; /* < 0 as an int */
+                return 1;
+        default: return 0;
         }
 }
 
@@ -261,22 +291,25 @@ static size_t block(struct pidguard_insn *p, size_t n, const struct call *t, siz
 {
         unsigned arg;
         uint16_t op;
-        uint32_t k;
+        uint32_t k[3];
+        size_t nk;
 
         for (size_t i = 0; i < count; i++) {
-                if (condition(t[i].form, &arg, &op, &k))
+                if (condition(t[i].form, &arg, &op, k))
                         continue;
                 n = emit(p, n, JEQ_K, 0, 1, (uint32_t)t[i].nr);
                 n = emit(p, n, RET_K, 0, 0, RET_NOTIFY);
         }
         for (size_t i = 0; i < count; i++) {
-                if (!condition(t[i].form, &arg, &op, &k))
+                if (!(nk = condition(t[i].form, &arg, &op, k)))
                         continue;
-                /* nr matches: load the argument; the condition → listener */
-                n = emit(p, n, JEQ_K, 0, 3, (uint32_t)t[i].nr);
+                /* nr matches: load the argument; any value → listener */
+                n = emit(p, n, JEQ_K, 0, (uint8_t)(1 + 2 * nk), (uint32_t)t[i].nr);
                 n = emit(p, n, LD_W_ABS, 0, 0, OFF_ARG_LO(arg));
-                n = emit(p, n, op, 0, 1, k);
-                n = emit(p, n, RET_K, 0, 0, RET_NOTIFY);
+                for (size_t j = 0; j < nk; j++) {
+                        n = emit(p, n, op, 0, 1, k[j]);
+                        n = emit(p, n, RET_K, 0, 0, RET_NOTIFY);
+                }
                 /* another call, or the condition false: the number again
                  * (no other entry matches it: allowed in the end) */
                 n = emit(p, n, LD_W_ABS, 0, 0, OFF_NR);

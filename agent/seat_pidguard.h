@@ -18,7 +18,8 @@
  *               sched_rr_get_interval ioprio_get ioprio_set prlimit64
  *               process_vm_readv process_vm_writev kcmp ptrace (but
  *               PTRACE_TRACEME) get_robust_list migrate_pages move_pages
- *               perf_event_open fcntl(F_SETOWN) prctl(PR_SET_PTRACER)
+ *               perf_event_open fcntl(F_SETOWN, F_SETOWN_EX)
+ *               ioctl(FIOSETOWN, SIOCSPGRP, TIOCSPGRP) prctl(PR_SET_PTRACER)
  *               and, with a CPU clock of a PID (clockid < 0),
  *               clock_{gettime,getres,settime,adjtime,nanosleep}
  *               timer_create; capget; on x86_64 also their i386 (int 0x80)
@@ -31,9 +32,22 @@
  * so that no other thread of the caller can change it between the check
  * and the call.
  *
- * What is not covered (a PID behind a pointer, in a call the guard cannot
- * do for the caller): fcntl F_SETOWN_EX, the FIOSETOWN/SIOCSPGRP/TIOCSPGRP
- * ioctls (docs/API.md). */
+ * The owner of an open file description set through a pointer (fcntl
+ * F_SETOWN_EX, ioctl FIOSETOWN and SIOCSPGRP) cannot be set by the guard
+ * for the caller (that needs the caller's fd: pidfd_getfd(2), which
+ * Docker's seccomp profile refuses without CAP_SYS_PTRACE) nor checked and
+ * then left to the kernel (it reads the memory again: another thread, or
+ * another process of the seat through /proc/PID/mem or a shared mapping,
+ * could swap the PID in between): they are refused, EPERM, whatever the
+ * PID. F_SETOWN (the PID in a register) does the same for a process or a
+ * group.
+ *
+ * TIOCSPGRP needs the caller's controlling terminal, so only the kernel
+ * can do it: the guard reads the group once (pidguard_tiocspgrp); not the
+ * seat's → the answer for a group that does not exist; the seat's → the
+ * kernel, which reads it again: a caller that swaps it in between (a second
+ * writer racing the call) can still learn whether the group it swapped in
+ * exists (docs/API.md, "What separates whom"). */
 #pragma once
 
 #include <stdbool.h>
@@ -52,7 +66,9 @@ enum pidguard_target {
 typedef bool (*pidguard_owned_fn)(void *ctx, enum pidguard_target t, long long id);
 
 /* The answer for one notified call: 0 (let the kernel do it), or ESRCH
- * (EINVAL for a CPU clock and PR_SET_PTRACER): a PID that does not exist.
+ * (EINVAL for a CPU clock and PR_SET_PTRACER): a PID that does not exist;
+ * EPERM for F_SETOWN_EX, FIOSETOWN and SIOCSPGRP, whatever the PID;
+ * PIDGUARD_CAPGET, PIDGUARD_TIOCSPGRP: the guard reads memory first.
  * arch and nr as in struct seccomp_data; args its six arguments. A call
  * this filter does not send (or of an unknown arch) is 0: the filter never
  * sends one, and the kernel then answers as it would. Pure: owned is the
@@ -63,6 +79,15 @@ int pidguard_decide(uint32_t arch, int nr, const uint64_t args[6], pidguard_owne
 /* pidguard_decide's answer for capget: the guard reads the header (arg0)
  * and asks pidguard_capget. */
 #define PIDGUARD_CAPGET (-1)
+
+/* pidguard_decide's answer for ioctl(TIOCSPGRP): the guard reads the group
+ * (the int arg2 points to) once and asks pidguard_tiocspgrp. */
+#define PIDGUARD_TIOCSPGRP (-2)
+
+/* TIOCSPGRP to group pgrp: 0 (the seat's own group: the kernel does the
+ * call), else the kernel's answer for a group that does not exist (EINVAL
+ * for pgrp < 0, ESRCH). */
+int pidguard_tiocspgrp(int pgrp, pidguard_owned_fn owned, void *ctx);
 
 #define PIDGUARD_CAP_V1 0x19980330U
 #define PIDGUARD_CAP_V2 0x20071026U

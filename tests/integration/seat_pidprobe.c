@@ -16,8 +16,11 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,6 +62,41 @@ static long second_listener(void)
         if (fd >= 0)
                 close((int)fd);
         return fd;
+}
+
+/* ioctl(TIOCSPGRP, pgrp) on a controlling terminal of our own: a child in
+ * a new session opens a pty's other end (so it is its terminal) and asks;
+ * pgrp 0: the child's own group. -1 (errno set) or 0, as the call. */
+static long tiocspgrp(pid_t pgrp)
+{
+        int m = posix_openpt(O_RDWR | O_NOCTTY), p[2], e = -1;
+        pid_t c;
+
+        if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 || pipe(p) < 0)
+                return -1;
+        c = fork();
+        if (c == 0) {
+                int s, v;
+
+                close(p[0]);
+                if (setsid() < 0 || (s = open(ptsname(m), O_RDWR)) < 0)
+                        e = 1000 + errno;
+                else {
+                        v = pgrp ? pgrp : getpgrp();
+                        e = ioctl(s, TIOCSPGRP, &v) < 0 ? errno : 0;
+                }
+                (void)!write(p[1], &e, sizeof(e));
+                _exit(0);
+        }
+        close(p[1]);
+        if (c < 0 || read(p[0], &e, sizeof(e)) != (ssize_t)sizeof(e))
+                e = 999; /* shows as E999: the probe itself failed */
+        if (c > 0)
+                waitpid(c, NULL, 0);
+        close(p[0]);
+        close(m);
+        errno = e;
+        return e ? -1 : 0;
 }
 
 static void show(const char *name, long r)
@@ -141,7 +179,30 @@ int main(int argc, char **argv)
         fd = open("/dev/null", O_RDONLY);
         show("fcntl_setown", fcntl(fd, F_SETOWN, pid));
         show("fcntl_setown_pgrp", fcntl(fd, F_SETOWN, -pid));
+        {
+                /* the owner through a pointer: EPERM whatever it names */
+                struct f_owner_ex o = { F_OWNER_PID, pid };
+
+                show("fcntl_setown_ex", fcntl(fd, F_SETOWN_EX, &o));
+                o.type = F_OWNER_PGRP;
+                show("fcntl_setown_ex_pgrp", fcntl(fd, F_SETOWN_EX, &o));
+                o.type = F_OWNER_TID;
+                show("fcntl_setown_ex_tid", fcntl(fd, F_SETOWN_EX, &o));
+        }
         close(fd);
+        fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        {
+                int v = pid;
+
+                show("fiosetown", ioctl(fd, FIOSETOWN, &v));
+                show("siocspgrp", ioctl(fd, SIOCSPGRP, &v));
+                v = -pid;
+                show("siocspgrp_pgrp", ioctl(fd, SIOCSPGRP, &v));
+        }
+        close(fd);
+        /* the foreground group of a terminal: PID as a group, and ours */
+        show("tiocspgrp", tiocspgrp(pid));
+        show("tiocspgrp_self", tiocspgrp(0));
         {
                 /* a CPU clock of PID (clock_getcpuclockid's) */
                 clockid_t clk = (clockid_t)((~(unsigned)pid << 3) | 2);

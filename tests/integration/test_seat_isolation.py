@@ -291,7 +291,8 @@ def test_seat_cannot_probe_anothers_pid(docker_broker, pidprobe):  # noqa: F811
     """The attack: seat A asks about B's running process (its PID, its
     process group, B's uid) with every system call that looks a PID up,
     natively and through the i386 ABI, and gets exactly what it gets for a
-    PID (uid) that does not exist: ESRCH. B's process is untouched, A's
+    PID (uid) that does not exist: ESRCH (EPERM, whatever the PID, for an
+    owner set through a pointer: F_SETOWN_EX, FIOSETOWN, SIOCSPGRP). B's process is untouched, A's
     own processes answer as before (signals, wait, job control, timeout)."""
     sb = docker_broker(BROKER_CAPACITY=1, POOL_SEATS=2)
     la, lb = pool_pair(sb)
@@ -304,7 +305,7 @@ def test_seat_cannot_probe_anothers_pid(docker_broker, pidprobe):  # noqa: F811
     got = probe(sb, la, pid_b, ub)
     free = probe(sb, la, FREE_PID, FREE_UID)
     assert got == free, "A tells B's PID %d from a free one: %r vs %r" % (pid_b, got, free)
-    assert len(got) == 41, got
+    assert len(got) == 49, got
     print("seat A on B's PID %d:" % pid_b, got)
     for form in ("kill", "kill_pgrp", "tkill", "tgkill", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
                  "pidfd_open", "getpgid", "getsid", "setpgid", "getpriority", "getpriority_pgrp",
@@ -312,8 +313,15 @@ def test_seat_cannot_probe_anothers_pid(docker_broker, pidprobe):  # noqa: F811
                  "sched_getparam", "sched_setparam", "sched_getscheduler", "sched_rr_get_interval",
                  "sched_getaffinity", "sched_setaffinity", "sched_getattr", "ioprio_get",
                  "ioprio_get_pgrp", "prlimit", "get_robust_list", "fcntl_setown",
-                 "fcntl_setown_pgrp", "kill_i386", "getsid_i386", "ptrace_attach", "capget"):
+                 "fcntl_setown_pgrp", "kill_i386", "getsid_i386", "ptrace_attach", "capget",
+                 "tiocspgrp"):
         assert got[form] == ESRCH, (form, got)
+    # the owner of a file set through a pointer: refused whatever it names
+    for form in ("fcntl_setown_ex", "fcntl_setown_ex_pgrp", "fcntl_setown_ex_tid", "fiosetown",
+                 "siocspgrp", "siocspgrp_pgrp"):
+        assert got[form] == "E1", (form, got)
+    # a terminal's foreground group of A's own still set
+    assert got["tiocspgrp_self"] == "ok", got
     # a CPU clock of a PID that does not exist is EINVAL (and B's CPU time
     # is not A's to read); nobody but the agent's guard may listen
     assert got["clock_gettime_cpu"] == got["clock_getres_cpu"] == "E22", got
@@ -335,8 +343,20 @@ def test_seat_cannot_probe_anothers_pid(docker_broker, pidprobe):  # noqa: F811
     for form in ("kill", "kill_pgrp", "tkill", "tgkill", "pidfd_open", "getpgid", "getsid",
                  "getpriority", "getpriority_pgrp", "getpriority_user", "sched_getparam",
                  "sched_getscheduler", "sched_getaffinity", "ioprio_get", "prlimit",
-                 "fcntl_setown", "clock_gettime_cpu", "kill_i386", "getsid_i386", "capget"):
+                 "fcntl_setown", "clock_gettime_cpu", "kill_i386", "getsid_i386", "capget",
+                 "tiocspgrp_self"):
         assert own[form] == "ok", (form, own)
+    # A's own process group in another session: the kernel's own EPERM
+    assert own["tiocspgrp"] == "E1", own
+    assert own["fcntl_setown_ex"] == own["fiosetown"] == "E1", own
+    # job control in a terminal (script's pty): bash sets the terminal's
+    # foreground group (TIOCSPGRP) to the job's and back
+    job = "sleep 0.3 & fg %1 >/dev/null; echo fg=$?; sleep 0.1 | cat; echo pipe=$?"
+    r = sb.run(la, "script -qec %s /dev/null" % shlex.quote("bash --norc -i -c %s" % shlex.quote(job)))
+    assert r["exitCode"] == 0, r
+    out = r["stdout"].replace("\r", "")
+    assert "fg=0" in out and "pipe=0" in out, r
+    assert "terminal process group" not in out and "no job control" not in out, r
     r = sb.run(la, "kill -TERM %d; sleep 0.2; kill -0 %d" % (pid_a, pid_a))
     assert "No such process" in r["stderr"], r
     script = ("sleep 30 & p=$!; kill -0 $p && echo child-alive; kill $p; wait $p; echo wait=$?; "

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -185,6 +186,53 @@ static void test_setown_perf_and_others(void **state)
 #endif
 }
 
+#define F_SETOWN_EX_ 15
+#define F_GETOWN_EX_ 16
+#define FIOSETOWN_ 0x8901
+#define SIOCSPGRP_ 0x8902
+#define TIOCSPGRP_ 0x5410
+#define TIOCGPGRP_ 0x540f
+#define FIONREAD_ 0x541b
+
+/* The owner set through a pointer: F_SETOWN_EX, FIOSETOWN and SIOCSPGRP
+ * are EPERM whatever they point to (nothing asked, nothing read); for
+ * TIOCSPGRP the guard reads the group and asks pidguard_tiocspgrp. */
+static void test_owner_through_a_pointer(void **state)
+{
+        (void)state;
+        asked = 0;
+        assert_int_equal(native3(SYS_fcntl, 3, F_SETOWN_EX_, 0x7fff0000), EPERM);
+        assert_int_equal(native3(SYS_fcntl, 3, 0x100000000ULL | F_SETOWN_EX_, 0), EPERM);
+        assert_int_equal(native3(SYS_fcntl, 3, F_GETOWN_EX_, 0x7fff0000), 0);
+        assert_int_equal(native3(SYS_ioctl, 3, FIOSETOWN_, 0x7fff0000), EPERM);
+        assert_int_equal(native3(SYS_ioctl, 3, SIOCSPGRP_, 0), EPERM);
+        assert_int_equal(native3(SYS_ioctl, 3, TIOCSPGRP_, 0x7fff0000), PIDGUARD_TIOCSPGRP);
+        /* the cmd is an unsigned int: the high bits are no way around */
+        assert_int_equal(native3(SYS_ioctl, 3, 0xffffffff00000000ULL | TIOCSPGRP_, 0),
+                         PIDGUARD_TIOCSPGRP);
+        assert_int_equal(native3(SYS_ioctl, 3, TIOCGPGRP_, 0x7fff0000), 0);
+        assert_int_equal(native3(SYS_ioctl, 3, FIONREAD_, 0x7fff0000), 0);
+        assert_int_equal(asked, 0);
+        /* the group read from memory */
+        assert_int_equal(pidguard_tiocspgrp(MINE, owned, NULL), 0);
+        assert_int_equal(asked, 1);
+        assert_int_equal(pidguard_tiocspgrp(THEIRS, owned, NULL), ESRCH);
+        asked = 0;
+        assert_int_equal(pidguard_tiocspgrp(0, owned, NULL), ESRCH); /* no group 0 */
+        assert_int_equal(pidguard_tiocspgrp(1, owned, NULL), ESRCH); /* nobody's of the seat */
+        assert_int_equal(pidguard_tiocspgrp(-MINE, owned, NULL), EINVAL);
+        assert_int_equal(pidguard_tiocspgrp(INT_MIN, owned, NULL), EINVAL);
+        assert_int_equal(asked, 0);
+#if defined(__x86_64__)
+        /* i386: ioctl 54, fcntl 55, fcntl64 221 */
+        assert_int_equal(decide3(PIDGUARD_ARCH_I386, 54, 3, TIOCSPGRP_, 0), PIDGUARD_TIOCSPGRP);
+        assert_int_equal(decide3(PIDGUARD_ARCH_I386, 54, 3, SIOCSPGRP_, 0), EPERM);
+        assert_int_equal(decide3(PIDGUARD_ARCH_I386, 54, 3, FIONREAD_, 0), 0);
+        assert_int_equal(decide3(PIDGUARD_ARCH_I386, 221, 3, F_SETOWN_EX_, 0), EPERM);
+        assert_int_equal(decide3(PIDGUARD_ARCH_I386, 55, 3, F_SETOWN_EX_, 0), EPERM);
+#endif
+}
+
 /* A CPU clock of pid (which 2: CPUCLOCK_SCHED), as clock_getcpuclockid. */
 static uint64_t cpuclock(int pid, int perthread)
 {
@@ -303,6 +351,15 @@ static void test_filter_program(void **state)
         assert_int_equal(filter(PIDGUARD_ARCH, SYS_fcntl, F_SETOWN), RET_NOTIFY);
         assert_int_equal(filter(PIDGUARD_ARCH, SYS_fcntl, F_GETFL), RET_ALLOW);
         assert_int_equal(filter(PIDGUARD_ARCH, SYS_fcntl, 0x100000000ULL | F_SETOWN), RET_NOTIFY);
+        assert_int_equal(filter(PIDGUARD_ARCH, SYS_fcntl, F_SETOWN_EX_), RET_NOTIFY);
+        assert_int_equal(filter(PIDGUARD_ARCH, SYS_fcntl, F_GETOWN_EX_), RET_ALLOW);
+        assert_int_equal(filter(PIDGUARD_ARCH, SYS_ioctl, FIOSETOWN_), RET_NOTIFY);
+        assert_int_equal(filter(PIDGUARD_ARCH, SYS_ioctl, SIOCSPGRP_), RET_NOTIFY);
+        assert_int_equal(filter(PIDGUARD_ARCH, SYS_ioctl, TIOCSPGRP_), RET_NOTIFY);
+        assert_int_equal(filter(PIDGUARD_ARCH, SYS_ioctl, 0xffffffff00000000ULL | TIOCSPGRP_),
+                         RET_NOTIFY);
+        assert_int_equal(filter(PIDGUARD_ARCH, SYS_ioctl, TIOCGPGRP_), RET_ALLOW);
+        assert_int_equal(filter(PIDGUARD_ARCH, SYS_ioctl, FIONREAD_), RET_ALLOW);
         assert_int_equal(filter0(PIDGUARD_ARCH, SYS_clock_gettime, cpuclock(THEIRS, 0)), RET_NOTIFY);
         assert_int_equal(filter0(PIDGUARD_ARCH, SYS_clock_gettime, 1), RET_ALLOW);
         assert_int_equal(filter0(PIDGUARD_ARCH, SYS_clock_nanosleep, 0), RET_ALLOW);
@@ -331,6 +388,10 @@ static void test_filter_program(void **state)
         assert_int_equal(filter(PIDGUARD_ARCH_I386, 221, F_SETOWN), RET_NOTIFY);
         assert_int_equal(filter(PIDGUARD_ARCH_I386, 55, F_SETOWN), RET_NOTIFY);
         assert_int_equal(filter(PIDGUARD_ARCH_I386, 221, F_GETFL), RET_ALLOW);
+        assert_int_equal(filter(PIDGUARD_ARCH_I386, 221, F_SETOWN_EX_), RET_NOTIFY);
+        assert_int_equal(filter(PIDGUARD_ARCH_I386, 54, TIOCSPGRP_), RET_NOTIFY);
+        assert_int_equal(filter(PIDGUARD_ARCH_I386, 54, FIOSETOWN_), RET_NOTIFY);
+        assert_int_equal(filter(PIDGUARD_ARCH_I386, 54, FIONREAD_), RET_ALLOW);
         assert_int_equal(filter(PIDGUARD_ARCH_I386, 20, 0), RET_ALLOW);
         assert_int_equal(filter0(PIDGUARD_ARCH_I386, 265, cpuclock(THEIRS, 0)), RET_NOTIFY);
         assert_int_equal(filter0(PIDGUARD_ARCH_I386, 403, cpuclock(THEIRS, 0)), RET_NOTIFY);
@@ -376,6 +437,17 @@ static void test_filter_in_the_kernel(void **state)
                         code |= 2;
                 if (!(fcntl(0, F_SETOWN, getpid()) < 0 && errno == ENOSYS))
                         code |= 4;
+                {
+                        int own[2] = { 1 /* F_OWNER_PID */, getpid() }, pg = getpgrp();
+
+                        /* the owner through a pointer: sent; its reads are not */
+                        if (!(fcntl(0, F_SETOWN_EX_, own) < 0 && errno == ENOSYS) ||
+                            !(ioctl(0, TIOCSPGRP_, &pg) < 0 && errno == ENOSYS) ||
+                            !(ioctl(0, FIOSETOWN_, &pg) < 0 && errno == ENOSYS) ||
+                            fcntl(0, F_GETOWN_EX_, own) < 0 ||
+                            (ioctl(0, TIOCGPGRP_, &pg) < 0 && errno == ENOSYS))
+                                code |= 128;
+                }
                 if (fcntl(0, F_GETFD) < 0 || getpid() <= 0 || getppid() <= 0)
                         code |= 8;
                 {
@@ -405,6 +477,7 @@ int main(void)
                 cmocka_unit_test(test_pid_forms),
                 cmocka_unit_test(test_which_who),
                 cmocka_unit_test(test_setown_perf_and_others),
+                cmocka_unit_test(test_owner_through_a_pointer),
                 cmocka_unit_test(test_cpu_clocks),
                 cmocka_unit_test(test_capget),
                 cmocka_unit_test(test_filter_program),
