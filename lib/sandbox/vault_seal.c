@@ -15,23 +15,13 @@
 
 #include "base64.h"
 #include "json_input.h"
+#include "url.h"
 
 #define SEAL_PREFIX "v1:"
 #define NONCE_BYTES 12
 #define TAG_BYTES 16
 /* A sealed value: the cap on a value (vault.h) plus nonce and tag, as base64. */
 #define SEALED_MAX 8192
-
-static int hexval(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
 
 int vault_key_load(const char *path, uint8_t key[VAULT_KEY_BYTES], char *err, size_t errlen)
 {
@@ -61,7 +51,8 @@ int vault_key_load(const char *path, uint8_t key[VAULT_KEY_BYTES], char *err, si
                 goto out;
         }
         for (int i = 0; i < VAULT_KEY_BYTES && r == 0; i++) {
-                int hi = hexval(buf[2 * i]), lo = hexval(buf[2 * i + 1]);
+                int hi = url_hex_digit((unsigned char)buf[2 * i]),
+                    lo = url_hex_digit((unsigned char)buf[2 * i + 1]);
 
                 if (hi < 0 || lo < 0) {
                         snprintf(err, errlen, "VAULT_KEY_FILE %s: must hold 64 hexadecimal digits",
