@@ -58,6 +58,7 @@ BENCHES = {
     "provision": 300,
     "opencode": 300,
     "memory": 180,
+    "code": 240,
 }
 
 NUM = re.compile(r"[-+]?\d+(?:\.\d+)?")
