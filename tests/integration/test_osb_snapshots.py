@@ -437,10 +437,12 @@ def test_commit_cut_short_leaves_no_image(request, services, it_root):
                "the commit under way (Docker pauses the container meanwhile)")
     b.stop("fcgi-sandboxes", kill=True)
     b.start("fcgi-sandboxes")
-    # dockerd goes on with the commit its client left: the image lands
+    # dockerd goes on with the commit its client left: the image lands, found by the
+    # snapshot's labels (its tag comes in a second step of dockerd's, which a client gone
+    # may cut short: CI once listed it as `<none>:<none>`; the reconciler goes by labels)
     imgs = wait_until(lambda: snapshot_images(prefix=b.prefix, snapshot_id=snap_id), 120, 0.2,
                       "the image of the cut-short commit")
-    assert imgs[0]["RepoTags"] == ["sandbox-broker/snapshot:%s" % snap_id], imgs
+    assert len(imgs) == 1, imgs
     # nobody's yet: its snapshot could still be finishing, so the image stays
     g = snap_get(alpha, snap_id)
     assert g.status == 200 and g.json["status"]["state"] == "Creating", g
