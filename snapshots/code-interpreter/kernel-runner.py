@@ -459,8 +459,16 @@ def read_request(conn):
             if len(buf) > REQ_MAX:
                 return None
         req = json.loads(bytes(buf[:buf.index(b"\n")]).decode("utf-8"))
-        if not isinstance(req.get("code"), str) or not ID_RE.match(str(req.get("exec"))):
+        if not isinstance(req.get("code"), str) or not ID_RE.match(str(req.get("exec"))) or \
+                type(req.get("timeout_ms", 0)) is not int:
             return None
+        # a client that hung up while queued behind another run: its code is not run
+        conn.setblocking(False)
+        try:
+            if conn.recv(1, socket.MSG_PEEK) == b"":
+                return None
+        except BlockingIOError:
+            pass
         return req
     except (OSError, ValueError, AttributeError):
         return None
