@@ -12,12 +12,12 @@ in the sandbox can reach the kernel), exec/<execution id> = the context an execu
 
 The bridge: a run does not talk to the kernel itself (importing jupyter_client and ZeroMQ and
 connecting anew cost ~0.4 s a call). Each context has one resident bridge process
-(`kernel-runner bridge ID`, started detached by the first run that finds none, in its own
-session) that keeps one jupyter_client connection to the kernel and serves runs one at a time on
-the Unix socket ctx/<id>/bridge.sock (0600 in the 0700 state directory, and the bridge answers
-only peers of uid 0: nothing else in the sandbox reaches it; no network listener). `run` is then
-a plain client (socket and json only): one request line {"code","exec","timeout_ms"} (at most
-REQ_MAX bytes), the events back as lines, which it copies to stdout. The bridge holds the
+(`kernel-runner bridge ID`, started detached in its own session with its context, and by a run
+that finds none) that keeps one jupyter_client connection to the kernel and serves runs one at a
+time on the Unix socket ctx/<id>/bridge.sock (0600 in the 0700 state directory, and the bridge
+answers only peers of uid 0: nothing else in the sandbox reaches it; no network listener). `run`
+is then a plain client (socket and json only): one request line {"code","exec","timeout_ms"} (at
+most REQ_MAX bytes), the events back as lines, which it copies to stdout. The bridge holds the
 flock of ctx/<id>/bridge.run while it lives (so a second one never starts), writes
 ctx/<id>/bridge.pid, exits when its kernel is gone, and is killed with its kernel when the
 context is removed. A bridge that died is restarted by the next run; one that dies mid-run ends
@@ -276,6 +276,7 @@ def make_context(lang, maximum, cid=None):
             die(X_TOO_MANY, "%d contexts exist already" % maximum)
         cid = cid or os.urandom(16).hex()
         start_kernel(cid, lang)
+        spawn_bridge(cid)  # started now, in the background: ready by the first run
         return {"id": cid, "language": lang}
 
 
@@ -479,8 +480,6 @@ def read_request(conn):
 def cmd_bridge(cid):
     """The context's resident bridge (see the docstring): one connection to the kernel, runs
     served one at a time on bridge.sock."""
-    from jupyter_client.blocking import BlockingKernelClient
-
     check_id(cid)
     sock_path, run_path, pid_path = bridge_paths(cid)
     d = ctx_dir(cid)
@@ -489,6 +488,7 @@ def cmd_bridge(cid):
         fcntl.flock(run_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         return  # no context, or one is running already
+    from jupyter_client.blocking import BlockingKernelClient
     kpid = kernel_pid(cid)
     if not alive(kpid):
         return
@@ -500,17 +500,20 @@ def cmd_bridge(cid):
     kc.start_channels(shell=True, iopub=True, stdin=False, hb=False)
     # iopub joined: a kernel_info request's status reaches us there (ZeroMQ's subscription is
     # asynchronous: what the kernel publishes before it is in place is lost)
+    # (asked again every 50 ms until one is heard: the first ones are often lost)
     deadline = time.monotonic() + START_TIMEOUT_S
     joined = False
+    asked = set()
     while not joined and time.monotonic() < deadline and alive(kpid):
-        mid = kc.kernel_info()
-        t1 = time.monotonic() + 1
+        if len(asked) < 1000:
+            asked.add(kc.kernel_info())
+        t1 = time.monotonic() + 0.05
         while time.monotonic() < t1:
             try:
-                m = kc.get_iopub_msg(timeout=0.2)
+                m = kc.get_iopub_msg(timeout=0.05)
             except Exception:
                 continue
-            if m.get("parent_header", {}).get("msg_id") == mid:
+            if m.get("parent_header", {}).get("msg_id") in asked:
                 joined = True
                 break
     while True:
@@ -582,7 +585,7 @@ def bridge_connect(cid):
         if not alive(kernel_pid(cid)):
             remove(cid)
             run_error("KernelDied", "the kernel of context %s died" % cid)
-        if not alive(spawned) and not bridge_held(run_path):
+        if not alive(spawned) and not bridge_alive(cid) and not bridge_held(run_path):
             if spawns >= 3:
                 log = (read(os.path.join(ctx_dir(cid), "bridge.log")) or "")[-2000:]
                 run_error("RunnerFailed", "the bridge of context %s did not start; its log: %s"
@@ -593,6 +596,18 @@ def bridge_connect(cid):
             run_error("RunnerFailed", "the bridge of context %s did not answer in %d s"
                       % (cid, START_TIMEOUT_S))
         time.sleep(0.01)
+
+
+def bridge_alive(cid):
+    """True when bridge.pid names a live bridge of cid (one starting has not its flock yet)."""
+    pid = read(bridge_paths(cid)[2])
+    if not pid or not pid.isdigit() or not alive(int(pid)):
+        return False
+    try:
+        with open("/proc/%s/cmdline" % pid, "rb") as f:
+            return f.read().split(b"\0")[-3:-1] == [b"bridge", cid.encode()]
+    except OSError:
+        return False
 
 
 def spawn_bridge(cid):
@@ -617,7 +632,8 @@ def spawn_bridge(cid):
                 os.dup2(log, 1)
                 os.dup2(log, 2)
                 os.chdir("/")
-                os.execv(sys.executable, [sys.executable, os.path.abspath(sys.argv[0]), "bridge", cid])
+                os.execv(sys.executable,
+                         [sys.executable, os.path.abspath(sys.argv[0]), "bridge", cid])
             os.write(wfd, b"%d" % bpid)
         finally:
             os._exit(0)
@@ -627,7 +643,16 @@ def spawn_bridge(cid):
     os.close(rfd)
     os.close(log)
     os.close(null)
-    return int(bpid) if bpid.isdigit() else None
+    if not bpid.isdigit():
+        return None
+    pid_path = bridge_paths(cid)[2]
+    try:
+        with open(pid_path + ".tmp", "w") as f:
+            f.write("%s\n" % bpid.decode())
+        os.rename(pid_path + ".tmp", pid_path)
+    except OSError:
+        pass
+    return int(bpid)
 
 
 def cmd_run(cid, exec_id, timeout_ms):
