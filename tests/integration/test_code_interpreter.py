@@ -15,7 +15,9 @@ scripts/build-images), against real Docker sandboxes, through nginx and FastCGI:
   an over-long line and an `init` of its own cannot break the SSE framing or add events of
   another type; 16 contexts is the bound (429), counted by live kernels (the other 15
   forged as live processes, as root in the sandbox can);
-- bad input: languages the image lacks (400 naming python), bad ids, missing code (400).
+- bad input: languages the image lacks (400 naming python), bad ids, missing code (400);
+- a context's resident bridge killed between runs (the next run restarts it, state intact) and
+  mid-run (RunnerDied at once, the cell interrupted); its socket unreachable for non-root users.
 """
 
 import json
@@ -232,6 +234,62 @@ def test_client_gone_interrupts_the_cell(ci):
 
     ev = run(ci, "m + 1", ctx=cid, on_event=deadline)   # the broker sees the hang-up at a ping (3 s)
     assert of(ev, "result")[0]["results"]["text/plain"] == "6", ev
+
+
+def sh(ex, cmd):
+    """A command as root in the sandbox (its stdout)."""
+    st, _, events = ex.command_stream({"command": cmd})
+    assert st == 200 and events[-1]["type"] == "execution_complete", (cmd, events)
+    return "".join(e.get("text", "") for e in events if e["type"] == "stdout")
+
+
+def test_killed_bridge_and_root_only_socket(ci):
+    """A context's resident bridge (kernel-runner bridge, the process that keeps the kernel's
+    connection between runs) is the sandbox's to kill: killed between runs, the next run_code
+    starts a new one and the context's state is intact; killed mid-run, that run ends at once
+    with a RunnerDied error (never hangs), its cell interrupted, and the next run works. Its
+    socket is root's only: a non-root user in the sandbox (nobody: this image has no seats)
+    cannot connect to it."""
+    cid = ctx_create(ci)
+    run(ci, "y = 10", ctx=cid)
+    d = "/var/lib/code-interpreter/ctx/%s" % cid
+    assert sh(ci, "stat -c '%%a %%U' /var/lib/code-interpreter %s/bridge.sock" % d).split() == \
+        ["700", "root", "600", "root"]
+    pid1 = sh(ci, "cat %s/bridge.pid" % d).strip()
+    assert pid1.isdigit(), pid1
+    sh(ci, "kill -9 %s" % pid1)
+    ev = run(ci, "y + 1", ctx=cid)
+    assert of(ev, "result")[0]["results"]["text/plain"] == "11", ev
+    pid2 = sh(ci, "cat %s/bridge.pid" % d).strip()
+    assert pid2.isdigit() and pid2 != pid1, (pid1, pid2)
+
+    def on_event(e):   # killed one second into a 60 s cell
+        if e["type"] == "init":
+            threading.Timer(1.0, lambda: sh(ci, "kill -9 $(cat %s/bridge.pid)" % d)).start()
+
+    t0 = time.monotonic()
+    ev = run(ci, "import time\ntime.sleep(60)\ny = 0", ctx=cid, on_event=on_event)
+    assert time.monotonic() - t0 < 45, ev
+    err = of(ev, "error")
+    assert len(err) == 1 and err[0]["error"]["ename"] == "RunnerDied", ev
+    assert ev[-1]["type"] == "error", ev
+    t0 = time.monotonic()
+    ev = run(ci, "y + 2", ctx=cid)   # the sleep was interrupted: y is still 10, and no wait
+    assert of(ev, "result")[0]["results"]["text/plain"] == "12", ev
+    assert time.monotonic() - t0 < 45, ev
+    out = sh(ci, "python3 -c \"import os, socket\n"
+                 "os.setgid(65534); os.setgroups([]); os.setuid(65534)\n"
+                 "s = socket.socket(socket.AF_UNIX)\n"
+                 "try:\n    s.connect('%s/bridge.sock'); print('CONNECTED')\n"
+                 "except OSError as e:\n    print('refused', e.errno)\n\"" % d)
+    assert out.strip() == "refused 13", out   # EACCES: the 0700 directory
+    pid3 = sh(ci, "cat %s/bridge.pid" % d).strip()
+    assert pid3.isdigit() and pid3 not in (pid1, pid2), (pid1, pid2, pid3)
+    st, _, _ = ci.request("DELETE", "/code/contexts/%s" % cid)
+    assert st == 200
+    time.sleep(0.5)
+    out = sh(ci, "p=$(cut -d' ' -f3 /proc/%s/stat 2>/dev/null); echo \"${p:-gone}\"" % pid3)
+    assert out.strip() in ("gone", "Z"), out   # the bridge went with its kernel (a zombie at most)
 
 
 # ------------------------------------------------------------------ images without it
