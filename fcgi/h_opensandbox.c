@@ -165,24 +165,20 @@ void h_osb_list(struct request *req)
 
 void h_osb_delete(struct request *req)
 {
+        struct sandbox_control_outcome out;
         struct osb o;
         int r;
 
         if (h_osb_open(req, &o) < 0)
                 return;
-        r = osb_store_delete(req->w->redis, req->path_arg, o.tenant, NULL);
-        if (r == -EALREADY || r == -ENOENT) {
-                reply_error(req, API_SANDBOX_NOT_FOUND, "sandbox %s is already terminated", req->path_arg);
-        } else if (r < 0) {
+        r = sandbox_control_osb_delete(req->w->redis, req->w->provider, req->path_arg, o.tenant,
+                                       &o.sb.rec, &out);
+        if (r < 0) {
                 reply_errno(req, r, "delete");
+        } else if (out.kind == SANDBOX_CONTROL_GONE) {
+                reply_error(req, API_SANDBOX_NOT_FOUND, "sandbox %s is already terminated",
+                            req->path_arg);
         } else {
-                const char *ref = o.sb.rec.ref, *vols = o.sb.rec.volumes;
-                /* A sandbox that never had a container ends here, with no
-                 * teardown to release its deleteOnSandboxTermination volumes
-                 * (sandbox_teardown_next); one still being made keeps its
-                 * volume (in use: Docker refuses) for DELETE /v1/volumes. */
-                if ((!ref || !*ref) && vols && *vols && provider_has_volumes(req->w->provider))
-                        (void)volume_release(req->w->provider, vols);
                 request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_DELETED,
                                                          .tenant = o.tenant,
                                                          .sandbox_id = req->path_arg });

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "lease.h"
+#include "osb_store.h"
+#include "volume.h"
 
 static void outcome_init(struct sandbox_control_outcome *ret)
 {
@@ -142,4 +144,23 @@ int sandbox_control_delete(struct redis_conn *rc, const struct broker_config *cf
                 ret->kind = SANDBOX_CONTROL_GONE;
         lease_outcome_clear(&out);
         return r;
+}
+
+int sandbox_control_osb_delete(struct redis_conn *rc, struct provider *pv, const char *sid,
+                               const char *tenant, const struct sandbox_record *rec,
+                               struct sandbox_control_outcome *ret)
+{
+        int r;
+
+        outcome_init(ret);
+        r = osb_store_delete(rc, sid, tenant, NULL);
+        if (r == -EALREADY || r == -ENOENT) {
+                ret->kind = SANDBOX_CONTROL_GONE;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        if (!rec->ref[0] && rec->volumes && rec->volumes[0] && provider_has_volumes(pv))
+                (void)volume_release(pv, rec->volumes);
+        return 0;
 }

@@ -5,6 +5,7 @@
  *   start, stop    the runtime API's (a lease's sandbox: Stopped <-> Running)
  *   pause, resume  the OpenSandbox API's (Running <-> Paused)
  *   delete         the runtime API's DELETE (release of the one lease on it)
+ *   osb_delete     the OpenSandbox API's DELETE
  *
  * The caller has read the sandbox (its state and provider ref) and checked
  * that the caller may act on it (sandbox_access, osb_store_get); a state
@@ -22,6 +23,7 @@
 #include "provider.h"
 #include "redis_conn.h"
 #include "sandbox.h"
+#include "sandbox_record.h"
 
 enum sandbox_control_kind {
         SANDBOX_CONTROL_DONE,     /* moved to the asked state (delete: the lease released) */
@@ -73,3 +75,14 @@ int sandbox_control_resume(struct redis_conn *rc, struct provider *pv, const cha
  * the lease was released meanwhile. */
 int sandbox_control_delete(struct redis_conn *rc, const struct broker_config *cfg, const char *tenant,
                            const struct sandbox_access *a, struct sandbox_control_outcome *ret);
+
+/* Delete OpenSandbox sandbox sid of tenant, whose record (osb_store_get)
+ * is rec: osb_store_delete (its lease released or its ticket taken out, the
+ * container handed to the teardown); GONE when it is already Terminated or
+ * gone. A sandbox that never had a container (rec->ref "") has no teardown
+ * to release its deleteOnSandboxTermination volumes: they are released
+ * here (one still being made keeps its volume, in use, for DELETE
+ * /v1/volumes). */
+int sandbox_control_osb_delete(struct redis_conn *rc, struct provider *pv, const char *sid,
+                               const char *tenant, const struct sandbox_record *rec,
+                               struct sandbox_control_outcome *ret);

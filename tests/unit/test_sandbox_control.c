@@ -6,8 +6,9 @@
  * answers as configured. Each outcome is checked with what it left in the
  * record: the state asked for, nothing on a refusal or a race, the record
  * back where it was on a provider failure, and a stop that leaves Running
- * before the provider sees it. */
-/* WRAP: -Wl,--wrap=sandbox_transition -Wl,--wrap=provider_start -Wl,--wrap=provider_stop -Wl,--wrap=provider_pause -Wl,--wrap=provider_resume -Wl,--wrap=sandbox_slot_refs -Wl,--wrap=lease_release */
+ * before the provider sees it; an OpenSandbox delete releases the volumes
+ * of a sandbox that never had a container, and only those. */
+/* WRAP: -Wl,--wrap=sandbox_transition -Wl,--wrap=provider_start -Wl,--wrap=provider_stop -Wl,--wrap=provider_pause -Wl,--wrap=provider_resume -Wl,--wrap=sandbox_slot_refs -Wl,--wrap=lease_release -Wl,--wrap=osb_store_delete -Wl,--wrap=volume_release -Wl,--wrap=provider_has_volumes */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -38,6 +39,9 @@ static struct {
         int release_calls;
         enum lease_outcome_kind release_kind;
         char release_user[64], release_session[64], release_reason[32];
+        /* the OpenSandbox store and the volumes */
+        int osb_delete_r, osb_delete_calls, volume_releases;
+        bool has_volumes;
 } F;
 
 static struct broker_config cfg;
@@ -128,6 +132,33 @@ int __wrap_lease_release(struct redis_conn *c, const struct broker_config *bc, c
                 return F.slot_refs;
         ret->kind = F.release_kind;
         return 0;
+}
+
+int __wrap_osb_store_delete(struct redis_conn *c, const char *sid, const char *tenant,
+                            const char *key);
+int __wrap_osb_store_delete(struct redis_conn *c, const char *sid, const char *tenant, const char *key)
+{
+        (void)c;
+        assert_string_equal(sid, SID);
+        assert_string_equal(tenant, "acme");
+        assert_null(key);
+        F.osb_delete_calls++;
+        return F.osb_delete_r;
+}
+
+int __wrap_volume_release(struct provider *pv, const char *record);
+int __wrap_volume_release(struct provider *pv, const char *record)
+{
+        (void)pv;
+        assert_string_equal(record, "[{\"name\":\"v\"}]");
+        return ++F.volume_releases;
+}
+
+bool __wrap_provider_has_volumes(const struct provider *p);
+bool __wrap_provider_has_volumes(const struct provider *p)
+{
+        (void)p;
+        return F.has_volumes;
 }
 
 /* ---- start ---- */
@@ -412,6 +443,49 @@ static void delete_redis_error_is_returned(void **state)
         assert_int_equal(F.release_calls, 0);
 }
 
+/* ---- OpenSandbox delete ---- */
+
+static void osb_delete_releases_volumes_only_without_a_container(void **state)
+{
+        struct sandbox_record rec = { .volumes = "[{\"name\":\"v\"}]" };
+        struct sandbox_control_outcome out;
+
+        (void)state;
+        F.has_volumes = true;
+        assert_int_equal(sandbox_control_osb_delete(NULL, NULL, SID, "acme", &rec, &out), 0);
+        assert_int_equal(out.kind, SANDBOX_CONTROL_DONE);
+        assert_int_equal(F.osb_delete_calls, 1);
+        assert_int_equal(F.volume_releases, 1);
+        /* a container: its teardown releases them */
+        snprintf(rec.ref, sizeof(rec.ref), "%s", REF);
+        assert_int_equal(sandbox_control_osb_delete(NULL, NULL, SID, "acme", &rec, &out), 0);
+        assert_int_equal(out.kind, SANDBOX_CONTROL_DONE);
+        assert_int_equal(F.volume_releases, 1);
+        /* a provider without volumes is not asked */
+        rec.ref[0] = '\0';
+        F.has_volumes = false;
+        assert_int_equal(sandbox_control_osb_delete(NULL, NULL, SID, "acme", &rec, &out), 0);
+        assert_int_equal(F.volume_releases, 1);
+}
+
+static void osb_delete_of_a_terminated_sandbox_is_gone(void **state)
+{
+        struct sandbox_record rec = { .volumes = "[{\"name\":\"v\"}]" };
+        struct sandbox_control_outcome out;
+
+        (void)state;
+        F.has_volumes = true;
+        F.osb_delete_r = -EALREADY;
+        assert_int_equal(sandbox_control_osb_delete(NULL, NULL, SID, "acme", &rec, &out), 0);
+        assert_int_equal(out.kind, SANDBOX_CONTROL_GONE);
+        F.osb_delete_r = -ENOENT;
+        assert_int_equal(sandbox_control_osb_delete(NULL, NULL, SID, "acme", &rec, &out), 0);
+        assert_int_equal(out.kind, SANDBOX_CONTROL_GONE);
+        F.osb_delete_r = -EIO;
+        assert_int_equal(sandbox_control_osb_delete(NULL, NULL, SID, "acme", &rec, &out), -EIO);
+        assert_int_equal(F.volume_releases, 0);
+}
+
 #define T(f) cmocka_unit_test_setup(f, setup)
 
 int main(void)
@@ -437,6 +511,8 @@ int main(void)
                 T(delete_of_a_shared_sandbox_releases_nothing),
                 T(delete_of_a_lease_released_meanwhile_is_gone),
                 T(delete_redis_error_is_returned),
+                T(osb_delete_releases_volumes_only_without_a_container),
+                T(osb_delete_of_a_terminated_sandbox_is_gone),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
