@@ -11,14 +11,6 @@ int routes_group_known(const char *group);
  * Allow header) answered here. */
 void routes_dispatch(const char *group, struct request *req);
 
-struct lease_request;
-struct lease_outcome;
-
-/* Produce a new ticket to Kafka (h_leases.c); on failure the ticket is taken
- * back out of Redis and a 503 is answered. Returns 0 when it is queued. */
-int leases_queue_ticket(struct request *req, const struct lease_request *lr,
-                        const struct lease_outcome *out);
-
 /* Handlers (h_*.c). */
 void h_health(struct request *req);
 void h_version(struct request *req);
