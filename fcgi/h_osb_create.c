@@ -32,6 +32,7 @@
 #include "routes.h"
 #include "sandbox.h"
 #include "snapshot_store.h"
+#include "template_store.h"
 #include "timeutil.h"
 #include "volume.h"
 
@@ -290,6 +291,8 @@ void h_osb_create(struct request *req)
         struct osb_sandbox sb = { 0 };
         char err[OSB_ERR_MAX], sid[33], cpus[24], mem[24], pids[16], exp[24] = ""; /* timeout ms */
         char key[OSB_IDEMPOTENCY_KEY_MAX + 1], fp[OSB_FINGERPRINT_MAX] = "", hdr[192];
+        char terr[TEMPLATE_ERR_MAX];
+        struct json_object *merged = NULL; /* the create body of a templateId (owned by body then) */
         char *egress = NULL; /* normalized networkPolicy (egress_store.h) */
         char *volumes = NULL; /* the record's volumes (volume.h); NULL = none */
         const char *hval;
@@ -314,9 +317,21 @@ void h_osb_create(struct request *req)
         }
         if (request_json_body(req, &body) < 0)
                 goto out;
-        if (json_object_object_get_ex(body, "templateId", NULL)) {
-                reply_error(req, API_NOT_IMPLEMENTED, "create: " H_OSB_TEMPLATES_NOT_SERVED);
+        /* a create from a template is this create, of the body the
+         * template and the request make together (template.h) */
+        r = template_store_expand(req->w->redis, o.tenant, body, &merged, terr);
+        if (r == -EINVAL || r == -ENOENT) {
+                reply_error(req, r == -EINVAL ? API_INVALID_REQUEST : API_NOT_FOUND,
+                            r == -EINVAL ? "%s" : "no template %s", terr);
                 goto out;
+        }
+        if (r < 0) {
+                reply_errno(req, r, "create");
+                goto out;
+        }
+        if (merged) {
+                json_put(body);
+                body = merged;
         }
         if (osb_create_parse(req->w->cfg, body, &c, err) < 0) {
                 reply_error(req, API_INVALID_REQUEST, "%s", err);
