@@ -117,6 +117,12 @@ def test_python_sdk_templates(tb):
         assert c["HostConfig"]["NanoCpus"] == 250_000_000, c["HostConfig"]
         assert c["HostConfig"]["Memory"] == 160 * 1024 * 1024, c["HostConfig"]
         assert c["Config"]["Image"] == BASE_IMAGE, c["Config"]
+        # the SDK routes a template sandbox's egress policy through the
+        # lifecycle API (/sandboxes/{id}/networkpolicy): the same policy
+        from opensandbox.models.sandboxes import NetworkRule
+        sbx.patch_egress_rules([NetworkRule(action="allow", target="tpl.example.test")])
+        pol = sbx.get_egress_policy().model_dump(mode="json", exclude_none=True)
+        assert {"action": "allow", "target": "tpl.example.test"} in pol["egress"], pol
 
         mgr.delete_template(info.template_id)
         with pytest.raises(SandboxApiException) as e:
