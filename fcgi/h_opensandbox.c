@@ -470,13 +470,10 @@ out:
  * the reason (never "no such route"). */
 void h_osb_not_implemented(struct request *req)
 {
-        if (strncmp(req->route, "/v1/templates", 13) == 0)
-                reply_error(req, API_NOT_IMPLEMENTED, "%s %s: " H_OSB_TEMPLATES_NOT_SERVED, req->method, req->route);
-        else
-                reply_error(req, API_NOT_IMPLEMENTED,
-                            "%s %s: this diagnostic is not served by this server (the deprecated "
-                            "DevOps forms of osb devops; diagnostics/logs and /events with a scope "
-                            "are)",
-                            req->method, req->route);
+        reply_error(req, API_NOT_IMPLEMENTED,
+                    "%s %s: this diagnostic is not served by this server (the deprecated "
+                    "DevOps forms of osb devops; diagnostics/logs and /events with a scope "
+                    "are)",
+                    req->method, req->route);
 }
 

@@ -36,6 +36,7 @@
 #include "osb_create_run.h"
 #include "osb_store.h"
 #include "routes.h"
+#include "template_store.h"
 
 /* The accept loop runs this once the response is complete (FCGX_Finish_r):
  * a 202 reached nginx, so the client has the sandbox's id. */
@@ -162,6 +163,8 @@ void h_osb_create(struct request *req)
         struct osb_create c;
         struct osb_create_outcome out = { 0 };
         char err[OSB_ERR_MAX], key[OSB_IDEMPOTENCY_KEY_MAX + 1], hdr[192];
+        char terr[TEMPLATE_ERR_MAX];
+        struct json_object *merged = NULL; /* the create body of a templateId (owned by body then) */
         char *egress = NULL; /* normalized networkPolicy (egress_store.h) */
         const char *hval;
         struct osb o;
@@ -185,9 +188,21 @@ void h_osb_create(struct request *req)
         }
         if (request_json_body(req, &body) < 0)
                 goto out;
-        if (json_object_object_get_ex(body, "templateId", NULL)) {
-                reply_error(req, API_NOT_IMPLEMENTED, "create: " H_OSB_TEMPLATES_NOT_SERVED);
+        /* a create from a template is this create, of the body the
+         * template and the request make together (template.h) */
+        r = template_store_expand(req->w->redis, o.tenant, body, &merged, terr);
+        if (r == -EINVAL || r == -ENOENT) {
+                reply_error(req, r == -EINVAL ? API_INVALID_REQUEST : API_NOT_FOUND,
+                            r == -EINVAL ? "%s" : "no template %s", terr);
                 goto out;
+        }
+        if (r < 0) {
+                reply_errno(req, r, "create");
+                goto out;
+        }
+        if (merged) {
+                json_put(body);
+                body = merged;
         }
         if (osb_create_parse(req->w->cfg, body, &c, err) < 0) {
                 reply_error(req, API_INVALID_REQUEST, "%s", err);

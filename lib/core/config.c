@@ -84,6 +84,7 @@ static const struct int_opt int_opts[] = {
         INT_OPT("DIAGNOSTICS_LOG_TAIL", diag_log_tail, 1000, 1, 100000),
         INT_OPT("DIAGNOSTICS_LOG_MAX_BYTES", diag_log_max_bytes, 262144, 1024, 16 * 1024 * 1024),
         INT_OPT("SNAPSHOT_MAX_PER_TENANT", snapshot_max_per_tenant, 20, 0, 100000),
+        INT_OPT("TEMPLATE_MAX_PER_TENANT", template_max_per_tenant, 100, 0, 10000),
         INT_OPT("SNAPSHOT_TIMEOUT_MS", snapshot_timeout_ms, 300000, 1000, 3600000),
         INT_OPT("TENANT_MAX_SLOTS", tenant_max_slots, 0, 0, 1000000),
         INT_OPT("POOL_MAX_AGE_MS", pool_max_age_ms, 3600000, 1000, 604800000),

@@ -142,6 +142,8 @@ struct broker_config {
         int snapshot_max_per_tenant;  /* Creating + Ready snapshots of one tenant; 0 = none */
         int snapshot_timeout_ms;      /* one commit (and how long Creating may last) */
         long long snapshot_max_bytes; /* SNAPSHOT_MAX_BYTES: image Size cap */
+        /* templates (docs/OPENSANDBOX.md, "Templates") */
+        int template_max_per_tenant; /* templates of one tenant; 0 = none */
         /* tenants (docs/OPERATIONS.md, "Tenants and API keys") */
         int tenant_max_slots;     /* default per-tenant slot cap; 0 = only BROKER_CAPACITY */
         char metrics_token[256];  /* bearer token of GET /metrics; "" = admin keys only */
