@@ -210,13 +210,14 @@ def _world(d, docker_broker, servers, squid):  # noqa: F811
 REQ = r"""
 import http.client, os, ssl, sys
 host, port, path, token = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+extra = {"Host": os.environ["HOST_HDR"]} if os.environ.get("HOST_HDR") else {}
 ctx = ssl.create_default_context(cafile=sys.argv[5]) if len(sys.argv) > 5 else ssl.create_default_context()
 try:
     c = http.client.HTTPSConnection("127.0.0.1", 3128, context=ctx, timeout=20)
     c.set_tunnel(host, port)
     c.connect()
     issuer = dict(x[0] for x in c.sock.getpeercert()["issuer"]).get("commonName", "?")
-    c.request("GET", path, headers={"X-Token": token})
+    c.request("GET", path, headers=dict(extra, **{"X-Token": token}))
     r = c.getresponse()
     body = r.read().decode("utf-8", "replace")
     print("OK", r.status, "issuer=" + issuer.replace(" ", "_"),
@@ -226,8 +227,9 @@ except Exception as e:
 """
 
 
-def get(sb, sid, host, port, path, token=PH, cafile=None):
-    r = in_sandbox(sb.b, sid, "python3", "-c", REQ, host, str(port), path, token,
+def get(sb, sid, host, port, path, token=PH, cafile=None, host_header=None):
+    r = in_sandbox(sb.b, sid, *(["env", "HOST_HDR=" + host_header] if host_header else []),
+                   "python3", "-c", REQ, host, str(port), path, token,
                    *([cafile] if cafile else []))
     assert r.returncode == 0, r
     return r.stdout.strip()
@@ -298,6 +300,14 @@ def test_https_injection_bound_only_and_verified(world):
     assert path == "/sub/%s/x" % SECRET and hdrs["x-token"] == SECRET, (path, hdrs)
     assert "authorization" not in hdrs
 
+    # inside a decrypted connection to allowed.test, a request whose Host
+    # names another bound host: not sent down that connection (the upstream
+    # gets nothing), and denied.test's address does not prove that name
+    SEEN.clear()
+    out = get(sb, sid, "allowed.test", good, "/auth", host_header="denied.test:%d" % good)
+    assert out.startswith("OK 503 issuer=Sandbox_Broker_egress_CA"), out[:300]
+    assert not SEEN, SEEN
+
     # an unbound host: tunnelled, never decrypted: the sandbox sees the
     # upstream's own certificate (its own bundle does not trust it; the
     # upstream's CA does), and the placeholder arrives as written
@@ -331,6 +341,22 @@ def test_https_injection_bound_only_and_verified(world):
     assert out.startswith("OK 503 issuer=Sandbox_Broker_egress_CA"), out
     assert "ERR_SECURE_CONNECT_FAIL" in out, out
     assert not [s for s in SEEN if s[0] == "bad"], SEEN
+
+    # fail closed: the deployment's key changed (the sealed value no longer
+    # opens): the decrypted request is Squid's error page, the upstream gets
+    # nothing; the key back, it works again
+    keyfile = world["key"]
+    old = open(keyfile).read()
+    with open(keyfile, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    SEEN.clear()
+    out = get(sb, sid, "allowed.test", good, "/auth")
+    assert out.startswith("OK 500 issuer=Sandbox_Broker_egress_CA"), out[:300]
+    assert not SEEN, SEEN
+    with open(keyfile, "w") as f:
+        f.write(old)
+    assert get(sb, sid, "allowed.test", good, "/auth").startswith("OK 200")
+    assert hits("good", "/auth")[-1][2].get("authorization") == "Bearer " + SECRET
 
     # the sandbox holds the placeholder only
     gitb64 = base64.b64encode(("git:" + GIT_PW).encode()).decode()
