@@ -116,6 +116,7 @@ static const struct str_opt str_opts[] = {
         STR_OPT("IDLE_POLICY", idle_policy, "stop_keep"),
         STR_OPT("AGENT_DIR", agent_dir, "/run/sandbox-broker-agents"),
         STR_OPT("EGRESS_DIR", egress_dir, ""),
+        STR_OPT("EGRESS_VAULT_CA_DIR", egress_vault_ca_dir, ""),
         STR_OPT("EGRESS_DEFAULT", egress_default, ""),
         STR_OPT("EGRESS_POLICY_EXCLUSIVE", egress_policy_exclusive, ""),
         STR_OPT("EGRESS_POLICY_USER_SHARED", egress_policy_user_shared, ""),
@@ -487,6 +488,11 @@ static int config_agent(struct broker_config *cfg, const char *(*lookup)(const c
         }
         if (cfg->egress_dir[0] && cfg->egress_dir[0] != '/') {
                 snprintf(err, errsz, "EGRESS_DIR=%s: expected an absolute path", cfg->egress_dir);
+                return -EINVAL;
+        }
+        if (cfg->egress_vault_ca_dir[0] && cfg->egress_vault_ca_dir[0] != '/') {
+                snprintf(err, errsz, "EGRESS_VAULT_CA_DIR=%s: expected an absolute path",
+                         cfg->egress_vault_ca_dir);
                 return -EINVAL;
         }
         if (cfg->agent_dir[0] != '/') {
