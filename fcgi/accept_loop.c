@@ -117,25 +117,27 @@ int accept_loop_next(struct accept_loop *l, FCGX_Request *fcgx)
                         return -errno;
                 if (n <= 0)
                         continue;
-                if (ev.data.fd == l->listen_fd) {
+                if (ev.data.fd != l->listen_fd) {
+                        /* a kept connection is readable: a request, or nginx
+                         * closed it (libfcgi then reads EOF and drops it) */
+                        fd = ev.data.fd;
+                } else {
                         fd = accept_one(l);
                         if (fd == -EAGAIN)
                                 continue;
                         if (fd < 0)
                                 return fd;
-                } else
-                        fd = ev.data.fd;
-                /* Closed (nginx dropped an idle kept connection), or nothing
-                 * to read yet (a connection just made): libfcgi would block
-                 * in read(), so only a connection with bytes goes to it. */
-                peeked = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-                if (peeked < 0 && (errno == EAGAIN || errno == EINTR)) {
-                        conn_rearm(l, fd);
-                        continue;
-                }
-                if (peeked <= 0) {
-                        conn_close(l, fd);
-                        continue;
+                        /* nothing to read yet: libfcgi would block in read(),
+                         * so it waits in the set like a kept one */
+                        peeked = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+                        if (peeked < 0 && (errno == EAGAIN || errno == EINTR)) {
+                                conn_rearm(l, fd);
+                                continue;
+                        }
+                        if (peeked <= 0) {
+                                conn_close(l, fd);
+                                continue;
+                        }
                 }
                 /* FCGX_Accept_r finishes the previous request first and would
                  * close a connection that request did not keep */

@@ -6,9 +6,11 @@ request whose body the handler did not read leaves nothing on the connection
 for the next one."""
 
 import os
+import socket
+import struct
 import threading
 
-from brokerlib import check_error, check_lease, http_request
+from brokerlib import check_error, check_lease, http_request, wait_until
 
 
 def _socket_inodes(pid):
@@ -119,3 +121,68 @@ def test_unread_body_then_next_request_on_the_same_connection(broker):
     assert r.status == 200, r
     assert _accepted_conns(b, "leases") >= 1
     assert b.status()["activeLeases"] == 1
+
+
+def _fcgi_record(rtype, content, req_id=1):
+    pad = (8 - len(content) % 8) % 8
+    return struct.pack(">BBHHBx", 1, rtype, req_id, len(content), pad) + content + b"\0" * pad
+
+
+def _fcgi_params(pairs):
+    out = b""
+    for k, v in pairs.items():
+        k, v = k.encode(), v.encode()
+        out += bytes([len(k)]) + bytes([len(v)]) + k + v
+    return out
+
+
+def _fcgi_get(sock, uri):
+    """One GET on a FastCGI connection that asks to be kept (FCGI_KEEP_CONN);
+    returns the STDOUT bytes once FCGI_END_REQUEST came."""
+    begin = struct.pack(">HB5x", 1, 1)  # FCGI_RESPONDER, FCGI_KEEP_CONN
+    params = _fcgi_params({"REQUEST_METHOD": "GET", "DOCUMENT_URI": uri, "REQUEST_URI": uri,
+                           "QUERY_STRING": "", "REQUEST_ID": "keepconn-raw"})
+    sock.sendall(_fcgi_record(1, begin) + _fcgi_record(4, params) + _fcgi_record(4, b"")
+                 + _fcgi_record(5, b""))
+    out, buf = b"", b""
+    while True:
+        while len(buf) < 8:
+            chunk = sock.recv(65536)
+            assert chunk, "the handler closed a kept connection mid-answer"
+            buf += chunk
+        _, rtype, _, clen, pad = struct.unpack(">BBHHBx", buf[:8])
+        while len(buf) < 8 + clen + pad:
+            chunk = sock.recv(65536)
+            assert chunk, "the handler closed a kept connection mid-record"
+            buf += chunk
+        content, buf = buf[8:8 + clen], buf[8 + clen + pad:]
+        if rtype == 6:
+            out += content
+        elif rtype == 3:
+            return out
+
+
+def test_kept_connections_closed_by_the_server_side_are_dropped(broker):
+    """nginx closing idle kept connections (its keepalive_timeout, a reload):
+    a raw FastCGI client on the status socket makes requests that ask to keep
+    the connection, some connections closed right after an answer, some
+    without ever sending a byte. The one handler thread serves every request
+    and holds no connection that was closed (none leaks, none blocks it)."""
+    b = broker(FCGI_THREADS=1)
+    path = os.path.join(b.state_dir, "run", "status.sock")
+    before = _accepted_conns(b, "status")
+    for i in range(30):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(20)
+        s.connect(path)
+        if i % 3 == 2:
+            s.close()  # connected, nothing sent
+            continue
+        for _ in range(1 + i % 2):
+            out = _fcgi_get(s, "/health")
+            assert b"Status: 200" in out or b'"healthy"' in out, out
+        s.close()
+    wait_until(lambda: _accepted_conns(b, "status") <= before, 20, 0.1,
+               "closed connections dropped by fcgi-status")
+    r = b.get("/health")
+    assert r.status == 200, r
