@@ -162,7 +162,7 @@ def _fcgi_get(sock, uri):
             return out
 
 
-def test_kept_connections_closed_by_the_server_side_are_dropped(broker):
+def test_kept_connections_closed_by_nginx_are_dropped(broker):
     """nginx closing idle kept connections (its keepalive_timeout, a reload):
     a raw FastCGI client on the status socket makes requests that ask to keep
     the connection, some connections closed right after an answer, some
