@@ -3,9 +3,10 @@
  *   broker-fcgi --group leases|status|sandboxes|execd|execd-lane [--socket PATH] [--threads N]
  *
  * Without --socket it serves the listening socket systemd passed
- * (LISTEN_FDS) or, per the FastCGI spec, fd 0. FCGI_THREADS threads each
- * serve one connection at a time (libfcgi's model), so nginx must not keep
- * more upstream connections open than there are threads (docs/ARCHITECTURE.md §6). */
+ * (LISTEN_FDS) or, per the FastCGI spec, fd 0. FCGI_THREADS threads serve
+ * one request each at a time; connections nginx keeps open between requests
+ * (fastcgi_keep_conn) hold no thread while idle (accept_loop.h), so there may
+ * be more of them than threads (docs/ARCHITECTURE.md §6). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcgiapp.h>
@@ -22,6 +23,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "accept_loop.h"
 #include "config.h"
 #include "auth_cache.h"
 #include "kafka.h"
@@ -37,6 +39,13 @@
 #include "timeutil.h"
 
 #define LISTEN_BACKLOG 512
+/* Connections nginx may keep open to one handler process (fastcgi_keep_conn,
+ * accept_loop.h), per worker thread: idle ones cost a descriptor each, no
+ * thread; nginx's pool (nginx/broker.conf.in: keepalive 16 per nginx worker)
+ * plus its busy ones stay far below. Past it a kept connection is closed
+ * after its request and nginx opens another. */
+#define KEPT_PER_THREAD 4
+#define KEPT_MIN 64
 #define DRAIN_TIMEOUT_MS 10000
 
 /* Memory by design (docs/OPERATIONS.md, "Memory"). A worker's stack: the
@@ -65,6 +74,7 @@ static struct {
         struct broker_config cfg;
         const char *group;
         int listen_fd;
+        struct accept_loop *loop;
         struct kafka_producer *kafka;
         atomic_int busy;
         atomic_bool stopping;
@@ -80,12 +90,14 @@ static void serve_one(struct worker *w, FCGX_Request *fcgx)
                 reply_error(&req, API_INTERNAL, "handler sent no response");
         metrics_request(app.group, req.route, req.method, req.status);
         if (req.after) {
-                /* the client has its answer; the work goes on in this thread */
+                /* the client has its answer; the work goes on in this thread,
+                 * the connection to nginx serves its next request meanwhile */
                 request_finish_io(&req);
-                FCGX_Finish_r(fcgx);
+                accept_loop_finish(app.loop, fcgx);
                 req.after(&req);
         }
         request_done(&req);
+        accept_loop_finish(app.loop, fcgx);
 }
 
 static void *worker_main(void *arg)
@@ -93,27 +105,21 @@ static void *worker_main(void *arg)
         struct worker *w = arg;
         FCGX_Request fcgx;
 
-        if (FCGX_InitRequest(&fcgx, app.listen_fd, 0) != 0) {
-                log_err(NULL, "worker %d: cannot initialise its FastCGI request", w->id);
-                return NULL;
-        }
+        accept_loop_init_request(app.loop, &fcgx);
         while (!app.stopping) {
-                int r;
-
-                /* No lock around accept(), unlike libfcgi's threaded
-                 * example ("some platforms require accept() serialization"):
-                 * on Linux libfcgi takes none either (os_unix.c AcquireLock
-                 * without USE_LOCKING), OS_Accept keeps its state on its
-                 * stack, and the kernel hands each connection to one of the
-                 * threads blocked in accept(). A mutex only added a futex
-                 * hand-off, a wake-up and a context switch per request
+                /* No lock around the wait: every thread waits in epoll_wait
+                 * on one set and the kernel wakes one per ready connection
+                 * (accept_loop.h). A mutex only added a futex hand-off, a
+                 * wake-up and a context switch per request
                  * (docs/LOAD-CAPACITY.md, the lease path). */
-                r = FCGX_Accept_r(&fcgx);
-                if (r < 0)
+                int r = accept_loop_next(app.loop, &fcgx);
+
+                if (r < 0) {
+                        log_err(NULL, "worker %d: waiting for requests: %s", w->id, strerror(-r));
                         break;
+                }
                 atomic_fetch_add(&app.busy, 1);
                 serve_one(w, &fcgx);
-                FCGX_Finish_r(&fcgx);
                 atomic_fetch_sub(&app.busy, 1);
         }
         return NULL;
@@ -163,7 +169,8 @@ static int worker_attr(pthread_attr_t *attr)
 
 static void usage(void)
 {
-        fprintf(stderr, "usage: broker-fcgi --group leases|status|sandboxes|execd|execd-lane [--socket PATH] "
+        fprintf(stderr, "usage: broker-fcgi --group leases|status|sandboxes|execd|execd-lane "
+                        "[--socket PATH] "
                         "[--threads N]\n");
 }
 
@@ -266,6 +273,15 @@ int main(int argc, char **argv)
         app.listen_fd = open_listener(socket_path);
         if (app.listen_fd < 0)
                 goto out;
+        r = accept_loop_new(app.listen_fd,
+                            app.cfg.fcgi_threads * KEPT_PER_THREAD > KEPT_MIN
+                                    ? app.cfg.fcgi_threads * KEPT_PER_THREAD
+                                    : KEPT_MIN,
+                            &app.loop);
+        if (r < 0) {
+                log_err(NULL, "cannot wait for connections: %s", strerror(-r));
+                goto out;
+        }
         workers = calloc((size_t)app.cfg.fcgi_threads, sizeof(*workers));
         threads = calloc((size_t)app.cfg.fcgi_threads, sizeof(*threads));
         if (!workers || !threads || worker_attr(&attr) < 0)
@@ -305,8 +321,8 @@ out:
         app.stopping = true;
         /* Workers blocked in accept() are not interrupted; wait only for the
          * ones serving a request, then exit with them still parked. */
-        for (int64_t t0 = timeutil_mono_ms(); started && atomic_load(&app.busy) > 0 &&
-                                              timeutil_mono_ms() - t0 < DRAIN_TIMEOUT_MS;)
+        for (int64_t t0 = timeutil_mono_ms();
+             started && atomic_load(&app.busy) > 0 && timeutil_mono_ms() - t0 < DRAIN_TIMEOUT_MS;)
                 usleep(10000);
         metrics_flusher_stop(); /* after the drain: the last requests count too */
         if (started)

@@ -180,8 +180,7 @@ out:
 
 /* Map the answer of key_create or key_rotate into *k; expect_id is the id
  * of the hash that was sent, which the stored record must have. */
-static int key_from_created(const redisReply *rep, const char *expect_id,
-                            struct keystore_key *k)
+static int key_from_created(const redisReply *rep, const char *expect_id, struct keystore_key *k)
 {
         int r;
 
@@ -279,8 +278,21 @@ int keystore_key_create(struct redis_conn *c, const char *tenant, const char *na
         return r;
 }
 
-int keystore_key_revoke(struct redis_conn *c, const char *id,
-                        enum keystore_revoke_result *ret_result)
+/* The revoke and rotate scripts PUBLISH the old key's hash to every
+ * handler's key cache (auth_cache.h), which applies whatever is on its
+ * subscription socket before it trusts an entry. Redis writes the script's
+ * answer and the subscribers' messages in the same pass of its event loop,
+ * the answer first: a caller that went on at once could have its next
+ * request checked before the message reached a handler (seen when the box
+ * is loaded). Redis answers a later command only after that pass, so once a
+ * PING is answered every subscriber's socket holds the message: the key is
+ * refused from the caller's next request on. */
+static int publish_delivered(struct redis_conn *c)
+{
+        return redis_conn_ping(c) < 0 ? -EIO : 0;
+}
+
+int keystore_key_revoke(struct redis_conn *c, const char *id, enum keystore_revoke_result *ret_result)
 {
         redisReply *rep = NULL;
         int r;
@@ -300,6 +312,8 @@ int keystore_key_revoke(struct redis_conn *c, const char *id,
         else
                 r = -EPROTO;
         reply_free(rep);
+        if (r == 0 && *ret_result == KEYSTORE_REVOKED)
+                r = publish_delivered(c);
         return r;
 }
 
@@ -327,6 +341,8 @@ int keystore_key_rotate(struct redis_conn *c, const char *id, char ret_secret[AU
         /* only 'rotated' carries the tenant: 'created' here is a wrong reply */
         if (r == 0 && !k.tenant[0])
                 r = -EPROTO;
+        if (r == 0)
+                r = publish_delivered(c);
         if (r == 0 && ret_key)
                 *ret_key = k;
 out:

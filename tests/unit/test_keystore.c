@@ -2,8 +2,9 @@
  * on a bad argument), the arguments each operation hands to its script, and
  * the mapping of script replies to results and errors. Redis and the key
  * generator are replaced at the link seam (__wrap_redis_conn_script,
- * __wrap_auth_key_generate); hashing is the real auth_key_hash. */
-/* WRAP: -Wl,--wrap=redis_conn_script -Wl,--wrap=auth_key_generate */
+ * __wrap_redis_conn_ping, __wrap_auth_key_generate); hashing is the real
+ * auth_key_hash. */
+/* WRAP: -Wl,--wrap=redis_conn_script -Wl,--wrap=redis_conn_ping -Wl,--wrap=auth_key_generate */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -101,11 +102,21 @@ static struct {
         redisReply *reply; /* handed to the caller when rc == 0 */
         int gen_rc;        /* returned by auth_key_generate */
         int gen_calls;
+        int ping_rc; /* returned by redis_conn_ping */
+        int ping_calls;
 } fake;
 
 int __wrap_redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc,
                              const char **argv, redisReply **ret);
 int __wrap_auth_key_generate(char out[AUTH_KEY_MAX]);
+int __wrap_redis_conn_ping(struct redis_conn *c);
+
+int __wrap_redis_conn_ping(struct redis_conn *c)
+{
+        (void)c;
+        fake.ping_calls++;
+        return fake.ping_rc;
+}
 
 int __wrap_redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc,
                              const char **argv, redisReply **ret)
@@ -203,7 +214,8 @@ static void test_tenant_set_args(void **state)
         (void)state;
         fake_answer(0, r_strs("created", NULL));
         assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 5,
-                                             KEYSTORE_CAP_KEEP, KEYSTORE_CAP_KEEP), 0);
+                                             KEYSTORE_CAP_KEEP, KEYSTORE_CAP_KEEP),
+                         0);
         assert_int_equal(fake.id, LUA_TENANT_SET);
         assert_int_equal(fake.argc, 5);
         assert_string_equal(fake.argv[0], "acme");
@@ -214,7 +226,8 @@ static void test_tenant_set_args(void **state)
 
         fake_answer(0, r_strs("updated", NULL));
         assert_int_equal(keystore_tenant_set(C, "a.b@c-d_e", KEYSTORE_TENANT_UPDATE,
-                                             KEYSTORE_CAP_DEFAULT, KEYSTORE_CAP_MAX, 2048), 0);
+                                             KEYSTORE_CAP_DEFAULT, KEYSTORE_CAP_MAX, 2048),
+                         0);
         assert_string_equal(fake.argv[0], "a.b@c-d_e");
         assert_string_equal(fake.argv[1], "update");
         assert_string_equal(fake.argv[2], "default");
@@ -222,7 +235,8 @@ static void test_tenant_set_args(void **state)
         assert_string_equal(fake.argv[4], "2048");
         fake_answer(0, r_strs("updated", NULL));
         assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_UPDATE, KEYSTORE_CAP_KEEP,
-                                             KEYSTORE_CAP_KEEP, KEYSTORE_CAP_DEFAULT), 0);
+                                             KEYSTORE_CAP_KEEP, KEYSTORE_CAP_DEFAULT),
+                         0);
         assert_string_equal(fake.argv[4], "default");
         assert_int_equal(fake.calls, 3);
 }
@@ -234,21 +248,33 @@ static void test_tenant_set_invalid(void **state)
         (void)state;
         memset(long_name, 'a', sizeof(long_name) - 1);
         long_name[sizeof(long_name) - 1] = '\0';
-        assert_int_equal(keystore_tenant_set(C, "", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EINVAL);
-        assert_int_equal(keystore_tenant_set(C, "a b", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EINVAL);
-        assert_int_equal(keystore_tenant_set(C, "a:b", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EINVAL);
-        assert_int_equal(keystore_tenant_set(C, long_name, KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EINVAL);
-        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, -3, 1,
-                                             KEYSTORE_CAP_KEEP), -EINVAL);
+        assert_int_equal(keystore_tenant_set(C, "", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP),
+                         -EINVAL);
+        assert_int_equal(
+                keystore_tenant_set(C, "a b", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP),
+                -EINVAL);
+        assert_int_equal(
+                keystore_tenant_set(C, "a:b", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP),
+                -EINVAL);
+        assert_int_equal(
+                keystore_tenant_set(C, long_name, KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP),
+                -EINVAL);
+        assert_int_equal(
+                keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, -3, 1, KEYSTORE_CAP_KEEP),
+                -EINVAL);
         assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1,
-                                             KEYSTORE_CAP_MAX + 1, KEYSTORE_CAP_KEEP), -EINVAL);
+                                             KEYSTORE_CAP_MAX + 1, KEYSTORE_CAP_KEEP),
+                         -EINVAL);
         /* a tenant's disk has a bound: never 0 (none), never below the smallest disk */
         assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, 0), -EINVAL);
         assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, 63), -EINVAL);
         assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1,
-                                             16LL * 1024 * 1024 + 1), -EINVAL);
+                                             16LL * 1024 * 1024 + 1),
+                         -EINVAL);
         assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, -3), -EINVAL);
-        assert_int_equal(keystore_tenant_set(C, "acme", (enum keystore_tenant_op)7, 1, 1, KEYSTORE_CAP_KEEP), -EINVAL);
+        assert_int_equal(
+                keystore_tenant_set(C, "acme", (enum keystore_tenant_op)7, 1, 1, KEYSTORE_CAP_KEEP),
+                -EINVAL);
         assert_int_equal(fake.calls, 0);
 }
 
@@ -256,15 +282,25 @@ static void test_tenant_set_replies(void **state)
 {
         (void)state;
         fake_answer(0, r_strs("exists", NULL));
-        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EEXIST);
+        assert_int_equal(
+                keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP),
+                -EEXIST);
         fake_answer(0, r_strs("notfound", NULL));
-        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_UPDATE, 1, 1, KEYSTORE_CAP_KEEP), -ENOENT);
+        assert_int_equal(
+                keystore_tenant_set(C, "acme", KEYSTORE_TENANT_UPDATE, 1, 1, KEYSTORE_CAP_KEEP),
+                -ENOENT);
         fake_answer(0, r_strs("created", "extra", NULL));
-        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EPROTO);
+        assert_int_equal(
+                keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP),
+                -EPROTO);
         fake_answer(0, r_str("created"));
-        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EPROTO);
+        assert_int_equal(
+                keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP),
+                -EPROTO);
         fake_answer(-EIO, NULL);
-        assert_int_equal(keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP), -EIO);
+        assert_int_equal(
+                keystore_tenant_set(C, "acme", KEYSTORE_TENANT_CREATE, 1, 1, KEYSTORE_CAP_KEEP),
+                -EIO);
 }
 
 static void test_tenant_list(void **state)
@@ -273,10 +309,11 @@ static void test_tenant_list(void **state)
         size_t n = 99;
 
         (void)state;
-        fake_answer(0, r_arr(2, r_arr(6, r_str("acme"), r_str("4"), r_str(""),
-                                      r_str("1796212800123"), r_int(2), r_str("")),
-                             r_arr(6, r_str("beta"), r_str(""), r_str("0"), r_str(""),
-                                   r_int(0), r_str("512"))));
+        fake_answer(0, r_arr(2,
+                             r_arr(6, r_str("acme"), r_str("4"), r_str(""), r_str("1796212800123"),
+                                   r_int(2), r_str("")),
+                             r_arr(6, r_str("beta"), r_str(""), r_str("0"), r_str(""), r_int(0),
+                                   r_str("512"))));
         assert_int_equal(keystore_tenant_list(C, &v, &n), 0);
         assert_int_equal(fake.id, LUA_TENANT_LIST);
         assert_int_equal(fake.argc, 0);
@@ -309,10 +346,14 @@ static void test_tenant_list_malformed(void **state)
                 /* a row of the five fields before disks */
                 r_arr(1, r_arr(5, r_str("acme"), r_str(""), r_str(""), r_str("1"), r_int(0))),
                 r_arr(1, r_arr(6, r_int(1), r_str(""), r_str(""), r_str("1"), r_int(0), r_str(""))),
-                r_arr(1, r_arr(6, r_str("acme"), r_str("x"), r_str(""), r_str("1"), r_int(0), r_str(""))),
-                r_arr(1, r_arr(6, r_str("acme"), r_str("-4"), r_str(""), r_str("1"), r_int(0), r_str(""))),
-                r_arr(1, r_arr(6, r_str("acme"), r_str(""), r_str(""), r_str("1"), r_int(-1), r_str(""))),
-                r_arr(1, r_arr(6, r_str("acme"), r_str(""), r_str(""), r_str("1"), r_int(0), r_str("-2"))),
+                r_arr(1, r_arr(6, r_str("acme"), r_str("x"), r_str(""), r_str("1"), r_int(0),
+                               r_str(""))),
+                r_arr(1, r_arr(6, r_str("acme"), r_str("-4"), r_str(""), r_str("1"), r_int(0),
+                               r_str(""))),
+                r_arr(1, r_arr(6, r_str("acme"), r_str(""), r_str(""), r_str("1"), r_int(-1),
+                               r_str(""))),
+                r_arr(1, r_arr(6, r_str("acme"), r_str(""), r_str(""), r_str("1"), r_int(0),
+                               r_str("-2"))),
                 r_arr(2, r_arr(6, r_str("a"), r_str(""), r_str(""), r_str("1"), r_int(0), r_str("")),
                       r_str("b")),
         };
@@ -393,7 +434,10 @@ static void test_key_create_errors(void **state)
         fake.gen_rc = 0;
 
         /* every failure wipes the secret */
-        struct { redisReply *reply; int rc, want; } cases[] = {
+        struct {
+                redisReply *reply;
+                int rc, want;
+        } cases[] = {
                 { r_strs("notenant", NULL), 0, -ENOENT },
                 { r_strs("collision", NULL), 0, -EEXIST },
                 { r_strs("created", "0000000000000000", "1", NULL), 0, -EPROTO }, /* wrong id */
@@ -444,10 +488,20 @@ static void test_key_revoke(void **state)
         assert_int_equal(fake.argc, 1);
         assert_string_equal(fake.argv[0], "0123456789abcdef");
         assert_int_equal(res, KEYSTORE_REVOKED);
+        /* the publish is on every subscriber's socket before it returns */
+        assert_int_equal(fake.ping_calls, 1);
 
         fake_answer(0, r_strs("already", "acme", NULL));
         assert_int_equal(keystore_key_revoke(C, "0123456789abcdef", &res), 0);
         assert_int_equal(res, KEYSTORE_ALREADY_REVOKED);
+        assert_int_equal(fake.ping_calls, 1); /* nothing was published */
+
+        /* a revoke whose delivery cannot be confirmed is an error */
+        fake.ping_rc = -EIO;
+        fake_answer(0, r_strs("revoked", "acme", NULL));
+        assert_int_equal(keystore_key_revoke(C, "0123456789abcdef", &res), -EIO);
+        fake.ping_rc = 0;
+        fake.calls--;
 
         fake_answer(0, r_strs("notfound", NULL));
         assert_int_equal(keystore_key_revoke(C, "0123456789abcdef", &res), -ENOENT);
@@ -483,8 +537,12 @@ static void test_key_rotate(void **state)
         assert_string_equal(k.name, "ci");
         assert_true(k.admin);
         assert_int_equal(k.created_at_ms, 1796212800123LL);
+        assert_int_equal(fake.ping_calls, 1); /* the old key's publish delivered */
 
-        struct { redisReply *reply; int rc, want; } cases[] = {
+        struct {
+                redisReply *reply;
+                int rc, want;
+        } cases[] = {
                 { r_strs("notfound", NULL), 0, -ENOENT },
                 { r_strs("revoked", NULL), 0, -EKEYREVOKED },
                 { r_strs("collision", NULL), 0, -EEXIST },
@@ -502,6 +560,7 @@ static void test_key_rotate(void **state)
                                  cases[i].want);
                 assert_true(all_zero(secret, sizeof(secret)));
         }
+        assert_int_equal(fake.ping_calls, 1); /* none of those published */
 
         fake.calls = 0;
         assert_int_equal(keystore_key_rotate(C, "0123456789ABCDEF", secret, &k), -EINVAL);
@@ -515,8 +574,8 @@ static void test_key_list(void **state)
 
         (void)state;
         fake_answer(0, r_arr(2,
-                             r_strs("0123456789abcdef", "acme", "ci", "1", "1796212800123", "0",
-                                    "", NULL),
+                             r_strs("0123456789abcdef", "acme", "ci", "1", "1796212800123", "0", "",
+                                    NULL),
                              r_strs("fedcba9876543210", "acme", "", "0", "1", "1", "2", NULL)));
         assert_int_equal(keystore_key_list(C, "acme", &v, &n), 0);
         assert_int_equal(fake.id, LUA_KEY_LIST);
