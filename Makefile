@@ -57,8 +57,9 @@ $(BUILD)/sandbox-runc: runtime/sandbox-runc.c
 
 # Egress (docs/EGRESS.md): the host relay (libc only) and Squid's ACL helper.
 RELAY_SRC := egress/relay.c egress/relay_agent.c egress/relay_tcp.c egress/agent_marker.c \
-	agent/tcp_auth.c agent/sha256.c
-$(BUILD)/sandbox-egress-relay: $(RELAY_SRC) egress/relay.h egress/agent_marker.h agent/tcp_auth.h agent/sha256.h
+	agent/tcp_auth.c agent/sha256.c agent/splice.c
+$(BUILD)/sandbox-egress-relay: $(RELAY_SRC) egress/relay.h egress/agent_marker.h agent/tcp_auth.h agent/sha256.h \
+	agent/splice.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -Iagent -o $@ $(RELAY_SRC)
 
@@ -74,8 +75,10 @@ MOUNTD_SRC := $(wildcard mountd/*.c)
 $(BUILD)/sandbox-mountd: $(MOUNTD_SRC) mountd/mountd.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(MOUNTD_SRC)
-# Port endpoints (docs/INGRESS.md): the host end, behind nginx.
-$(BUILD)/sandbox-ingress: $(BUILD)/ingress/ingress.o $(BUILD)/libbroker.a
+# Port endpoints (docs/INGRESS.md): the host end, behind nginx; its byte pump
+# is the agent's (agent/splice.c, libc only).
+$(BUILD)/ingress/ingress.o: CFLAGS += -Iagent
+$(BUILD)/sandbox-ingress: $(BUILD)/ingress/ingress.o $(BUILD)/agent/splice.o $(BUILD)/libbroker.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # scripts/bench-agent's baseline for downloads: a local `cat` spliced to nginx
@@ -142,6 +145,7 @@ AGENT_SRC_agent_seat_pidguard := agent/seat_pidguard.c
 AGENT_SRC_mountd_proto := mountd/proto.c
 AGENT_SRC_agent_tcp_auth := agent/tcp_auth.c agent/sha256.c
 AGENT_SRC_agent_marker := egress/agent_marker.c agent/tcp_auth.c agent/sha256.c
+AGENT_SRC_splice := agent/splice.c
 agent_src = $(if $(AGENT_SRC_$(1)),$(addprefix -I,$(sort $(dir $(AGENT_SRC_$(1))))) $(AGENT_SRC_$(1)))
 $(BUILD)/tests/test_agent_envfile $(BUILD)/fuzz-replay-agent_envfile $(BUILD)/fuzzer-agent_envfile: \
 	agent/envfile.c agent/envfile.h
@@ -151,6 +155,7 @@ $(BUILD)/tests/test_agent_plainsh: agent/plainsh.c agent/plainsh.h
 $(BUILD)/tests/test_agent_seat: agent/seat.c agent/seat.h
 $(BUILD)/tests/test_agent_seat_pidguard: agent/seat_pidguard.c agent/seat_pidguard.h
 $(BUILD)/tests/test_agent_tcp_auth: $(AGENT_SRC_agent_tcp_auth) agent/tcp_auth.h agent/sha256.h
+$(BUILD)/tests/test_splice: agent/splice.c agent/splice.h
 $(BUILD)/tests/test_agent_marker $(BUILD)/fuzz-replay-agent_marker $(BUILD)/fuzzer-agent_marker: \
 	$(AGENT_SRC_agent_marker) egress/agent_marker.h agent/tcp_auth.h agent/sha256.h
 # A test of a pure fcgi/ file (no libfcgi calls, no live request) compiles it in: FCGI_SRC_NAME.
