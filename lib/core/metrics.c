@@ -18,14 +18,14 @@
 #define DROPPED "broker_metrics_dropped_total"
 
 struct series {
-        atomic_int ready;          /* name is written and final */
+        atomic_int ready; /* name is written and final */
         char name[METRICS_SERIES_LEN];
-        atomic_llong delta;        /* not yet flushed */
+        atomic_llong delta; /* not yet flushed */
 };
 
 /* Histogram bounds in ms; rendered in seconds (Prometheus base unit). */
-static const int64_t bounds_ms[] = { 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000,
-                                     10000, 30000, 60000, 120000 };
+static const int64_t bounds_ms[] = { 5,    10,   25,   50,    100,   250,   500,
+                                     1000, 2500, 5000, 10000, 30000, 60000, 120000 };
 #define N_BOUNDS (sizeof(bounds_ms) / sizeof(bounds_ms[0]))
 static const char *const hist_names[METRICS_HIST_N] = {
         [METRICS_GRANT_WAIT] = "broker_grant_wait_seconds",
@@ -39,14 +39,15 @@ static struct {
         struct series table[METRICS_SERIES_MAX];
         pthread_mutex_t insert_lock; /* writers of new series; readers never lock */
         atomic_llong dropped;
-        int64_t last_flush;          /* metrics_flush_due(): its caller's thread only */
+        int64_t last_flush; /* metrics_flush_due(): its caller's thread only */
         /* the flusher thread */
         pthread_t thread;
         bool running, stop;
         pthread_mutex_t lock;
         pthread_cond_t cond;
         const struct broker_config *cfg;
-} m = { .insert_lock = PTHREAD_MUTEX_INITIALIZER, .lock = PTHREAD_MUTEX_INITIALIZER,
+} m = { .insert_lock = PTHREAD_MUTEX_INITIALIZER,
+        .lock = PTHREAD_MUTEX_INITIALIZER,
         .cond = PTHREAD_COND_INITIALIZER };
 
 static uint32_t hash_name(const char *s)
@@ -102,7 +103,8 @@ void metrics_add(const char *series, long long n)
 
 void metrics_request(const char *group, const char *route, const char *method, int status)
 {
-        static const char *const verbs[] = { "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS" };
+        static const char *const verbs[] = { "GET",    "HEAD",  "POST",   "PUT",
+                                             "DELETE", "PATCH", "OPTIONS" };
         const char *verb = "other";
         char name[METRICS_SERIES_LEN];
 
@@ -113,9 +115,10 @@ void metrics_request(const char *group, const char *route, const char *method, i
                         verb = verbs[i];
         if (status < 100 || status > 599)
                 status = 0;
-        snprintf(name, sizeof(name),
-                 "broker_http_requests_total{group=\"%s\",route=\"%s\",method=\"%s\",status=\"%d\"}",
-                 group ? group : "", route ? route : "none", verb, status);
+        snprintf(
+                name, sizeof(name),
+                "broker_http_requests_total{group=\"%s\",route=\"%s\",method=\"%s\",status=\"%d\"}",
+                group ? group : "", route ? route : "none", verb, status);
         metrics_add(name, 1);
 }
 
@@ -149,26 +152,6 @@ void metrics_provider_error(const char *op)
 
         snprintf(name, sizeof(name), "broker_provider_errors_total{op=\"%s\"}", op);
         metrics_add(name, 1);
-}
-
-int metrics_grant_wait(struct redis_conn *c, const struct broker_config *cfg, const char *ticket_id)
-{
-        char key[128];
-        const char *argv[] = { "HMGET", key, "createdAt", "grantedAt" };
-        redisReply *rep = NULL;
-        int r;
-
-        snprintf(key, sizeof(key), "%sticket:%s", cfg->key_prefix, ticket_id);
-        r = redis_conn_command(c, 4, argv, &rep);
-        if (r < 0)
-                return r;
-        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
-            rep->element[0]->type == REDIS_REPLY_STRING && rep->element[1]->type == REDIS_REPLY_STRING)
-                metrics_observe_ms(METRICS_GRANT_WAIT,
-                                   strtoll(rep->element[1]->str, NULL, 10) -
-                                           strtoll(rep->element[0]->str, NULL, 10));
-        reply_free(rep);
-        return 0;
 }
 
 static int hincrby(struct redis_conn *c, const char *key, const char *field, long long n)
@@ -322,43 +305,63 @@ static const char *const egress_reasons[] = { "{reason=\"policy\"}", "{reason=\"
 static const char *const sdk_results[] = { "{success=\"true\"}", "{success=\"false\"}", NULL };
 
 static const struct family counters[] = {
-        { "broker_http_requests_total", "counter",
-          "Requests answered by the FastCGI handlers, by route group, route pattern, method and status.", true, NULL },
-        { "broker_tickets_granted_total", "counter", "Queued tickets granted by a supervisor.", false, NULL },
+        { "broker_http_requests_total",
+          "counter", "Requests answered by the FastCGI handlers, by route group, route pattern, method and status.",
+          true, NULL },
+        { "broker_tickets_granted_total", "counter", "Queued tickets granted by a supervisor.",
+          false, NULL },
         { "broker_tickets_expired_total", "counter",
           "Queued tickets skipped because nobody polled them within TICKET_TTL_MS.", false, NULL },
         { "broker_leases_reaped_total", "counter",
           "Leases released by the reaper after missed heartbeats (LEASE_TTL_MS).", false, NULL },
         { "broker_sandboxes_unanswered_total", "counter",
-          "OpenSandbox sandboxes removed because no client got their create's answer within OPENSANDBOX_UNANSWERED_S (the handler died before it) and no request named them.", false, NULL },
+          "OpenSandbox sandboxes removed because no client got their create's answer within "
+          "OPENSANDBOX_UNANSWERED_S (the handler died before it) and no request named them.",
+          false, NULL },
         { "broker_snapshot_images_reaped_total", "counter",
-          "Snapshot images the reconciler removed because their snapshot is Failed or gone (a commit cut short, or one that landed after its snapshot failed).", false, NULL },
-        { "broker_provider_errors_total", "counter",
-          "Sandbox provider calls that failed for a backend reason (timeout, unreachable, backend error), by operation.", true, NULL },
-        { "broker_audit_dropped_total", "counter",
-          "Audit events not delivered to the Kafka events topic (queue full, Kafka unreachable); journald still has them.", false, NULL },
-        { "broker_egress_allowed_total", "counter",
-          "Egress requests of sandboxes allowed by their policy (sandbox-egress-acl; docs/EGRESS.md).", false, NULL },
+          "Snapshot images the reconciler removed because their snapshot is Failed or gone (a "
+          "commit cut short, or one that landed after its snapshot failed).",
+          false, NULL },
+        { "broker_provider_errors_total",
+          "counter", "Sandbox provider calls that failed for a backend reason (timeout, unreachable, backend error), by operation.",
+          true, NULL },
+        { "broker_audit_dropped_total",
+          "counter", "Audit events not delivered to the Kafka events topic (queue full, Kafka unreachable); journald still has them.",
+          false, NULL },
+        { "broker_egress_allowed_total",
+          "counter", "Egress requests of sandboxes allowed by their policy (sandbox-egress-acl; docs/EGRESS.md).",
+          false, NULL },
         { "broker_egress_denied_total", "counter",
-          "Egress requests of sandboxes denied, by reason: policy (by sandbox-egress-acl: the policy, no policy, no sandbox identity), port (not in EGRESS_PORTS), address (resolved to a blocked range).",
+          "Egress requests of sandboxes denied, by reason: policy (by sandbox-egress-acl: the "
+          "policy, no policy, no sandbox identity), port (not in EGRESS_PORTS), address (resolved "
+          "to a blocked range).",
           true, egress_reasons },
         { "broker_provisions_total", "counter",
-          "Sandboxes of granted leases made by the supervisor's provisioning workers, by result (ready, failed, gone: released meanwhile).", true, NULL },
+          "Sandboxes of granted leases made by the supervisor's provisioning workers, by result "
+          "(ready, failed, gone: released meanwhile).",
+          true, NULL },
         { "broker_sdk_create_events_total", "counter",
-          "sandbox.create events the OpenSandbox SDKs reported (POST /v1/metrics/events), by their success field: client-reported, not checked.",
+          "sandbox.create events the OpenSandbox SDKs reported (POST /v1/metrics/events), by their "
+          "success field: client-reported, not checked.",
           true, sdk_results },
-        { DROPPED, "counter", "Counts dropped because a process had too many distinct series.", false, NULL },
+        { DROPPED, "counter", "Counts dropped because a process had too many distinct series.",
+          false, NULL },
 };
 
 static const char *const hist_help[METRICS_HIST_N] = {
-        [METRICS_GRANT_WAIT] = "Wait of queued tickets from creation to grant (immediate grants have no ticket).",
+        [METRICS_GRANT_WAIT] =
+                "Wait of queued tickets from creation to grant (immediate grants have no ticket).",
         [METRICS_SANDBOX_CREATE] = "Time to make a sandbox run: provider create and start.",
         [METRICS_SANDBOX_EXEC] = "Duration of exec calls of the runtime API, command included.",
-        [METRICS_PROVISION_WAIT] = "Wait of granted leases for a supervisor's provisioning worker (PROVISION_WORKERS).",
-        [METRICS_SDK_CREATE] = "Creates as the OpenSandbox SDKs timed them, until ready or failed (POST /v1/metrics/events): client-reported, not checked.",
+        [METRICS_PROVISION_WAIT] = "Wait of granted leases for a supervisor's provisioning worker "
+                                   "(PROVISION_WORKERS).",
+        [METRICS_SDK_CREATE] = "Creates as the OpenSandbox SDKs timed them, until ready or failed "
+                               "(POST /v1/metrics/events): client-reported, not checked.",
 };
 
-static const struct { const char *key, *name, *help; } gauges[] = {
+static const struct {
+        const char *key, *name, *help;
+} gauges[] = {
         { "capacity", "broker_capacity", "Hard cap of active slots (BROKER_CAPACITY)." },
         { "activeSlots", "broker_slots_active", "Slots (sandboxes) in use now." },
         { "activeLeases", "broker_leases_active", "Leases held now." },
@@ -414,7 +417,8 @@ int metrics_format(const redisReply *h, struct json_object *status, char **ret, 
 
                 put(&b, "# HELP %s %s\n# TYPE %s histogram\n", fam, hist_help[hi], fam);
                 for (size_t i = 0; i < N_BOUNDS; i++) {
-                        snprintf(name, sizeof(name), "%s_bucket{le=\"%lld\"}", fam, (long long)bounds_ms[i]);
+                        snprintf(name, sizeof(name), "%s_bucket{le=\"%lld\"}", fam,
+                                 (long long)bounds_ms[i]);
                         cum += field_value(h, name);
                         put(&b, "%s_bucket{le=\"", fam);
                         put_seconds(&b, bounds_ms[i]);

@@ -45,10 +45,6 @@ void metrics_observe_ms(enum metrics_hist h, int64_t ms);
 /* A provider call op ("create", "exec", ...) failed for a backend reason. */
 void metrics_provider_error(const char *op);
 
-/* Observe the wait of a ticket just granted: reads createdAt and grantedAt
- * of <prefix>ticket:<id>. Returns 0 or the Redis errno (then nothing counted). */
-int metrics_grant_wait(struct redis_conn *c, const struct broker_config *cfg, const char *ticket_id);
-
 /* Move this process's deltas into the Redis hash (HINCRBY). A delta that
  * could not be written is kept for the next flush. Returns 0 or -EIO. */
 int metrics_flush(struct redis_conn *c, const struct broker_config *cfg);
