@@ -207,6 +207,7 @@ unit: $(UNIT_BIN) $(FUZZ_REPLAY)
 	scripts/check-shell
 	scripts/check-reply-headers
 	scripts/check-file-size
+	scripts/check-includes
 	scripts/run-unit $(UNIT_BIN) $(FUZZ_REPLAY)
 
 $(BUILD)/fuzz-replay-%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libbroker.a
