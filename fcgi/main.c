@@ -28,6 +28,7 @@
 #include "log.h"
 #include "provider_factory.h"
 #include "metrics.h"
+#include "metrics_store.h"
 #include "redis_conn.h"
 #include "request.h"
 #include "routes.h"
@@ -163,7 +164,8 @@ static int worker_attr(pthread_attr_t *attr)
 
 static void usage(void)
 {
-        fprintf(stderr, "usage: broker-fcgi --group leases|status|sandboxes|execd|execd-lane [--socket PATH] "
+        fprintf(stderr, "usage: broker-fcgi --group leases|status|sandboxes|execd|execd-lane "
+                        "[--socket PATH] "
                         "[--threads N]\n");
 }
 
@@ -305,8 +307,8 @@ out:
         app.stopping = true;
         /* Workers blocked in accept() are not interrupted; wait only for the
          * ones serving a request, then exit with them still parked. */
-        for (int64_t t0 = timeutil_mono_ms(); started && atomic_load(&app.busy) > 0 &&
-                                              timeutil_mono_ms() - t0 < DRAIN_TIMEOUT_MS;)
+        for (int64_t t0 = timeutil_mono_ms();
+             started && atomic_load(&app.busy) > 0 && timeutil_mono_ms() - t0 < DRAIN_TIMEOUT_MS;)
                 usleep(10000);
         metrics_flusher_stop(); /* after the drain: the last requests count too */
         if (started)
