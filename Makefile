@@ -324,8 +324,9 @@ install: all
 	install -d $(DESTDIR)$(LIBEXECDIR)
 	install -m 0755 $(BUILD)/sandbox-runc $(BUILD)/sandbox-agent $(BUILD)/sandbox-egress-relay \
 		$(BUILD)/sandbox-egress-acl $(BUILD)/sandbox-vault-icap $(BUILD)/sandbox-ingress \
-		$(BUILD)/sandbox-mountd egress/squid-config $(DESTDIR)$(LIBEXECDIR)/
-	install -m 0644 egress/squid.conf.in egress/squid-vault.conf.in $(DESTDIR)$(LIBEXECDIR)/
+		$(BUILD)/sandbox-mountd egress/squid-config egress/vault-ca $(DESTDIR)$(LIBEXECDIR)/
+	install -m 0644 egress/squid.conf.in egress/squid-vault.conf.in egress/squid-vault-tls.conf.in \
+		$(DESTDIR)$(LIBEXECDIR)/
 	for u in $(UNITS); do \
 		$(INSTALL_SED) deploy/systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done

@@ -38,6 +38,7 @@
 #include "agent.h"
 #include "dialer.h"
 #include "egress.h"
+#include "egress_ca.h"
 #include "hooks.h"
 #include "listener.h"
 #include "tcp_listener.h"
@@ -440,6 +441,7 @@ int main(int argc, char **argv)
         if (a->egress) {
                 /* before the entrypoint: it and every command inherit them */
                 egress_env_set();
+                egress_ca_trust();
                 a->egress_pid = egress_start();
         }
         if (a->entry_argv)

@@ -22,8 +22,10 @@
  *    each of those lines is repeated without it), and "allowed" (asked last
  *    on the allow line, after the policy and the address checks: there its
  *    OK is needed, anything else denies). It logs, counts and answers OK.
- *  - `--vault`: whether the sandbox's Credential Vault binds the host
- *    (plain HTTP): Squid's `adaptation_access` to the injector asks it.
+ *  - `--vault`: whether the sandbox's Credential Vault binds the host, for
+ *    http (<data> "-") or https (<data> "https"): Squid's
+ *    `adaptation_access` to the injector asks it, and, for https, its
+ *    `ssl_bump` (only a CONNECT to a bound host is decrypted).
  *
  * Every verdict is logged once (SANDBOX_ID=, EGRESS_HOST=, EGRESS_PORT=,
  * EGRESS_VERDICT=, and EGRESS_REASON=policy|port|address for a deny) and
@@ -152,8 +154,8 @@ static const char *decide(struct acl *acl, const char *line, size_t len)
         int r = 0, pr;
 
         pr = egress_acl_req_parse(line, len, &q);
-        if (pr == 0 && (q.refusal != EGRESS_REFUSAL_NONE || q.allowed)) {
-                /* a record's line sent to the policy role: a wrong squid.conf */
+        if (pr == 0 && (q.refusal != EGRESS_REFUSAL_NONE || q.allowed || q.https)) {
+                /* a record's (or the vault's) line sent to the policy role: a wrong squid.conf */
                 log_err(NULL, "egress: a policy question with a verdict (port|address|allowed); "
                               "check squid.conf against egress/squid.conf.in");
                 pr = -EINVAL;
@@ -206,11 +208,13 @@ static const char *record(const char *line, size_t len)
         return "OK";
 }
 
-/* --vault: whether the sandbox's Credential Vault binds the host for plain
- * HTTP (vault_inject.h), i.e. whether Squid sends the request through the
- * injector (egress/vault_icap.c). Not a verdict: nothing is logged or
+/* --vault: whether the sandbox's Credential Vault binds the host for http
+ * or, <data> "https", for https (vault_inject.h), i.e. whether Squid sends
+ * the request through the injector (egress/vault_icap.c), and whether it
+ * decrypts a CONNECT (ssl_bump). Not a verdict: nothing is logged or
  * counted. A Redis failure or an unreadable vault is ERR: the request then
- * leaves as the sandbox wrote it, placeholders and all, never with a secret. */
+ * leaves as the sandbox wrote it (a CONNECT: tunnelled, not decrypted),
+ * placeholders and all, never with a secret. */
 static const char *vault_bound(struct acl *acl, const char *line, size_t len)
 {
         struct egress_acl_req q;
@@ -219,7 +223,7 @@ static const char *vault_bound(struct acl *acl, const char *line, size_t len)
 
         if (egress_acl_req_parse(line, len, &q) == 0 && q.sid[0] &&
             vault_store_get(acl->redis, q.sid, &v) == 0)
-                yes = vault_host_bound(v, "http", q.host);
+                yes = vault_host_bound(v, q.https ? "https" : "http", q.host);
         json_put(v);
         return yes ? "OK" : "ERR";
 }

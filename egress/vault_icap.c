@@ -1,8 +1,11 @@
 /* sandbox-vault-icap: the Credential Vault's injector (docs/EGRESS.md,
  * "Credential Vault"), an ICAP REQMOD service (RFC 3507) for Squid on
- * 127.0.0.1. Squid sends it only the plain-HTTP requests whose host a binding
- * of the sandbox's vault names (`adaptation_access` with the helper's
- * `--vault` role, egress/squid.conf.in); every other request never comes here.
+ * 127.0.0.1. Squid sends it only the requests whose host a binding of the
+ * sandbox's vault names for their scheme (`adaptation_access` with the
+ * helper's `--vault` role, egress/squid-vault.conf.in): plain HTTP, and
+ * HTTPS that Squid decrypted (ssl_bump, only for a CONNECT to a host bound
+ * for https: egress/squid-vault-tls.conf.in); every other request never
+ * comes here.
  *
  * Per request: the sandbox is Squid's client address (X-Client-IP, the id as
  * IPv6, written by sandbox-egress-relay's PROXY line); its vault is read from

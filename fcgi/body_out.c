@@ -78,7 +78,10 @@ int body_put(struct request *req, const char *data, size_t n)
 }
 
 /* Each handler thread's pipe for body_splice, made at its first use; empty
- * between calls (a call that fails with bytes in it closes it). */
+ * between calls (a call that fails with bytes in it closes it). Thread-local
+ * on purpose: a cache of two fds reused by the thread's requests, holding
+ * nothing of any request (a pipe per request would cost two system calls
+ * each). */
 static __thread int splice_pipe[2] = { -1, -1 };
 
 static void splice_pipe_close(void)

@@ -157,6 +157,8 @@ int execd_open(struct request *req, struct execd *x, bool need_running)
 
 const struct log_kv *execd_kv(const struct request *req, const struct execd *x)
 {
+        /* thread-local on purpose: the fields of the log line being written
+         * now, pointing into req and x; nothing in it outlives that line */
         static __thread struct log_kv kv[3];
 
         kv[0] = (struct log_kv){ "SANDBOX_ID", x->sandbox_id };

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admission.h"
 #include "json_input.h"
 #include "lease.h"
 #include "log.h"
@@ -74,25 +75,21 @@ static const char *lease_field(struct json_object *lease, const char *name)
         return json_object_object_get_ex(lease, name, &v) ? json_object_get_string(v) : NULL;
 }
 
-/* Produce a new ticket to Kafka; on failure take it back out of Redis.
- * Returns 0 when the ticket is queued (or already served), else replies. */
-int leases_queue_ticket(struct request *req, const struct lease_request *lr,
-                        const struct lease_outcome *out)
+/* A new ticket the queue did not confirm (admission.h): logged; a 503
+ * when it was taken back (the acquire did not happen). Returns -1 when
+ * answered so, 0 when the ticket stands (queued, or already served). */
+static int queue_failure(struct request *req, const struct lease_request *lr,
+                         const struct admission_outcome *ad)
 {
-        char *msg = NULL;
-        int r = lease_ticket_message(lr, out->ticket_id, &msg);
-
-        if (r == 0)
-                r = kafka_produce_sync(req->w->kafka, out->ticket_id, msg, strlen(msg));
-        free(msg);
-        if (r == 0)
+        if (ad->queue != ADMISSION_QUEUE_SERVED && ad->queue != ADMISSION_QUEUE_UNAVAILABLE)
                 return 0;
-        log_warn(LOG_KV({ "TICKET_ID", out->ticket_id }, { "USER_ID", lr->user_id },
+        log_warn(LOG_KV({ "TICKET_ID", ad->lease.ticket_id }, { "USER_ID", lr->user_id },
                         { "SESSION_ID", lr->session_id }, { "REQUEST_ID", req->request_id }),
-                 "ticket not queued: Kafka did not confirm it (%s)", strerror(-r));
-        if (lease_ticket_cancel(req->w->redis, out->ticket_id) == 1)
+                 "ticket not queued: Kafka did not confirm it (%s)", strerror(-ad->produce_r));
+        if (ad->queue == ADMISSION_QUEUE_SERVED)
                 return 0; /* a supervisor already served it: the client can poll it */
-        reply_error(req, API_UNAVAILABLE, "the queue is unavailable (Kafka did not confirm the ticket); retry later");
+        reply_error(req, API_UNAVAILABLE,
+                    "the queue is unavailable (Kafka did not confirm the ticket); retry later");
         return -1;
 }
 
@@ -180,7 +177,8 @@ void h_leases_acquire(struct request *req)
 {
         struct json_object *body = NULL;
         struct lease_request lr = { 0 };
-        struct lease_outcome out = { 0 };
+        struct admission_outcome ad = { 0 };
+        struct lease_outcome *lo = &ad.lease;
         char err[256], note[128];
         int r, status;
 
@@ -207,57 +205,60 @@ void h_leases_acquire(struct request *req)
         }
 
         lr.tenant = req->auth.tenant;
-        r = lease_acquire(req->w->redis, req->w->cfg, &lr, &out);
+        r = admission_acquire(req->w->redis, req->w->kafka, req->w->cfg, &lr, &ad);
         if (r < 0) {
                 reply_errno(req, r, "acquire");
                 goto out;
         }
-        switch (out.kind) {
+        switch (lo->kind) {
         case LEASE_GRANTED:
-                status = out.provisioning ? wait_sandbox(req, &lr, &out) : SANDBOX_READY;
+                status = lo->provisioning ? wait_sandbox(req, &lr, lo) : SANDBOX_READY;
                 if (status < 0)
                         break;
                 /* the grant's log line is the audit event's (same ids): one
                  * write per acquire, not two */
                 snprintf(note, sizeof(note), "lease granted on acquire (mode %s)%s", lr.mode,
                          status == SANDBOX_READY ? "" : ", its sandbox still being made");
-                request_audit(req, (struct audit_event){ .type = AUDIT_LEASE_ACQUIRED,
-                                                         .user_id = lr.user_id,
-                                                         .session_id = lr.session_id,
-                                                         .lease_id = lease_field(out.lease, "leaseId"),
-                                                         .sandbox_id = lease_field(out.lease, "sandboxId"),
-                                                         .note = note });
+                request_audit(req, (struct audit_event){
+                                           .type = AUDIT_LEASE_ACQUIRED,
+                                           .user_id = lr.user_id,
+                                           .session_id = lr.session_id,
+                                           .lease_id = lease_field(lo->lease, "leaseId"),
+                                           .sandbox_id = lease_field(lo->lease, "sandboxId"),
+                                           .note = note });
                 if (status == SANDBOX_READY)
-                        reply_lease(req, 200, "granted", out.lease);
+                        reply_lease(req, 200, "granted", lo->lease);
                 else
-                        reply_provisioning(req, &out, status == SANDBOX_NOBODY
-                                ? NO_SUPERVISOR_PROVISIONING : NULL);
+                        reply_provisioning(req, lo,
+                                           status == SANDBOX_NOBODY ? NO_SUPERVISOR_PROVISIONING
+                                                                    : NULL);
                 break;
         case LEASE_QUEUED:
-                if (out.new_ticket && leases_queue_ticket(req, &lr, &out) < 0)
+                if (queue_failure(req, &lr, &ad) < 0)
                         break;
-                if (out.new_ticket) {
-                        log_info(LOG_KV({ "TICKET_ID", out.ticket_id }, { "USER_ID", lr.user_id },
+                if (lo->new_ticket) {
+                        log_info(LOG_KV({ "TICKET_ID", lo->ticket_id }, { "USER_ID", lr.user_id },
                                         { "SESSION_ID", lr.session_id },
                                         { "REQUEST_ID", req->request_id }),
-                                 "no free slot: ticket queued at position %lld", out.position);
+                                 "no free slot: ticket queued at position %lld", lo->position);
                         request_audit(req, (struct audit_event){ .type = AUDIT_LEASE_QUEUED,
                                                                  .user_id = lr.user_id,
                                                                  .session_id = lr.session_id,
-                                                                 .ticket_id = out.ticket_id });
+                                                                 .ticket_id = lo->ticket_id });
                 }
-                reply_queued(req, &out);
+                reply_queued(req, lo);
                 break;
         case LEASE_CONFLICT:
-                reply_error(req, API_MODE_CONFLICT,
-                            "session %s of user %s already has a %s lease or ticket; release it first",
-                            lr.session_id, lr.user_id, out.conflict_mode);
+                reply_error(
+                        req, API_MODE_CONFLICT,
+                        "session %s of user %s already has a %s lease or ticket; release it first",
+                        lr.session_id, lr.user_id, lo->conflict_mode);
                 break;
         default:
                 reply_errno(req, -EPROTO, "acquire");
         }
 out:
-        lease_outcome_clear(&out);
+        admission_outcome_clear(&ad);
         json_put(body);
 }
 

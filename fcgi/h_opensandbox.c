@@ -19,6 +19,7 @@
 #include "readiness.h"
 #include "routes.h"
 #include "sandbox.h"
+#include "sandbox_control.h"
 #include "timeutil.h"
 #include "volume.h"
 
@@ -164,24 +165,20 @@ void h_osb_list(struct request *req)
 
 void h_osb_delete(struct request *req)
 {
+        struct sandbox_control_outcome out;
         struct osb o;
         int r;
 
         if (h_osb_open(req, &o) < 0)
                 return;
-        r = osb_store_delete(req->w->redis, req->path_arg, o.tenant, NULL);
-        if (r == -EALREADY || r == -ENOENT) {
-                reply_error(req, API_SANDBOX_NOT_FOUND, "sandbox %s is already terminated", req->path_arg);
-        } else if (r < 0) {
+        r = sandbox_control_osb_delete(req->w->redis, req->w->provider, req->path_arg, o.tenant,
+                                       &o.sb.rec, &out);
+        if (r < 0) {
                 reply_errno(req, r, "delete");
+        } else if (out.kind == SANDBOX_CONTROL_GONE) {
+                reply_error(req, API_SANDBOX_NOT_FOUND, "sandbox %s is already terminated",
+                            req->path_arg);
         } else {
-                const char *ref = o.sb.rec.ref, *vols = o.sb.rec.volumes;
-                /* A sandbox that never had a container ends here, with no
-                 * teardown to release its deleteOnSandboxTermination volumes
-                 * (sandbox_teardown_next); one still being made keeps its
-                 * volume (in use: Docker refuses) for DELETE /v1/volumes. */
-                if ((!ref || !*ref) && vols && *vols && provider_has_volumes(req->w->provider))
-                        (void)volume_release(req->w->provider, vols);
                 request_audit(req, (struct audit_event){ .type = AUDIT_SANDBOX_DELETED,
                                                          .tenant = o.tenant,
                                                          .sandbox_id = req->path_arg });
@@ -190,38 +187,39 @@ void h_osb_delete(struct request *req)
         osb_done(&o);
 }
 
-/* pause (Running -> Paused) or resume (Paused -> Running) */
+/* pause (Running -> Paused) or resume (Paused -> Running): one use-case
+ * (sandbox_control.h), its outcome mapped */
 static void pause_resume(struct request *req, bool pause)
 {
-        const char *from = pause ? "Running" : "Paused";
-        char err[PROVIDER_ERR_MAX] = "";
-        const char *state, *ref;
+        const char *what = pause ? "pause" : "resume";
+        struct sandbox_control_outcome out;
         struct osb o;
         int r;
 
         if (h_osb_open(req, &o) < 0)
                 return;
-        state = o.sb.rec.state;
-        ref = o.sb.rec.ref;
-        if (strcmp(state, from) != 0 || !*ref) {
+        r = (pause ? sandbox_control_pause : sandbox_control_resume)(
+                req->w->redis, req->w->provider, req->path_arg, o.sb.rec.state, o.sb.rec.ref, &out);
+        if (r == 0 && out.kind == SANDBOX_CONTROL_REFUSED) {
                 reply_error(req, API_CONFLICT, "sandbox %s is %s; %s needs it %s", req->path_arg,
-                            state, pause ? "pause" : "resume", from);
+                            out.state, what, pause ? "Running" : "Paused");
                 goto out;
         }
-        r = osb_store_pause_resume(req->w->redis, req->w->provider, req->path_arg, ref, pause, err);
+        if (r == 0 && out.kind == SANDBOX_CONTROL_PROVIDER)
+                r = out.provider_r;
         if (r == -EIO) {
-                reply_errno(req, r, pause ? "pause" : "resume");
+                reply_errno(req, r, what);
                 goto out;
         }
         if (r == -EOPNOTSUPP) { /* the backend cannot (Kubernetes): nothing changed */
-                reply_error(req, API_NOT_IMPLEMENTED, "%s: %s", pause ? "pause" : "resume", err);
+                reply_error(req, API_NOT_IMPLEMENTED, "%s: %s", what, out.err);
                 goto out;
         }
         if (r < 0) {
                 log_err(LOG_KV({ "SANDBOX_ID", req->path_arg }, { "REQUEST_ID", req->request_id }),
-                        "%s failed: %s", pause ? "pause" : "resume", err);
-                reply_error(req, r == -ECONNREFUSED ? API_UNAVAILABLE : API_SANDBOX_FAILED, "%s: %s",
-                            pause ? "pause" : "resume", err);
+                        "%s failed: %s", what, out.err);
+                reply_error(req, r == -ECONNREFUSED ? API_UNAVAILABLE : API_SANDBOX_FAILED,
+                            "%s: %s", what, out.err);
                 goto out;
         }
         request_audit(req, (struct audit_event){ .type = pause ? AUDIT_SANDBOX_PAUSED : AUDIT_SANDBOX_RESUMED,
@@ -472,13 +470,10 @@ out:
  * the reason (never "no such route"). */
 void h_osb_not_implemented(struct request *req)
 {
-        if (strncmp(req->route, "/v1/templates", 13) == 0)
-                reply_error(req, API_NOT_IMPLEMENTED, "%s %s: " H_OSB_TEMPLATES_NOT_SERVED, req->method, req->route);
-        else
-                reply_error(req, API_NOT_IMPLEMENTED,
-                            "%s %s: this diagnostic is not served by this server (the deprecated "
-                            "DevOps forms of osb devops; diagnostics/logs and /events with a scope "
-                            "are)",
-                            req->method, req->route);
+        reply_error(req, API_NOT_IMPLEMENTED,
+                    "%s %s: this diagnostic is not served by this server (the deprecated "
+                    "DevOps forms of osb devops; diagnostics/logs and /events with a scope "
+                    "are)",
+                    req->method, req->route);
 }
 

@@ -6,10 +6,6 @@
 #include "osb_store.h"
 #include "request.h"
 
-#define H_OSB_TEMPLATES_NOT_SERVED                                                                  \
-        "templates are not served by this server (they are in none of the OpenSandbox specifications " \
-        "it implements); make sandboxes from an image or a snapshotId"
-
 struct osb {
         char tenant[130];
         struct osb_sandbox sb; /* the path's sandbox (osb_store_get, full), owned */

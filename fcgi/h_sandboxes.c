@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "routes.h"
 #include "sandbox.h"
+#include "sandbox_control.h"
 #include "sandbox_path.h"
 #include "timeutil.h"
 #include "utf8.h"
@@ -71,6 +72,8 @@ static int sbx_open(struct request *req, struct sbx *x, int need_running)
 
 static const struct log_kv *sbx_kv(struct request *req, const struct sbx *x)
 {
+        /* thread-local on purpose: the fields of the log line being written
+         * now, pointing into req and x; nothing in it outlives that line */
         static __thread struct log_kv kv[5];
 
         kv[0] = (struct log_kv){ "SANDBOX_ID", req->path_arg };
@@ -229,18 +232,20 @@ static void exec_reply(struct request *req, const struct sbx *x, const struct ex
         json_put(o);
 }
 
-/* The exec of a request with an execId: its record made first (nothing
- * runs when it cannot be), its end recorded before the answer is written,
- * so a client that went away finds it with GET .../exec/{execId}. */
-static void exec_recorded(struct request *req, const struct sbx *x, const struct exec_spec *spec,
-                          const char *exec_id)
+/* The exec use-case (exec_tracked.h): with an execId its record is made
+ * first (nothing runs when it cannot be) and its end recorded before the
+ * answer is written, so a client that went away finds it with GET
+ * .../exec/{execId}; without one the command just runs. */
+static void exec_run(struct request *req, const struct sbx *x, const struct exec_spec *spec,
+                     const char *exec_id)
 {
         struct exec_store_key k = { .tenant = req->auth.tenant, .lease_id = x->lease_id,
                                     .sandbox_id = req->path_arg, .exec_id = exec_id };
         struct exec_tracked t;
         int r;
 
-        r = exec_tracked_run(req->w->redis, req->w->provider, req->w->cfg, &k, x->a.ref, spec, &t);
+        r = exec_tracked_run(req->w->redis, req->w->provider, req->w->cfg, exec_id ? &k : NULL,
+                             x->a.ref, spec, &t);
         if (r < 0) {
                 reply_errno(req, r, "exec record");
                 return;
@@ -286,12 +291,9 @@ void h_sbx_exec(struct request *req)
         const char *argv[EXEC_MAX_ARGS + 3], *env[EXEC_MAX_ENV + 1];
         struct json_object *body = NULL;
         struct exec_spec spec = { 0 };
-        struct exec_result res = { 0 };
-        char err[PROVIDER_ERR_MAX] = "", why[128];
         const char *exec_id = NULL;
+        char why[128];
         struct sbx x;
-        int64_t t0;
-        int r;
 
         if (!s)
                 return;
@@ -304,20 +306,8 @@ void h_sbx_exec(struct request *req)
                 reply_error(req, API_INVALID_REQUEST, "%s", why);
                 goto out;
         }
-        if (exec_id) {
-                exec_recorded(req, &x, &spec, exec_id);
-                goto out;
-        }
-        t0 = timeutil_mono_ms();
-        r = provider_exec(req->w->provider, x.a.ref, &spec, &res, err);
-        metrics_observe_ms(METRICS_SANDBOX_EXEC, timeutil_mono_ms() - t0);
-        if (r < 0) {
-                reply_provider(req, &x, r, "exec", err);
-                goto out;
-        }
-        exec_reply(req, &x, &res, timeutil_mono_ms() - t0);
+        exec_run(req, &x, &spec, exec_id);
 out:
-        exec_result_free(&res);
         json_put(body);
 }
 
@@ -530,86 +520,63 @@ static void reply_state(struct request *req, const char *state)
         json_put(o);
 }
 
+/* start, stop: one use-case each (sandbox_control.h), its outcome mapped. */
+static void control_reply(struct request *req, const struct sbx *x, int r,
+                          const struct sandbox_control_outcome *out, const char *what,
+                          const char *state, const char *done)
+{
+        if (r < 0) {
+                reply_errno(req, r, what);
+                return;
+        }
+        switch (out->kind) {
+        case SANDBOX_CONTROL_REFUSED:
+                reply_error(req, API_SANDBOX_NOT_RUNNING, "sandbox %s is %s and cannot be %s",
+                            req->path_arg, out->state,
+                            strcmp(what, "start") == 0 ? "started" : "stopped");
+                return;
+        case SANDBOX_CONTROL_RACED:
+                reply_error(req, API_SANDBOX_NOT_RUNNING, "sandbox %s changed state; try again",
+                            req->path_arg);
+                return;
+        case SANDBOX_CONTROL_PROVIDER:
+                reply_provider(req, x, out->provider_r, what, out->err);
+                return;
+        case SANDBOX_CONTROL_DONE: log_info(sbx_kv(req, x), "%s", done); break;
+        default: /* ALREADY */ break;
+        }
+        reply_state(req, state);
+}
+
 void h_sbx_start(struct request *req)
 {
-        char err[PROVIDER_ERR_MAX] = "";
+        struct sandbox_control_outcome out;
         struct sbx x;
         int r;
 
         if (sbx_open(req, &x, 0) < 0)
                 return;
-        if (strcmp(x.a.state, "Running") == 0) {
-                reply_state(req, "Running");
-                return;
-        }
-        if (strcmp(x.a.state, "Stopped") != 0) {
-                reply_error(req, API_SANDBOX_NOT_RUNNING, "sandbox %s is %s and cannot be started",
-                            req->path_arg, x.a.state);
-                return;
-        }
-        r = provider_start(req->w->provider, x.a.ref, err);
-        if (r < 0) {
-                reply_provider(req, &x, r, "start", err);
-                return;
-        }
-        r = sandbox_transition(req->w->redis, req->path_arg, "Stopped", "Running", "STARTED", "", "");
-        if (r < 0 && r != -EBUSY) {
-                reply_errno(req, r, "start");
-                return;
-        }
-        log_info(sbx_kv(req, &x), "sandbox started by its lease holder");
-        reply_state(req, "Running");
+        r = sandbox_control_start(req->w->redis, req->w->provider, req->path_arg, x.a.state,
+                                  x.a.ref, &out);
+        control_reply(req, &x, r, &out, "start", "Running", "sandbox started by its lease holder");
 }
 
 void h_sbx_stop(struct request *req)
 {
-        char err[PROVIDER_ERR_MAX] = "";
+        struct sandbox_control_outcome out;
         struct sbx x;
         int r;
 
         if (sbx_open(req, &x, 0) < 0)
                 return;
-        if (strcmp(x.a.state, "Stopped") == 0) {
-                reply_state(req, "Stopped");
-                return;
-        }
-        if (strcmp(x.a.state, "Running") != 0) {
-                reply_error(req, API_SANDBOX_NOT_RUNNING, "sandbox %s is %s and cannot be stopped",
-                            req->path_arg, x.a.state);
-                return;
-        }
-        /* Leave Running before Docker sees the stop: the supervisor's watch
-         * takes a Running sandbox that stops for an ended entrypoint. */
-        r = sandbox_transition(req->w->redis, req->path_arg, "Running", "Stopping", "STOPPING",
-                               "stopping at its lease holder's request", "");
-        if (r == -EBUSY) {
-                reply_error(req, API_SANDBOX_NOT_RUNNING, "sandbox %s changed state; try again",
-                            req->path_arg);
-                return;
-        }
-        if (r < 0) {
-                reply_errno(req, r, "stop");
-                return;
-        }
-        r = provider_stop(req->w->provider, x.a.ref, err);
-        if (r < 0) {
-                (void)sandbox_transition(req->w->redis, req->path_arg, "Stopping", "Running", "", "", "");
-                reply_provider(req, &x, r, "stop", err);
-                return;
-        }
-        r = sandbox_transition(req->w->redis, req->path_arg, "Stopping", "Stopped",
-                               "STOPPED", "stopped by its lease holder", "");
-        if (r < 0 && r != -EBUSY) {
-                reply_errno(req, r, "stop");
-                return;
-        }
-        log_info(sbx_kv(req, &x), "sandbox stopped by its lease holder");
-        reply_state(req, "Stopped");
+        r = sandbox_control_stop(req->w->redis, req->w->provider, req->path_arg, x.a.state, x.a.ref,
+                                 &out);
+        control_reply(req, &x, r, &out, "stop", "Stopped", "sandbox stopped by its lease holder");
 }
 
 void h_sbx_delete(struct request *req)
 {
-        struct lease_outcome out = { 0 };
+        struct sandbox_control_outcome out;
         struct sbx x;
         int r;
 
@@ -621,24 +588,19 @@ void h_sbx_delete(struct request *req)
         }
         if (sbx_open(req, &x, 0) < 0)
                 return;
-        r = sandbox_slot_refs(req->w->redis, req->w->cfg, x.a.slot);
+        r = sandbox_control_delete(req->w->redis, req->w->cfg, req->auth.tenant, &x.a, &out);
         if (r < 0) {
                 reply_errno(req, r, "delete");
                 return;
         }
-        if (r > 1) {
-                reply_error(req, API_CONFLICT,
-                            "sandbox %s is shared with %d other lease(s); release your lease instead",
-                            req->path_arg, r - 1);
+        if (out.kind == SANDBOX_CONTROL_SHARED) {
+                reply_error(
+                        req, API_CONFLICT,
+                        "sandbox %s is shared with %d other lease(s); release your lease instead",
+                        req->path_arg, out.others);
                 return;
         }
-        r = lease_release(req->w->redis, req->w->cfg, req->auth.tenant, x.a.user_id, x.a.session_id,
-                          "deleted", &out);
-        if (r < 0) {
-                reply_errno(req, r, "delete");
-                return;
-        }
-        if (out.kind != LEASE_RELEASED) {
+        if (out.kind != SANDBOX_CONTROL_DONE) {
                 reply_error(req, API_SANDBOX_NOT_FOUND, "no sandbox %s for this lease", req->path_arg);
                 return;
         }

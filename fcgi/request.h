@@ -67,6 +67,7 @@ struct request {
          * whose create was answered 202): run by the accept loop. */
         void (*after)(struct request *req);
         char after_arg[64];
+        void *after_data; /* the after-hook's state, the request's (request_scratch) */
         int share_slot; /* tenant_share.h's slot this request holds; -1: none */
         /* request_body_read: bytes read, waiting so far, and whether the
          * connection's receive timeout was set (request_done clears it) */

@@ -50,6 +50,11 @@ static const struct route routes[] = {
         { "sandboxes", "GET", "/v1/snapshots", h_snap_list, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/snapshots/{}", h_snap_get, ROUTE_KEY },
         { "sandboxes", "DELETE", "/v1/snapshots/{}", h_snap_delete, ROUTE_KEY },
+        /* templates (h_templates.c; opensandbox-server 1.1.1, in no spec) */
+        { "sandboxes", "POST", "/v1/templates", h_tpl_create, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/templates", h_tpl_list, ROUTE_KEY },
+        { "sandboxes", "GET", "/v1/templates/{}", h_tpl_get, ROUTE_KEY },
+        { "sandboxes", "DELETE", "/v1/templates/{}", h_tpl_delete, ROUTE_KEY },
         /* routes of the OpenSandbox specs this server does not serve (yet): 501 */
         /* a tenant's named volumes (no route in the spec: docs/OPENSANDBOX.md, "Volumes") */
         { "sandboxes", "GET", "/v1/volumes", h_volumes_list, ROUTE_KEY },
@@ -59,10 +64,6 @@ static const struct route routes[] = {
         { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/events", h_osb_diag_events, ROUTE_KEY },
         /* what the SDKs and osb call beyond the specs: 501 with the reason, not "no such route" */
         { "sandboxes", "GET", "/v1/sandboxes/{}/diagnostics/{}", h_osb_not_implemented, ROUTE_KEY },
-        { "sandboxes", "GET", "/v1/templates", h_osb_not_implemented, ROUTE_KEY },
-        { "sandboxes", "POST", "/v1/templates", h_osb_not_implemented, ROUTE_KEY },
-        { "sandboxes", "GET", "/v1/templates/{}", h_osb_not_implemented, ROUTE_KEY },
-        { "sandboxes", "DELETE", "/v1/templates/{}", h_osb_not_implemented, ROUTE_KEY },
         { "sandboxes", "GET", "/v1/sandboxes/{}/networkpolicy", h_egress_policy_get, ROUTE_KEY },
         { "sandboxes", "PUT", "/v1/sandboxes/{}/networkpolicy", h_egress_policy_change, ROUTE_KEY },
         { "sandboxes", "PATCH", "/v1/sandboxes/{}/networkpolicy", h_egress_policy_change, ROUTE_KEY },

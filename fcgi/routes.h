@@ -11,14 +11,6 @@ int routes_group_known(const char *group);
  * Allow header) answered here. */
 void routes_dispatch(const char *group, struct request *req);
 
-struct lease_request;
-struct lease_outcome;
-
-/* Produce a new ticket to Kafka (h_leases.c); on failure the ticket is taken
- * back out of Redis and a 503 is answered. Returns 0 when it is queued. */
-int leases_queue_ticket(struct request *req, const struct lease_request *lr,
-                        const struct lease_outcome *out);
-
 /* Handlers (h_*.c). */
 void h_health(struct request *req);
 void h_version(struct request *req);
@@ -27,6 +19,10 @@ void h_snap_create(struct request *req);
 void h_snap_list(struct request *req);
 void h_snap_get(struct request *req);
 void h_snap_delete(struct request *req);
+void h_tpl_create(struct request *req);
+void h_tpl_list(struct request *req);
+void h_tpl_get(struct request *req);
+void h_tpl_delete(struct request *req);
 void h_status(struct request *req);
 void h_metrics(struct request *req);
 void h_leases_acquire(struct request *req);

@@ -84,6 +84,7 @@ static const struct int_opt int_opts[] = {
         INT_OPT("DIAGNOSTICS_LOG_TAIL", diag_log_tail, 1000, 1, 100000),
         INT_OPT("DIAGNOSTICS_LOG_MAX_BYTES", diag_log_max_bytes, 262144, 1024, 16 * 1024 * 1024),
         INT_OPT("SNAPSHOT_MAX_PER_TENANT", snapshot_max_per_tenant, 20, 0, 100000),
+        INT_OPT("TEMPLATE_MAX_PER_TENANT", template_max_per_tenant, 100, 0, 10000),
         INT_OPT("SNAPSHOT_TIMEOUT_MS", snapshot_timeout_ms, 300000, 1000, 3600000),
         INT_OPT("TENANT_MAX_SLOTS", tenant_max_slots, 0, 0, 1000000),
         INT_OPT("POOL_MAX_AGE_MS", pool_max_age_ms, 3600000, 1000, 604800000),
@@ -115,6 +116,7 @@ static const struct str_opt str_opts[] = {
         STR_OPT("IDLE_POLICY", idle_policy, "stop_keep"),
         STR_OPT("AGENT_DIR", agent_dir, "/run/sandbox-broker-agents"),
         STR_OPT("EGRESS_DIR", egress_dir, ""),
+        STR_OPT("EGRESS_VAULT_CA_DIR", egress_vault_ca_dir, ""),
         STR_OPT("EGRESS_DEFAULT", egress_default, ""),
         STR_OPT("EGRESS_POLICY_EXCLUSIVE", egress_policy_exclusive, ""),
         STR_OPT("EGRESS_POLICY_USER_SHARED", egress_policy_user_shared, ""),
@@ -486,6 +488,11 @@ static int config_agent(struct broker_config *cfg, const char *(*lookup)(const c
         }
         if (cfg->egress_dir[0] && cfg->egress_dir[0] != '/') {
                 snprintf(err, errsz, "EGRESS_DIR=%s: expected an absolute path", cfg->egress_dir);
+                return -EINVAL;
+        }
+        if (cfg->egress_vault_ca_dir[0] && cfg->egress_vault_ca_dir[0] != '/') {
+                snprintf(err, errsz, "EGRESS_VAULT_CA_DIR=%s: expected an absolute path",
+                         cfg->egress_vault_ca_dir);
                 return -EINVAL;
         }
         if (cfg->agent_dir[0] != '/') {

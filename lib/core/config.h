@@ -65,6 +65,9 @@ struct broker_config {
         char sandbox_agent[256];  /* absolute path of sandbox-agent (docs/AGENT.md); "" = none */
         char agent_dir[200];      /* per-sandbox agent socket directories */
         char egress_dir[200];     /* per-sandbox egress socket directories (docs/EGRESS.md); "" = no egress */
+        /* EGRESS_VAULT_CA_DIR: the deployment's egress CA (egress/vault-ca); its ca.pem (never the
+         * key) is copied into every sandbox's egress directory; "" = no HTTPS injection */
+        char egress_vault_ca_dir[200];
         /* MOUNTD_SOCKET: the host's mount helper, sandbox-mountd (docs/OPERATIONS.md, "Host
          * bounds"); "" (set empty) = none: run directories (and disks) unbounded, said loudly */
         char mountd_socket[108];
@@ -142,6 +145,8 @@ struct broker_config {
         int snapshot_max_per_tenant;  /* Creating + Ready snapshots of one tenant; 0 = none */
         int snapshot_timeout_ms;      /* one commit (and how long Creating may last) */
         long long snapshot_max_bytes; /* SNAPSHOT_MAX_BYTES: image Size cap */
+        /* templates (docs/OPENSANDBOX.md, "Templates") */
+        int template_max_per_tenant; /* templates of one tenant; 0 = none */
         /* tenants (docs/OPERATIONS.md, "Tenants and API keys") */
         int tenant_max_slots;     /* default per-tenant slot cap; 0 = only BROKER_CAPACITY */
         char metrics_token[256];  /* bearer token of GET /metrics; "" = admin keys only */

@@ -87,16 +87,18 @@ static int parse_data(struct tok t, struct egress_acl_req *ret)
         static const struct {
                 const char *word;
                 enum egress_refusal r;
-                bool allowed;
-        } words[] = { { "-", EGRESS_REFUSAL_NONE, false },
-                      { "port", EGRESS_REFUSAL_PORT, false },
-                      { "address", EGRESS_REFUSAL_ADDRESS, false },
-                      { "allowed", EGRESS_REFUSAL_NONE, true } };
+                bool allowed, https;
+        } words[] = { { "-", EGRESS_REFUSAL_NONE, false, false },
+                      { "port", EGRESS_REFUSAL_PORT, false, false },
+                      { "address", EGRESS_REFUSAL_ADDRESS, false, false },
+                      { "allowed", EGRESS_REFUSAL_NONE, true, false },
+                      { "https", EGRESS_REFUSAL_NONE, false, true } };
 
         for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
                 if (t.len == strlen(words[i].word) && !memcmp(t.p, words[i].word, t.len)) {
                         ret->refusal = words[i].r;
                         ret->allowed = words[i].allowed;
+                        ret->https = words[i].https;
                         return 0;
                 }
         return -EINVAL;

@@ -6,7 +6,9 @@
  * by single spaces, each %-encoded by Squid (RFC 1738 style). <data> is the
  * argument of the `acl ... external` line: "-" when there is none (a policy
  * question), else what the recorder is to record: "port" or "address" (a
- * refusal of Squid's) or "allowed" (the request passed every check). Trailing spaces are ignored
+ * refusal of Squid's) or "allowed" (the request passed every check), or,
+ * for the Credential Vault's question (the helper's --vault role), "https"
+ * (is the host bound for https; "-": for http). Trailing spaces are ignored
  * (Squid 5.7 ends the line with one). The host, the only token of
  * unbounded length, comes last: a line cut at EGRESS_ACL_REQ_MAX still
  * gives the sandbox, the port and the reason, so a refusal is still logged.
@@ -36,6 +38,7 @@ struct egress_acl_req {
         int port;                           /* 0..65535, -1 if Squid had none ("-") or unreadable */
         enum egress_refusal refusal;
         bool allowed; /* <data> "allowed" (then refusal is NONE) */
+        bool https;   /* <data> "https" (a vault question for scheme https) */
 };
 
 /* Parse line[0..len) (a trailing "\n" or "\r\n" is allowed) into *ret.

@@ -94,6 +94,14 @@ int exec_tracked_run(struct redis_conn *c, struct provider *p, const struct brok
         int r;
 
         memset(ret, 0, sizeof(*ret));
+        if (!k) {
+                /* no execId: no record, the command run whole */
+                ret->kind = EXEC_STORE_CREATED;
+                t0 = timeutil_mono_ms();
+                ret->r = provider_exec(p, ref, spec, &ret->res, ret->err);
+                ret->duration_ms = timeutil_mono_ms() - t0;
+                return 0;
+        }
         r = exec_store_create(c, cfg, k, spec->timeout_ms, &created);
         if (r < 0)
                 return r;

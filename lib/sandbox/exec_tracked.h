@@ -41,7 +41,9 @@ void exec_tracked_clear(struct exec_tracked *t);
  * ret->res, as provider_exec), and record its end ('done' with the result,
  * or 'failed' with the provider's error as provider_api_error words it).
  * Returns 0 with the outcome in *ret (clear it either way), or the error
- * of the create (Redis): nothing ran. */
+ * of the create (Redis): nothing ran. k NULL (a request without execId):
+ * no record, the command run by provider_exec (not streamed), kind
+ * CREATED with r, err, res and duration_ms as above. */
 int exec_tracked_run(struct redis_conn *c, struct provider *p, const struct broker_config *cfg,
                      const struct exec_store_key *k, const char *ref, const struct exec_spec *spec,
                      struct exec_tracked *ret);

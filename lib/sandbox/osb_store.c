@@ -291,23 +291,6 @@ out:
         return r;
 }
 
-int osb_store_pause_resume(struct redis_conn *c, struct provider *pv, const char *sid,
-                           const char *ref, bool pause, char *err)
-{
-        int r = pause ? provider_pause(pv, ref, err) : provider_resume(pv, ref, err);
-
-        if (r < 0)
-                return r;
-        const char *to = pause ? "Paused" : "Running", *why = pause ? "user_pause" : "user_resume";
-
-        r = sandbox_transition(c, sid, pause ? "Running" : "Paused", to, why, "", "");
-        /* the supervisor's watch may have seen the container move first
-         * (CONTAINER_PAUSED): the reason is still ours */
-        if (r == -EBUSY)
-                r = sandbox_transition(c, sid, to, to, why, "", "");
-        return r == -EBUSY ? 0 : r; /* moved meanwhile (e.g. deleted): the call itself worked */
-}
-
 /* token_issue.lua or token_rotate.lua with a fresh random token (used when
  * the key has none yet, or by the rotation). */
 static int token_script(struct redis_conn *c, enum lua_script_id id, const char *sid,

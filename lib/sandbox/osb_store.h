@@ -134,12 +134,6 @@ int osb_store_metadata_patch(struct redis_conn *c, const char *sid, const char *
 int osb_store_list(struct redis_conn *c, const char *tenant, long page, long size,
                    const struct osb_list_filter *f, long long *ret_total, struct json_object **ret_items);
 
-/* Pause (Running -> Paused) or resume (Paused -> Running) the sandbox sid
- * whose backend reference is ref. -ECONNREFUSED (provider unreachable) or
- * another provider error with a message in err (PROVIDER_ERR_MAX). */
-int osb_store_pause_resume(struct redis_conn *c, struct provider *pv, const char *sid,
-                           const char *ref, bool pause, char *err);
-
 /* The data-plane access token (X-EXECD-ACCESS-TOKEN) of sandbox sid for
  * the API key key_id (auth_principal.key_id) of tenant ("" for an admin
  * key: any tenant's sandbox), into ret_token (OSB_TOKEN_MAX): the key's own

@@ -25,6 +25,13 @@ static inline int copy_str(const redisReply *r, char *buf, size_t size)
 int sandbox_record_state(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
                          char *state, size_t size, char *seen);
 
+/* The reconciler's orphan test for a container of ours labelled sid: 1 when
+ * nothing owns it (no record, or a Terminated or Failed one, and no warm pool
+ * member of that id), 0 when a record or the pool does (state then holds the
+ * record's state, "" for a member), or a Redis error. */
+int sandbox_orphan_check(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                         char *state, size_t size);
+
 /* The record of a Running or Paused sid (last moved at seen; "" = any)
  * follows its container's pause state: Running -> Paused (CONTAINER_PAUSED)
  * when it is frozen, Paused -> Running (CONTAINER_UNPAUSED) when it runs.

@@ -82,6 +82,26 @@ static void report_item(const struct sandbox_reconcile_report *report,
                 report->item(report->ctx, &it);
 }
 
+/* See sandbox_internal.h. The pool is asked first: a claim turns a member
+ * into a record with the same id in one script (common.lua wpool_take), so
+ * "no longer a member" read first means the record, if the claim made one,
+ * is there when it is read next. The other order read "no record" before
+ * the claim and "not a member" after it, and removed the claimed sandbox's
+ * container (two supervisors, a claim storm). */
+int sandbox_orphan_check(struct redis_conn *rc, const struct broker_config *cfg, const char *sid,
+                         char *state, size_t size)
+{
+        int r;
+
+        state[0] = '\0';
+        if (pool_is_member(rc, sid))
+                return 0; /* a warm pool member (pool.h keeps those) */
+        r = sandbox_record_state(rc, cfg, sid, state, size, NULL);
+        if (r < 0)
+                return r;
+        return !state[0] || !strcmp(state, "Terminated") || !strcmp(state, "Failed");
+}
+
 int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
                       struct sandbox_reconcile_stats *st,
                       const struct sandbox_reconcile_report *report, char *err)
@@ -108,13 +128,11 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
                 const struct sandbox_info *c = &l.items[i];
                 if (strcmp(c->prefix, cfg->key_prefix) != 0)
                         continue; /* another broker's (or test's) sandbox */
-                r = sandbox_record_state(rc, cfg, c->sandbox_id, state, sizeof(state), NULL);
+                r = sandbox_orphan_check(rc, cfg, c->sandbox_id, state, sizeof(state));
                 if (r < 0)
                         goto out;
-                if (state[0] && strcmp(state, "Terminated") && strcmp(state, "Failed"))
+                if (r == 0)
                         continue;
-                if (!state[0] && pool_is_member(rc, c->sandbox_id))
-                        continue; /* a warm pool member (pool.h keeps those) */
                 if (provider_remove(pv, c->ref, ignored) == 0) {
                         st->orphans_removed++;
                         report_item(report, SANDBOX_RECONCILE_ORPHAN_REMOVED, c->sandbox_id, c->ref,

@@ -38,6 +38,14 @@ static bool clean(const char *s, size_t n)
         return true;
 }
 
+/* The length of uri's "http://" or "https://" (any case), 0 for anything
+ * else: the scheme of an absolute URI a proxy gets (a request Squid
+ * decrypted from a bumped CONNECT has https). */
+static size_t scheme_len(const char *uri)
+{
+        return !strncasecmp(uri, "http://", 7) ? 7 : !strncasecmp(uri, "https://", 8) ? 8 : 0;
+}
+
 int vault_http_parse(const char *head, size_t len, struct vault_http *h)
 {
         const char *p = head, *end = head + len, *eol, *sp1, *sp2;
@@ -57,7 +65,7 @@ int vault_http_parse(const char *head, size_t len, struct vault_http *h)
                 r = -ENOMEM;
                 goto fail;
         }
-        if (strncasecmp(h->uri, "http://", 7) || strchr(h->uri, ' '))
+        if (!scheme_len(h->uri) || strchr(h->uri, ' '))
                 goto fail;
         for (p = eol + 2; p < end - 2; p = eol + 2) {
                 const char *colon, *v;
@@ -143,7 +151,7 @@ static int header_set(struct vault_http *h, const char *name, const char *value)
  * an absolute http URI. */
 static int uri_parts(const char *uri, char *host, size_t hsize, const char **ret_path)
 {
-        const char *a = uri + 7, *e = a + strcspn(a, "/?#"), *at, *colon;
+        const char *a = uri + scheme_len(uri), *e = a + strcspn(a, "/?#"), *at, *colon;
         size_t n;
 
         at = memchr(a, '@', (size_t)(e - a));
@@ -319,7 +327,8 @@ static int substitute(struct vault_http *h, struct json_object *sub, const char 
                         }
                 } else if (!strcmp(where, "path") || !strcmp(where, "query")) {
                         /* never the authority: the request must still go where the binding matched */
-                        size_t auth_end = 7 + strcspn(h->uri + 7, "/?#");
+                        size_t sl = scheme_len(h->uri);
+                        size_t auth_end = sl + strcspn(h->uri + sl, "/?#");
                         size_t at = auth_end + strcspn(h->uri + auth_end, "?#");
                         bool path = !strcmp(where, "path");
                         size_t from = path ? auth_end : at, to = path ? at : strlen(h->uri);
@@ -423,7 +432,7 @@ int vault_inject(struct json_object *v, const uint8_t *key, const char *sid, str
 {
         struct json_object *binds, *m, *a;
         char host[256], *p;
-        const char *path;
+        const char *path, *scheme = scheme_len(h->uri) == 8 ? "https" : "http";
         int r = 0;
 
         *ret_applied = 0;
@@ -439,7 +448,7 @@ int vault_inject(struct json_object *v, const uint8_t *key, const char *sid, str
 
                 if (json_object_object_get_ex(b, "match", &m) &&
                     json_object_object_get_ex(b, "auth", &a) &&
-                    list_has(m, "schemes", "http", false) && host_in(m, host) &&
+                    list_has(m, "schemes", scheme, false) && host_in(m, host) &&
                     list_has(m, "methods", h->method, false) && list_has(m, "paths", p, true)) {
                         r = apply_auth(v, key, sid, h, a);
                         if (r == 0)

@@ -1,6 +1,7 @@
 /* vault_inject: what the egress path does with a sandbox's Credential Vault
- * (vault.h) to one plain-HTTP request of that sandbox: the bindings whose
- * match covers the request (host, scheme, method, path) set their auth
+ * (vault.h) to one HTTP request of that sandbox (plain, or decrypted by
+ * Squid's ssl_bump from a CONNECT to a bound host: its URI is https://):
+ * the bindings whose match covers the request (host, scheme, method, path) set their auth
  * header (bearer, basic, apiKey, customHeaders) and replace their
  * substitutions' placeholders by the credential's value in the places they
  * name (header values, the path and the query URL-encoded, the body: JSON-
@@ -24,7 +25,7 @@
 
 struct vault_http {
         char *method;
-        char *uri; /* absolute: http://host[:port]/path?query, as a proxy gets it */
+        char *uri; /* absolute: http(s)://host[:port]/path?query, as a proxy gets it */
         char *version;
         size_t n;
         char *name[VAULT_HTTP_HEADERS_MAX];
@@ -34,7 +35,7 @@ struct vault_http {
 };
 
 /* Parse a request head (request line, fields, the empty line) of len bytes.
- * 0, -EINVAL (not a request head of an absolute http:// URI, a field
+ * 0, -EINVAL (not a request head of an absolute http:// or https:// URI, a field
  * without a colon or with a CR/LF/NUL inside, over the caps), -ENOMEM.
  * On error *h is cleared. */
 int vault_http_parse(const char *head, size_t len, struct vault_http *h);

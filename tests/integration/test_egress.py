@@ -121,10 +121,14 @@ def make_ca(d):
 class Squid:
     """Squid (with the project's config) + sandbox-egress-relay, stopped by PID."""
 
-    def __init__(self, d, redis_port, prefix, upstream_ports, allow_loopback=True, vault_key=None):
+    def __init__(self, d, redis_port, prefix, upstream_ports, allow_loopback=True, vault_key=None,
+                 vault_ca_dir=None, upstream_cafile=None):
         """vault_key: a VAULT_KEY_FILE path: also run the Credential Vault
         injector (sandbox-vault-icap, with that key; Squid and its helpers
-        never get the key) and configure Squid for it."""
+        never get the key) and configure Squid for it. vault_ca_dir (with
+        vault_key): the deployment's egress CA (egress/vault-ca): HTTPS
+        injection (ssl_bump of CONNECTs to bound hosts), the upstreams' own
+        certificates verified against upstream_cafile and the system store."""
         self.d = d
         self.vault_key = vault_key
         self.icap = None
@@ -155,6 +159,10 @@ class Squid:
         if vault_key:
             self.env["EGRESS_VAULT_ICAP_PORT"] = str(self.icap_port)
             self.env["EGRESS_VAULT_ICAP_TOKEN"] = os.urandom(16).hex()
+        if vault_ca_dir:
+            self.env["EGRESS_VAULT_CA_DIR"] = vault_ca_dir
+        if upstream_cafile:
+            self.env["EGRESS_VAULT_UPSTREAM_CAFILE"] = upstream_cafile
         self.conf = os.path.join(d, "squid.conf")
         self.write_conf()
         self.squid = None

@@ -3,6 +3,7 @@
 about every second until the client goes."""
 
 import json
+import time
 
 import pytest
 
@@ -36,9 +37,20 @@ def test_cpu_use_is_measured_against_the_limit(ex):
     # a busy loop for a few seconds: near 100 % of the sandbox's half CPU
     r = ex.command_stream({"command": "timeout 4 sh -c 'while :; do :; done' >/dev/null 2>&1 & sleep 0.3; echo go",
                            "background": False})
-    st, _, m = ex.json("GET", "/metrics")
-    assert st == 200, m
-    assert m["cpu_used_pct"] > 50, (m, r)
+    # against the host's 2 cores the loop would read at most 50 %; against
+    # the limit it reads near 100 % whenever it gets its share: a machine
+    # loaded by others (CI at a load of 29 read 20.8 % once) may withhold it
+    # for a sample, so the loop's 4 s are sampled and the best one counts
+    seen = []
+    t_end = time.monotonic() + 3.3
+    while time.monotonic() < t_end:
+        st, _, m = ex.json("GET", "/metrics")
+        assert st == 200, m
+        seen.append(m["cpu_used_pct"])
+        if m["cpu_used_pct"] > 50:
+            break
+        time.sleep(0.2)
+    assert max(seen) > 50, (seen, m, r)
 
 
 def test_watch_streams_metrics_until_the_client_goes(ex):

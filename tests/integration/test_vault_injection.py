@@ -11,7 +11,7 @@ no log of the run. Real Docker sandboxes, Squid, the relay, the helper, the
 injector (sandbox-vault-icap), Redis; the upstream is the test's own HTTP
 server on 127.0.0.1 behind names of the test's own resolver.
 
-HTTPS (TLS interception of bound hosts) is not built: docs/EGRESS.md.
+HTTPS (Squid decrypting CONNECTs to bound hosts): test_vault_https.py.
 """
 
 import http.server

@@ -250,6 +250,61 @@ static void test_refs_that_are_not_ids_are_refused(void **state)
         assert_int_equal(docker_agent_run_dir(&agent, REF "/..", dir, sizeof(dir)), -EINVAL);
 }
 
+static void write_text(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "w");
+
+        assert_non_null(f);
+        assert_int_equal(fputs(text, f) >= 0, 1);
+        assert_int_equal(fclose(f), 0);
+}
+
+/* With an egress CA, its certificate is copied into the sandbox's egress
+ * directory (0644); a file holding a private key, not a certificate, or
+ * too long is refused, and so is a missing one. */
+static void test_egress_ca_copied_never_a_key(void **state)
+{
+        char err[PROVIDER_ERR_MAX] = "", dir[512], ca[200], got[256] = "", *big;
+        const char *pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+        struct stat st;
+        FILE *f;
+
+        (void)state;
+        snprintf(agent.egress_dir, sizeof(agent.egress_dir), "%.*s/egress",
+                 (int)(strrchr(agent.dir, '/') - agent.dir), agent.dir);
+        snprintf(ca, sizeof(ca), "%.*s/ca.pem", (int)(strrchr(agent.dir, '/') - agent.dir),
+                 agent.dir);
+        snprintf(agent.egress_ca, sizeof(agent.egress_ca), "%s", ca);
+        write_text(ca, pem);
+        assert_int_equal(docker_agent_egress_prepare(&agent, SID, dir, sizeof(dir), err), 0);
+        strcat(dir, "/ca.pem");
+        assert_int_equal(stat(dir, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0644);
+        f = fopen(dir, "r");
+        assert_non_null(f);
+        assert_int_equal(fread(got, 1, sizeof(got) - 1, f), strlen(pem));
+        fclose(f);
+        assert_string_equal(got, pem);
+
+        write_text(ca, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+                       "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n");
+        assert_int_equal(docker_agent_egress_prepare(&agent, SID, dir, sizeof(dir), err), -EINVAL);
+        assert_non_null(strstr(err, "not a PEM certificate"));
+        write_text(ca, "no certificate here\n");
+        assert_int_equal(docker_agent_egress_prepare(&agent, SID, dir, sizeof(dir), err), -EINVAL);
+        big = malloc(70 * 1024);
+        assert_non_null(big);
+        memset(big, 'A', 70 * 1024 - 1);
+        memcpy(big, "-----BEGIN CERTIFICATE-----\n", 28);
+        big[70 * 1024 - 1] = '\0';
+        write_text(ca, big);
+        free(big);
+        assert_int_equal(docker_agent_egress_prepare(&agent, SID, dir, sizeof(dir), err), -EINVAL);
+        assert_int_equal(unlink(ca), 0);
+        assert_int_equal(docker_agent_egress_prepare(&agent, SID, dir, sizeof(dir), err), -ENOENT);
+        assert_non_null(strstr(err, "CA certificate"));
+}
+
 /* The helper bounds a listening agent's run directory before anything
  * can write there, and is asked to drop it at the cleanup. */
 static void test_helper_bounds_the_run_dir(void **state)
@@ -332,16 +387,23 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_prepare_makes_link_and_run_dir, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_link_without_run_dir_reads_missing, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_prepare_replaces_dir_and_stale_link, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_cleanup_removes_run_dir_and_link, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_link_without_run_dir_reads_missing, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_prepare_replaces_dir_and_stale_link, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_cleanup_removes_run_dir_and_link, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_dialing_agent_has_a_marker, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_refs_that_are_not_ids_are_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_refs_that_are_not_ids_are_refused, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_egress_ca_copied_never_a_key, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_helper_bounds_the_run_dir, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_helper_refusal_leaves_no_run_dir, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_helper_refusal_leaves_no_run_dir, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_helper_absent, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_helper_garbage, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_helper_not_asked_for_a_dialing_agent, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_helper_not_asked_for_a_dialing_agent, setup,
+                                                teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

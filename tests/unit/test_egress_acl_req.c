@@ -72,6 +72,15 @@ static void test_refusal_reasons(void **state)
         /* a policy question is neither */
         assert_int_equal(parse(SRC " 443 - pypi.org\n", &q), 0);
         assert_false(q.allowed);
+        assert_false(q.https);
+        /* the vault's question for https: no verdict either */
+        assert_int_equal(parse(SRC " 443 https git.test\n", &q), 0);
+        assert_true(q.https);
+        assert_false(q.allowed);
+        assert_int_equal(q.refusal, EGRESS_REFUSAL_NONE);
+        assert_string_equal(q.host, "git.test");
+        assert_int_equal(parse(SRC " 443 HTTPS git.test\n", &q), -EINVAL);
+        assert_false(q.https);
         assert_int_equal(q.refusal, EGRESS_REFUSAL_NONE);
         /* an allow with an unreadable host is still an allow, and an error */
         assert_int_equal(parse(SRC " 443 allowed a%0Ab\n", &q), -EINVAL);

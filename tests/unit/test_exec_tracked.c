@@ -7,8 +7,9 @@
  * answer's streams capped as provider_exec caps them; the end recorded
  * (done, or failed with the provider's error), even after failed tail
  * writes; nothing run when the record cannot be made; a backend without
- * streaming recorded at its end only. */
-/* WRAP: -Wl,--wrap=exec_store_create -Wl,--wrap=exec_store_progress -Wl,--wrap=exec_store_finish -Wl,--wrap=exec_store_fail -Wl,--wrap=provider_exec_stream -Wl,--wrap=provider_can_stream -Wl,--wrap=timeutil_mono_ms */
+ * streaming recorded at its end only; a command without a key (no execId)
+ * run whole by provider_exec, with no record at all. */
+/* WRAP: -Wl,--wrap=exec_store_create -Wl,--wrap=exec_store_progress -Wl,--wrap=exec_store_finish -Wl,--wrap=exec_store_fail -Wl,--wrap=provider_exec_stream -Wl,--wrap=provider_exec -Wl,--wrap=provider_can_stream -Wl,--wrap=timeutil_mono_ms */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -119,6 +120,30 @@ bool __wrap_provider_can_stream(const struct provider *p)
 {
         (void)p;
         return F.can_stream;
+}
+
+/* provider_exec: a command without a record, run whole (its output the
+ * fallback's, fb_out; 250 ms long). */
+int __wrap_provider_exec(struct provider *p, const char *ref, const struct exec_spec *spec,
+                         struct exec_result *res, char *err);
+int __wrap_provider_exec(struct provider *p, const char *ref, const struct exec_spec *spec,
+                         struct exec_result *res, char *err)
+{
+        (void)p;
+        (void)spec;
+        assert_string_equal(ref, "ref");
+        F.provider_called = true;
+        F.now += 250;
+        memset(res, 0, sizeof(*res));
+        if (F.provider_r < 0) {
+                snprintf(err, PROVIDER_ERR_MAX, "no such container");
+                return F.provider_r;
+        }
+        res->exit_code = F.exit_code;
+        res->out = strdup(F.fb_out ? F.fb_out : "");
+        assert_non_null(res->out);
+        res->out_len = strlen(res->out);
+        return 0;
 }
 
 /* Stream byte i of a fill: a pattern that shows order. */
@@ -517,6 +542,39 @@ static void test_fallback_without_streaming(void **state)
         exec_tracked_clear(&t);
 }
 
+static void test_no_key_runs_without_a_record(void **state)
+{
+        static struct provider pv;
+        struct broker_config cfg;
+        const char *argv[] = { "true", NULL };
+        struct exec_spec spec = { .argv = argv, .timeout_ms = 5000, .max_output = 64 };
+        struct exec_tracked t;
+
+        (void)state;
+        memset(&cfg, 0, sizeof(cfg));
+        F.create_r = -EIO; /* would fail a recorded run: never asked */
+        F.exit_code = 7;
+        F.fb_out = "plain\n";
+        assert_int_equal(exec_tracked_run(NULL, &pv, &cfg, NULL, "ref", &spec, &t), 0);
+        assert_int_equal(t.kind, EXEC_STORE_CREATED);
+        assert_true(F.provider_called);
+        assert_int_equal(t.r, 0);
+        assert_int_equal(t.res.exit_code, 7);
+        assert_string_equal(t.res.out, "plain\n");
+        assert_int_equal(t.duration_ms, 250);
+        assert_int_equal(F.created_timeout + F.n_writes + F.finish_calls + F.fail_calls, 0);
+        assert_int_equal(t.store_r, 0);
+        assert_false(t.record_gone);
+        exec_tracked_clear(&t);
+        /* a provider failure is the outcome's, still unrecorded */
+        F.provider_r = -ENOENT;
+        assert_int_equal(exec_tracked_run(NULL, &pv, &cfg, NULL, "ref", &spec, &t), 0);
+        assert_int_equal(t.r, -ENOENT);
+        assert_string_equal(t.err, "no such container");
+        assert_int_equal(F.fail_calls, 0);
+        exec_tracked_clear(&t);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -530,6 +588,7 @@ int main(void)
                 T(test_nothing_runs_without_a_record),
                 T(test_failed_writes_do_not_stop_the_command),
                 T(test_fallback_without_streaming),
+                T(test_no_key_runs_without_a_record),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

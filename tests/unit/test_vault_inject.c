@@ -83,9 +83,14 @@ static void test_parse(void **state)
         assert_int_equal(h.n, 2);
         assert_string_equal(h.value[1], "y ");
         vault_http_clear(&h);
+        /* what Squid decrypted from a bumped CONNECT */
+        parse("GET HTTPS://a.test:8443/x HTTP/1.1\r\n\r\n", &h);
+        assert_string_equal(h.uri, "HTTPS://a.test:8443/x");
+        vault_http_clear(&h);
         static const char *const bad[] = {
                 "GET /x HTTP/1.1\r\n\r\n",              /* not absolute */
-                "GET https://a.test/ HTTP/1.1\r\n\r\n", /* not http */
+                "GET ftp://a.test/ HTTP/1.1\r\n\r\n",   /* not http(s) */
+                "GET httpx://a.test/ HTTP/1.1\r\n\r\n", /* not http(s) */
                 "GET http://a.test/ HTTP/1.1\r\nNoColon\r\n\r\n",
                 "GET http://a.test/ HTTP/1.1\r\nA B: c\r\n\r\n",
                 "GET http://a.test/ HTTP/1.1\r\nA: b\r\n", /* no end */
@@ -144,6 +149,39 @@ static void test_auth(void **state)
                      &applied, NULL);
         assert_int_equal(applied, 1);
         assert_non_null(strstr(out, "Authorization: Basic dXNlcjpwdw==\r\n"));
+        free(out);
+        json_object_put(v);
+}
+
+/* A request decrypted from a bumped CONNECT (https://): only the bindings
+ * whose schemes cover https apply, the authority is never rewritten. */
+static void test_https(void **state)
+{
+        struct json_object *v = vault();
+        int applied;
+        char *out;
+
+        (void)state;
+        out = inject(v, "GET https://tls.test:8443/x HTTP/1.1\r\nHost: tls.test\r\n\r\n", NULL,
+                     &applied, NULL);
+        assert_int_equal(applied, 1);
+        assert_non_null(strstr(out, "X-Key: S3CR3T&x\r\n"));
+        free(out);
+        /* the same host over http: the binding is https only */
+        out = inject(v, "GET http://tls.test/x HTTP/1.1\r\n\r\n", NULL, &applied, NULL);
+        assert_int_equal(applied, 0);
+        assert_null(strstr(out, "S3CR3T"));
+        free(out);
+        /* "git" is http only: not over https */
+        out = inject(v, "GET https://a.git.test/r HTTP/1.1\r\n\r\n", NULL, &applied, NULL);
+        assert_int_equal(applied, 0);
+        free(out);
+        /* no schemes: both; the path and query, never the authority */
+        out = inject(v, "GET https://__T__@sub.test/a/__T__?k=__T__ HTTP/1.1\r\n\r\n", NULL,
+                     &applied, NULL);
+        assert_int_equal(applied, 1);
+        assert_non_null(
+                strstr(out, "GET https://__T__@sub.test/a/S3CR3T%26x?k=S3CR3T%26x HTTP/1.1\r\n"));
         free(out);
         json_object_put(v);
 }
@@ -219,7 +257,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse),  cmocka_unit_test(test_bound),
                 cmocka_unit_test(test_auth),   cmocka_unit_test(test_substitutions),
-                cmocka_unit_test(test_sealed),
+                cmocka_unit_test(test_sealed), cmocka_unit_test(test_https),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

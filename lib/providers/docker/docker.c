@@ -657,6 +657,14 @@ static int docker_from_config(const struct broker_config *cfg, struct provider *
                 provider_free(*ret);
                 *ret = NULL;
         }
+        /* the deployment's egress CA, trusted by the sandbox (docs/EGRESS.md) */
+        if (r == 0 && cfg->egress_dir[0] && cfg->egress_vault_ca_dir[0] && impl(*ret)->agent.bin[0] &&
+            snprintf(impl(*ret)->agent.egress_ca, sizeof(impl(*ret)->agent.egress_ca), "%s/ca.pem",
+                     cfg->egress_vault_ca_dir) >= (int)sizeof(impl(*ret)->agent.egress_ca)) {
+                r = -ENAMETOOLONG;
+                provider_free(*ret);
+                *ret = NULL;
+        }
         if (r == 0 && (r = docker_provider_set_pull(*ret, cfg->image_allow,
                                                     cfg->image_pull_timeout_ms)) < 0) {
                 provider_free(*ret);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -281,6 +282,47 @@ void docker_agent_entries(const struct docker_agent *a,
         closedir(d);
 }
 
+#define EGRESS_CA_MAX (64 * 1024)
+
+/* A copy of the CA certificate file ca (a PEM certificate, never a key:
+ * anything holding "PRIVATE KEY" is refused) as dir/ca.pem. */
+static int egress_ca_copy(const char *ca, const char *dir)
+{
+        char *data = malloc(EGRESS_CA_MAX + 1);
+        ssize_t n = 0, got = 0;
+        int fd, dfd, r = 0;
+
+        if (!data)
+                return -ENOMEM;
+        fd = open(ca, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                r = -errno;
+                goto out;
+        }
+        while (n <= EGRESS_CA_MAX && (got = read(fd, data + n, EGRESS_CA_MAX + 1 - (size_t)n)) > 0)
+                n += got;
+        if (got < 0)
+                r = -errno;
+        close(fd);
+        if (r < 0)
+                goto out;
+        data[n > EGRESS_CA_MAX ? EGRESS_CA_MAX : n] = '\0';
+        r = -EINVAL;
+        if (n > EGRESS_CA_MAX || !strstr(data, "-----BEGIN CERTIFICATE-----") ||
+            strstr(data, "PRIVATE KEY") || strlen(data) != (size_t)n)
+                goto out;
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0) {
+                r = -errno;
+                goto out;
+        }
+        r = put_file(dfd, "ca.pem", data, (size_t)n);
+        close(dfd);
+out:
+        free(data);
+        return r;
+}
+
 int docker_agent_egress_prepare(const struct docker_agent *a, const char *sandbox_id, char *buf,
                                 size_t size, char *ret_err)
 {
@@ -300,8 +342,14 @@ int docker_agent_egress_prepare(const struct docker_agent *a, const char *sandbo
                 r = -errno;
         if (r == 0)
                 (void)chmod(a->egress_dir, 0755);
-        if (r < 0)
+        if (r < 0) {
                 provider_errf(ret_err, "egress: directory in %s: %s", a->egress_dir, strerror(-r));
+                return r;
+        }
+        if (a->egress_ca[0] && (r = egress_ca_copy(a->egress_ca, buf)) < 0)
+                provider_errf(ret_err, "egress: CA certificate %s: %s", a->egress_ca,
+                              r == -EINVAL ? "not a PEM certificate of at most 64 KiB"
+                                           : strerror(-r));
         return r;
 }
 

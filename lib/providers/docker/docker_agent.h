@@ -50,6 +50,7 @@ struct docker_agent {
         char dir[200]; /* AGENT_DIR */
         bool exec;     /* EXEC_TRANSPORT=agent: commands go through it */
         char egress_dir[200]; /* EGRESS_DIR; "" = no egress */
+        char egress_ca[256];  /* EGRESS_VAULT_CA_DIR/ca.pem; "" = none */
         char mountd[108];     /* MOUNTD_SOCKET; "" = run directories are plain
                                * directories of AGENT_DIR (unbounded) */
         bool etc;             /* SANDBOX_NETWORK=none: etc-<sandbox id>/ */
@@ -58,8 +59,12 @@ struct docker_agent {
 
 /* Before a create with egress on: make EGRESS_DIR (0755) and its directory
  * for sandbox_id (0755, the broker's; the relay binds egress.sock in it),
- * its path into buf. -EINVAL for a sandbox id that is not 32 lowercase hex,
- * -ENAMETOOLONG, or mkdir's errno (message in ret_err). */
+ * its path into buf; with egress_ca, a copy of that certificate in it as
+ * ca.pem (0644; the agent makes the sandbox trust it: docs/EGRESS.md,
+ * "Injection over HTTPS"). -EINVAL for a sandbox id that is not 32
+ * lowercase hex or a CA file that is not a PEM certificate of at most
+ * 64 KiB, -ENAMETOOLONG, or the errno of mkdir or of the copy (message in
+ * ret_err). */
 int docker_agent_egress_prepare(const struct docker_agent *a, const char *sandbox_id, char *buf,
                                 size_t size, char *ret_err);
 

@@ -52,6 +52,9 @@
 --   P..snapshot:<id>     HASH  a snapshot (snapshot_*.lua): id, tenant, sandboxId, name, image,
 --                              ref, state, reason, message, createdAt, lastTransitionAt, size
 --   P..snapshots:<t>     ZSET  a tenant's snapshotIds -> createdAt
+--   P..template:<id>     HASH  a template (template_*.lua): id, tenant, spec (its stored form,
+--                              lib/sandbox/template.h), createdAt, updatedAt
+--   P..templates:<t>     ZSET  a tenant's templateIds -> createdAt
 --   P..wake              channel: published when a slot or seat frees while tickets wait,
 --                              and when a provisioning intent is stored
 --   P..intents           LIST  leaseIds whose sandbox a supervisor's workers are to make

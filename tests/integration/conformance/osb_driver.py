@@ -451,14 +451,39 @@ def main():
 
     # ------------------------------------------------------------ templates
     def template(c):
-        if c == "create":
-            t = osb("template", "create", "-i", IMAGE, "-p", "s3://conf/publish")
-            osb("template", "delete", field(t, "template_id", "id"))
-        elif c == "list":
-            osb("template", "list")
-        else:
-            osb("template", c, "tpl_conf_no_such")
-            raise Wrong("an unknown template was found")
+        tag = "osb-" + c
+        t = osb("template", "create", "-i", IMAGE, "-p", "s3://conf/osb", "--entrypoint", "sleep",
+                "--entrypoint", "infinity", "-e", "CONF_TPL=" + tag, "-m", "conf-tpl=" + tag)
+        tid = field(t, "template_id", "templateId")
+        assert_(field(t, "status") == "Succeeded", t)
+        gone = False
+        try:
+            if c == "get":
+                g = osb("template", "get", tid)
+                assert_(field(g, "template_id") == tid and field(g, "env") == {"CONF_TPL": tag}, g)
+            elif c == "list":
+                lst = osb("template", "list", "-m", "conf-tpl=" + tag)
+                assert_([field(x, "template_id") for x in field(lst, "items")] == [tid], lst)
+            elif c == "create":
+                # and a sandbox made from it runs its workload
+                sb = osb("sandbox", "create", "--template", tid, "-t", "5m", "--ready-timeout", "90s")
+                child = field(sb, "id", "sandbox_id")
+                try:
+                    assert_(sh(child, "echo $CONF_TPL") == tag + "\n", "the template's env")
+                finally:
+                    osb("sandbox", "kill", child)
+            elif c == "delete":
+                osb("template", "delete", tid)
+                gone = True
+                try:
+                    osb("template", "get", tid)
+                except Failed as e:
+                    assert_(e.outcome.startswith("HTTP 404"), e.outcome)
+                else:
+                    raise Wrong("a deleted template was found")
+        finally:
+            if not gone:
+                osb("template", "delete", tid)
     for c in ("create", "get", "list", "delete"):
         check("template " + c, lambda c=c: template(c))
 

@@ -609,26 +609,55 @@ async def scenario(fl):
     if fl == "sync":
         await check(k("Sandbox", "create") + "(warm pool)", s_warm_pool)
 
-    # templates
+    # templates: kept per tenant, Succeeded at once; a create from one runs its workload
+    def tpl_request(tag):
+        return CreateTemplateRequest(image=IMAGE, publish="s3://conf/" + tag, entrypoint=["sleep", "infinity"],
+                                     env={"CONF_TPL": tag}, resource_limits={"cpu": "250m", "memory": "128Mi"},
+                                     metadata={"conf-tpl": tag})
+
     async def templates(m):
-        if m == "create_template":
-            t = await call(mgr.create_template(CreateTemplateRequest(image=IMAGE, publish="conf")))
-            assert t.template_id, t
-            await call(mgr.delete_template(t.template_id))
-        elif m == "list_templates":
-            page = await call(mgr.list_templates(TemplateFilter()))
-            assert page is not None
-        else:
-            await call(getattr(mgr, m)("conf-no-such-template"))
-            raise AssertionError("an unknown template was found")
+        tag = "%s-%s" % (fl, m.replace("_", "-"))
+        t = await call(mgr.create_template(tpl_request(tag)))
+        assert t.template_id and t.status.phase == "Succeeded" and t.env == {"CONF_TPL": tag}, t
+        gone = False
+        try:
+            if m == "get_template":
+                g = await call(mgr.get_template(t.template_id))
+                assert g.template_id == t.template_id and g.entrypoint == ["sleep", "infinity"], g
+            elif m == "list_templates":
+                page = await call(mgr.list_templates(TemplateFilter(metadata={"conf-tpl": tag})))
+                assert [x.template_id for x in page.template_infos] == [t.template_id], page
+            elif m == "delete_template":
+                await call(mgr.delete_template(t.template_id))
+                gone = True
+                try:
+                    await call(mgr.get_template(t.template_id))
+                except SandboxApiException as e:
+                    assert e.status_code == 404, e
+                else:
+                    raise AssertionError("a deleted template was found")
+        finally:
+            if not gone:
+                await call(mgr.delete_template(t.template_id))
     for m in ("create_template", "get_template", "list_templates", "delete_template"):
         await check(k("SandboxManager", m), lambda m=m: templates(m))
 
     async def s_from_template():
-        t = await call(S.create_from_template("conf-no-such-template", timeout=timedelta(minutes=5),
-                                              connection_config=cfg, ready_timeout=timedelta(seconds=30)))
-        await call(t.kill())
-        raise AssertionError("an unknown template made a sandbox")
+        tag = "%s-from" % fl
+        tpl = await call(mgr.create_template(tpl_request(tag)))
+        try:
+            t = await call(S.create_from_template(tpl.template_id, timeout=timedelta(minutes=5),
+                                                  metadata={"conf-run": tag}, connection_config=cfg,
+                                                  ready_timeout=timedelta(seconds=90)))
+            try:
+                ex = await call(t.commands.run("echo $CONF_TPL"))
+                assert ex.logs.stdout[0].text == tag + "\n", ex.logs
+                info = await call(t.get_info())
+                assert info.metadata.get("conf-run") == tag, info.metadata
+            finally:
+                await call(t.kill())
+        finally:
+            await call(mgr.delete_template(tpl.template_id))
     await check(k("Sandbox", "create_from_template"), s_from_template)
 
     # ------------------------------------------------------------ pool
