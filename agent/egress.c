@@ -26,6 +26,7 @@
 #define EGRESS_CONNS_MAX 256
 struct econn {
         struct splice pair; /* side 0: the client in the sandbox, 1: the host relay */
+        char buf[2][SPLICE_BUF];
 };
 
 static const char *const proxy_env[][2] = {
@@ -131,8 +132,8 @@ static void egress_serve(void)
                                 close(cfd);
                                 continue;
                         }
-                        c->pair.side[0].fd = cfd;
-                        c->pair.side[1].fd = hfd;
+                        splice_half_init(&c->pair.side[0], cfd, c->buf[0], sizeof(c->buf[0]));
+                        splice_half_init(&c->pair.side[1], hfd, c->buf[1], sizeof(c->buf[1]));
                         conns[n++] = c;
                 }
         }

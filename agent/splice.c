@@ -4,6 +4,11 @@
 
 #include "splice.h"
 
+void splice_half_init(struct splice_half *h, int fd, char *buf, size_t size)
+{
+        *h = (struct splice_half){ .fd = fd, .buf = buf, .size = size };
+}
+
 void splice_events(const struct splice *s, struct pollfd p[2])
 {
         for (int i = 0; i < 2; i++) {
@@ -34,7 +39,7 @@ bool splice_pump(struct splice *s, const struct pollfd p[2])
                 if ((p[i].revents & POLLHUP) && h->eof)
                         return false;
                 if (!h->eof && h->len == 0 && (p[i].revents & (POLLIN | POLLHUP))) {
-                        ssize_t n = recv(h->fd, h->buf, sizeof(h->buf), 0);
+                        ssize_t n = recv(h->fd, h->buf, h->size, MSG_DONTWAIT);
                         if (n == 0) {
                                 h->eof = true;
                                 (void)shutdown(peer->fd, SHUT_WR);
@@ -47,7 +52,8 @@ bool splice_pump(struct splice *s, const struct pollfd p[2])
                         }
                 }
                 while (h->len > h->off) {
-                        ssize_t n = send(peer->fd, h->buf + h->off, h->len - h->off, MSG_NOSIGNAL);
+                        ssize_t n = send(peer->fd, h->buf + h->off, h->len - h->off,
+                                         MSG_NOSIGNAL | MSG_DONTWAIT);
                         if (n < 0) {
                                 if (errno == EAGAIN || errno == EINTR)
                                         break;
@@ -59,4 +65,25 @@ bool splice_pump(struct splice *s, const struct pollfd p[2])
                         h->off = h->len = 0;
         }
         return !(s->side[0].eof && s->side[1].eof && !s->side[0].len && !s->side[1].len);
+}
+
+int splice_run(struct splice *s, int idle_ms)
+{
+        for (;;) {
+                struct pollfd p[2];
+                int n;
+
+                splice_events(s, p);
+                n = poll(p, 2, idle_ms);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return -ETIMEDOUT;
+                if (!splice_pump(s, p))
+                        return s->side[0].eof && s->side[1].eof && !s->side[0].len && !s->side[1].len
+                                       ? 0
+                                       : -EPIPE;
+        }
 }

@@ -29,28 +29,12 @@ static int connect_port(int port)
         return fd;
 }
 
-/* Splice until both sides end, an error, or AGENT_TUNNEL_IDLE_MS without
- * a byte either way. */
-static void tunnel_run(struct splice *s)
-{
-        for (;;) {
-                struct pollfd p[2];
-                int n;
-
-                splice_events(s, p);
-                n = poll(p, 2, AGENT_TUNNEL_IDLE_MS);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0 || !splice_pump(s, p))
-                        return;
-        }
-}
-
 void tunnel_handle(struct http_request *req)
 {
         static const char upgraded[] = "HTTP/1.1 101 Switching Protocols\r\n"
                                        "Upgrade: tcp\r\nConnection: Upgrade\r\n\r\n";
         static struct splice s; /* one per handler child */
+        static char buf[2][SPLICE_BUF];
         const char *v = http_param(req, "port");
         long long port;
         size_t early;
@@ -85,9 +69,11 @@ void tunnel_handle(struct http_request *req)
                 goto out;
         (void)fcntl(fd, F_SETFL, O_NONBLOCK);
         (void)fcntl(req->fd, F_SETFL, O_NONBLOCK);
-        s.side[0] = (struct splice_half){ .fd = req->fd };
-        s.side[1] = (struct splice_half){ .fd = fd };
-        tunnel_run(&s);
+        splice_half_init(&s.side[0], req->fd, buf[0], sizeof(buf[0]));
+        splice_half_init(&s.side[1], fd, buf[1], sizeof(buf[1]));
+        /* until both sides end, an error, or AGENT_TUNNEL_IDLE_MS without
+         * a byte either way */
+        (void)splice_run(&s, AGENT_TUNNEL_IDLE_MS);
 out:
         (void)close(fd);
 }

@@ -45,6 +45,7 @@
 #include "egress_policy.h"
 #include "log.h"
 #include "metrics.h"
+#include "metrics_store.h"
 #include "redis_conn.h"
 #include "sandbox_record.h"
 #include "timeutil.h"
@@ -88,8 +89,8 @@ static int policy_load(struct acl *acl, const char *sid, struct cached *c)
         }
         if (r < 0)
                 return r;
-        if (rec.egress_policy[0] &&
-            egress_policy_parse(rec.egress_policy, rec.egress_policy_len, &c->policy, err, sizeof(err)) == 0)
+        if (rec.egress_policy[0] && egress_policy_parse(rec.egress_policy, rec.egress_policy_len,
+                                                        &c->policy, err, sizeof(err)) == 0)
                 c->found = true;
         else if (rec.egress_policy[0])
                 log_warn(LOG_KV({ "SANDBOX_ID", sid }), "egress: unreadable policy: %s", err);
@@ -190,7 +191,9 @@ static const char *record(const char *line, size_t len)
         if (q.allowed) {
                 bool ok = r == 0 && q.sid[0];
                 decision_log(&q, ok, EGRESS_REFUSAL_NONE,
-                             ok ? "" : r < 0 ? " (unreadable request)" : " (no sandbox identity)");
+                             ok      ? ""
+                             : r < 0 ? " (unreadable request)"
+                                     : " (no sandbox identity)");
                 return ok ? "OK" : "ERR";
         }
         if (q.refusal == EGRESS_REFUSAL_NONE) {

@@ -203,7 +203,8 @@ struct conn *relay_conn_alloc(struct relay *r)
 
         if (!c)
                 return NULL;
-        c->side[0].fd = c->side[1].fd = -1;
+        for (int i = 0; i < 2; i++)
+                splice_half_init(&c->pair.side[i], -1, c->buf[i], sizeof(c->buf[i]));
         r->n_conns++;
         return c;
 }
@@ -211,8 +212,8 @@ struct conn *relay_conn_alloc(struct relay *r)
 void relay_conn_close(struct relay *r, struct conn *c)
 {
         for (int i = 0; i < 2; i++)
-                if (c->side[i].fd >= 0)
-                        close(c->side[i].fd); /* also leaves epoll */
+                if (c->pair.side[i].fd >= 0)
+                        close(c->pair.side[i].fd); /* also leaves epoll */
         if (c->sb && c->sb->n_conns > 0)
                 c->sb->n_conns--;
         if (c->ac)
@@ -220,7 +221,7 @@ void relay_conn_close(struct relay *r, struct conn *c)
         if (c->hs)
                 relay_tcp_forget(r, c);
         r->n_conns--;
-        c->side[0].fd = c->side[1].fd = -1;
+        c->pair.side[0].fd = c->pair.side[1].fd = -1;
         c->dead = true;
         c->next_dead = r->dead;
         r->dead = c;
@@ -230,26 +231,23 @@ void relay_conn_close(struct relay *r, struct conn *c)
  * has not ended, writable while the peer's buffer waits for it. */
 void relay_conn_arm(struct relay *r, struct conn *c)
 {
-        for (int i = 0; i < 2; i++) {
-                struct half *h = &c->side[i], *peer = &c->side[1 - i];
-                uint32_t ev = 0;
+        struct pollfd p[2];
 
-                if (i == 1 && c->connecting)
-                        ev = EPOLLOUT;
-                else {
-                        if (!h->eof && h->len == 0)
-                                ev |= EPOLLIN;
-                        if (peer->len > peer->off)
-                                ev |= EPOLLOUT;
-                }
-                (void)relay_ep_ctl(r, EPOLL_CTL_MOD, h->fd, ev, (struct ref *)((char *)c + i));
+        splice_events(&c->pair, p);
+        for (int i = 0; i < 2; i++) {
+                /* epoll's EPOLLIN and EPOLLOUT are poll's; a side left out
+                 * of poll() (fd -1) waits for nothing here */
+                uint32_t ev = i == 1 && c->connecting ? EPOLLOUT : (uint32_t)p[i].events;
+
+                (void)relay_ep_ctl(r, EPOLL_CTL_MOD, c->pair.side[i].fd, ev,
+                                   (struct ref *)((char *)c + i));
         }
 }
 
 int relay_conn_start(struct relay *r, struct conn *c)
 {
-        if (relay_ep_ctl(r, EPOLL_CTL_ADD, c->side[0].fd, 0, (char *)c + 0) < 0 ||
-            relay_ep_ctl(r, EPOLL_CTL_ADD, c->side[1].fd, 0, (char *)c + 1) < 0) {
+        if (relay_ep_ctl(r, EPOLL_CTL_ADD, c->pair.side[0].fd, 0, (char *)c + 0) < 0 ||
+            relay_ep_ctl(r, EPOLL_CTL_ADD, c->pair.side[1].fd, 0, (char *)c + 1) < 0) {
                 relay_conn_close(r, c);
                 return -1;
         }
@@ -290,19 +288,20 @@ static void accept_one(struct relay *r, struct sandbox *sb)
                         continue;
                 }
                 c->sb = sb;
-                c->side[0].fd = fd;
-                c->side[1].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+                c->pair.side[0].fd = fd;
+                c->pair.side[1].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
                 sb->n_conns++;
-                if (c->side[1].fd < 0) {
+                if (c->pair.side[1].fd < 0) {
                         relay_conn_close(r, c);
                         continue;
                 }
                 /* Ours is the first line Squid reads on this connection. */
                 sid_to_ipv6(sb->sid, ip, sizeof(ip));
-                n = snprintf(c->side[0].buf, sizeof(c->side[0].buf), "PROXY TCP6 %s ::1 %u 3128\r\n",
-                             ip, (unsigned)(40000 + (r->n_conns % 20000)));
-                c->side[0].len = (size_t)n;
-                if (connect(c->side[1].fd, (struct sockaddr *)&sq, sizeof(sq)) < 0 &&
+                n = snprintf(c->pair.side[0].buf, c->pair.side[0].size,
+                             "PROXY TCP6 %s ::1 %u 3128\r\n", ip,
+                             (unsigned)(40000 + (r->n_conns % 20000)));
+                c->pair.side[0].len = (size_t)n;
+                if (connect(c->pair.side[1].fd, (struct sockaddr *)&sq, sizeof(sq)) < 0 &&
                     errno != EINPROGRESS) {
                         relay_conn_close(r, c);
                         continue;
@@ -312,45 +311,15 @@ static void accept_one(struct relay *r, struct sandbox *sb)
         }
 }
 
-/* Move what can move on side i; false when the connection is over. */
+/* Move what can move both ways; false when the connection is over. The
+ * epoll loop is level-triggered, so each side is tried as if readable (a
+ * read that finds nothing answers EAGAIN) and what is left waits for the
+ * next event. */
 static bool conn_pump(struct conn *c)
 {
-        for (int i = 0; i < 2; i++) {
-                struct half *h = &c->side[i], *peer = &c->side[1 - i];
+        static const struct pollfd ready[2] = { { .revents = POLLIN }, { .revents = POLLIN } };
 
-                if (i == 0 && c->connecting)
-                        continue;
-                /* write what h holds to the peer */
-                while (h->len > h->off) {
-                        ssize_t n = send(peer->fd, h->buf + h->off, h->len - h->off, MSG_NOSIGNAL);
-                        if (n < 0) {
-                                if (errno == EAGAIN || errno == EINTR)
-                                        break;
-                                return false;
-                        }
-                        h->off += (size_t)n;
-                }
-                if (h->off == h->len) {
-                        h->off = h->len = 0;
-                        if (h->eof && !c->connecting)
-                                (void)shutdown(peer->fd, SHUT_WR);
-                }
-                /* read more from h */
-                if (!h->eof && h->len == 0) {
-                        ssize_t n = recv(h->fd, h->buf, sizeof(h->buf), 0);
-                        if (n == 0) {
-                                h->eof = true;
-                                (void)shutdown(peer->fd, SHUT_WR);
-                        } else if (n < 0) {
-                                if (errno != EAGAIN && errno != EINTR)
-                                        return false;
-                        } else {
-                                h->len = (size_t)n;
-                                i--; /* try to write it right away */
-                        }
-                }
-        }
-        return !(c->side[0].eof && c->side[1].eof && c->side[0].len == 0 && c->side[1].len == 0);
+        return splice_pump(&c->pair, ready);
 }
 
 static void conn_event(struct relay *r, struct conn *c, int side, uint32_t ev)
@@ -365,13 +334,15 @@ static void conn_event(struct relay *r, struct conn *c, int side, uint32_t ev)
                 int err = 0;
                 socklen_t l = sizeof(err);
 
-                if (getsockopt(c->side[1].fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0 || err) {
+                if (getsockopt(c->pair.side[1].fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0 || err) {
                         relay_conn_close(r, c);
                         return;
                 }
                 c->connecting = false;
         }
-        if ((ev & EPOLLERR) || !conn_pump(c)) {
+        /* the client's side waits for the connect to Squid (its buffer
+         * holds the PROXY line, the first bytes Squid must read) */
+        if (ev & EPOLLERR || (!c->connecting && !conn_pump(c))) {
                 relay_conn_close(r, c);
                 return;
         }
@@ -424,8 +395,7 @@ int main(int argc, char **argv)
                 else if (!strcmp(argv[i], "--squid-port") && i + 1 < argc) {
                         r->squid_port = atoi(argv[++i]);
                         port_given = true;
-                }
-                else if (!strcmp(argv[i], "--agent-dir") && i + 1 < argc)
+                } else if (!strcmp(argv[i], "--agent-dir") && i + 1 < argc)
                         agent_dir = argv[++i];
                 else
                         usage();

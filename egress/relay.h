@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "splice.h"
+
 #define SID_LEN 32
 #define SANDBOXES_MAX 4096
 #define CONNS_PER_SANDBOX 256
@@ -24,29 +26,21 @@ struct sandbox {
         int n_conns;
 };
 
-struct actr; /* relay_agent.c */
-struct tcp_hs; /* relay_tcp.c */
+struct actr;         /* relay_agent.c */
+struct tcp_hs;       /* relay_tcp.c */
 struct agent_marker; /* agent_marker.h */
 
 #define RELAY_HS_MAX 256 /* TCP agents: connects and handshakes in progress, in all */
 #define RELAY_HS_MS 5000 /* TCP agents: for the connect and the handshake */
 
-/* One side of a relayed connection: bytes read from fd wait in buf until
- * written to the peer. */
-struct half {
-        int fd;
-        char buf[BUF_SIZE];
-        size_t off, len;
-        bool eof; /* read side ended: shut the peer's write side once drained */
-};
-
 struct conn {
-        struct sandbox *sb;  /* egress: its sandbox; NULL for an agent pair */
-        struct actr *ac;     /* agent pair: its container; NULL for egress */
-        struct half side[2]; /* 0: the client (sandbox, broker), 1: the server (squid, agent) */
-        bool connecting;     /* squid side not yet connected */
-        struct tcp_hs *hs;   /* TCP agent pair: connect and handshake not yet done */
-        bool dead;           /* closed; freed after the current batch of events */
+        struct sandbox *sb; /* egress: its sandbox; NULL for an agent pair */
+        struct actr *ac;    /* agent pair: its container; NULL for egress */
+        struct splice pair; /* side 0: the client (sandbox, broker), 1: the server (squid, agent) */
+        char buf[2][BUF_SIZE]; /* pair's buffers */
+        bool connecting;       /* squid side not yet connected */
+        struct tcp_hs *hs;     /* TCP agent pair: connect and handshake not yet done */
+        bool dead;             /* closed; freed after the current batch of events */
         struct conn *next_dead;
 };
 
@@ -64,8 +58,8 @@ struct relay {
         struct sandbox sbs[SANDBOXES_MAX];
         struct ref sb_refs[SANDBOXES_MAX];
         int n_conns;
-        struct conn *dead; /* closed in this batch: another event may still name them */
-        struct agents *agents; /* the agents' role; NULL: none */
+        struct conn *dead;             /* closed in this batch: another event may still name them */
+        struct agents *agents;         /* the agents' role; NULL: none */
         struct conn *hs[RELAY_HS_MAX]; /* TCP agent pairs still in their handshake */
         int n_hs;
 };
@@ -110,8 +104,7 @@ void agents_conn_closed(struct actr *ac);
  * toward its container: connect to m's address, run the handshake of
  * tcp_auth.h with m's key, then splice as any pair. name: for the log
  * (lives as long as c). On failure c is closed. */
-void relay_tcp_start(struct relay *r, struct conn *c, const struct agent_marker *m,
-                     const char *name);
+void relay_tcp_start(struct relay *r, struct conn *c, const struct agent_marker *m, const char *name);
 /* An event of a pair in its handshake (c->hs set). */
 void relay_tcp_event(struct relay *r, struct conn *c, int side, uint32_t ev);
 /* Close handshakes past RELAY_HS_MS; ms until the next is due (-1: none). */

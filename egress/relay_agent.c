@@ -78,13 +78,13 @@ struct actr {
         struct agent_marker m; /* .tcp: the marker as last read */
         struct stat mst;       /* .tcp: the marker file it was read from */
         int lfd_broker, lfd_dial;
-        int idle[IDLE_MAX]; /* -1: free */
-        long long idle_seq[IDLE_MAX]; /* order of the dials */
-        int pend[PENDING_MAX]; /* broker connections waiting; -1: free */
+        int idle[IDLE_MAX];                /* -1: free */
+        long long idle_seq[IDLE_MAX];      /* order of the dials */
+        int pend[PENDING_MAX];             /* broker connections waiting; -1: free */
         long long pend_since[PENDING_MAX]; /* ms, for PENDING_MS */
-        long long pend_seq[PENDING_MAX]; /* order of arrival (a ms has many) */
-        int n_pend;  /* pend[] in use */
-        int n_conns; /* pairs open (they may outlive `used`) */
+        long long pend_seq[PENDING_MAX];   /* order of arrival (a ms has many) */
+        int n_pend;                        /* pend[] in use */
+        int n_conns;                       /* pairs open (they may outlive `used`) */
         struct aref ref_broker, ref_dial, ref_idle[IDLE_MAX], ref_pend[PENDING_MAX];
 };
 
@@ -169,7 +169,8 @@ static void bad_marker(struct agents *a, const char *ref, const struct stat *st,
 }
 
 /* Read and parse AGENT_DIR/<ref>.tcp, whose lstat is st: 0, or -1 (logged). */
-static int marker_read(struct agents *a, const char *ref, const struct stat *st, struct agent_marker *m)
+static int marker_read(struct agents *a, const char *ref, const struct stat *st,
+                       struct agent_marker *m)
 {
         char name[CID_MAX + sizeof(MARKER_TCP)], buf[AGENT_MARKER_MAX + 1];
         const char *why = NULL;
@@ -281,9 +282,8 @@ static bool ctr_bind(struct relay *r, struct actr *ac)
 
         if (ac->tcp) {
                 ac->lfd_broker = relay_bind_in(a->dir_fd, ac->cid, "agent.sock", 0600);
-                if (ac->lfd_broker >= 0 &&
-                    relay_ep_ctl(r, EPOLL_CTL_ADD, ac->lfd_broker, EPOLLIN,
-                                 (char *)&ac->ref_broker + AREF_BIT) == 0)
+                if (ac->lfd_broker >= 0 && relay_ep_ctl(r, EPOLL_CTL_ADD, ac->lfd_broker, EPOLLIN,
+                                                        (char *)&ac->ref_broker + AREF_BIT) == 0)
                         return true;
                 if (ac->lfd_broker >= 0)
                         (void)close(ac->lfd_broker);
@@ -291,9 +291,11 @@ static bool ctr_bind(struct relay *r, struct actr *ac)
                 return false;
         }
         ac->lfd_dial = relay_bind_in(a->dir_fd, ac->cid, "dial.sock", 0600);
-        ac->lfd_broker = ac->lfd_dial < 0 ? -1 : relay_bind_in(a->dir_fd, ac->cid, "agent.sock", 0600);
+        ac->lfd_broker = ac->lfd_dial < 0 ? -1
+                                          : relay_bind_in(a->dir_fd, ac->cid, "agent.sock", 0600);
         if (ac->lfd_broker >= 0 &&
-            relay_ep_ctl(r, EPOLL_CTL_ADD, ac->lfd_dial, EPOLLIN, (char *)&ac->ref_dial + AREF_BIT) == 0 &&
+            relay_ep_ctl(r, EPOLL_CTL_ADD, ac->lfd_dial, EPOLLIN,
+                         (char *)&ac->ref_dial + AREF_BIT) == 0 &&
             relay_ep_ctl(r, EPOLL_CTL_ADD, ac->lfd_broker, EPOLLIN,
                          (char *)&ac->ref_broker + AREF_BIT) == 0)
                 return true;
@@ -457,8 +459,8 @@ static void pair(struct relay *r, struct actr *ac, int bfd, int afd)
         }
         c->ac = ac;
         ac->n_conns++;
-        c->side[0].fd = bfd;
-        c->side[1].fd = afd;
+        c->pair.side[0].fd = bfd;
+        c->pair.side[1].fd = afd;
         (void)relay_conn_start(r, c);
 }
 
@@ -502,7 +504,7 @@ static void accept_broker(struct relay *r, struct actr *ac)
                         }
                         c->ac = ac;
                         ac->n_conns++;
-                        c->side[0].fd = fd;
+                        c->pair.side[0].fd = fd;
                         relay_tcp_start(r, c, &ac->m, ac->cid);
                         continue;
                 }
@@ -532,7 +534,8 @@ static void accept_broker(struct relay *r, struct actr *ac)
                 r->agents->n_pend++;
                 /* its hangup only (EPOLLIN would fire for the request it
                  * sends); unwatched if this fails, as before: the timeout */
-                (void)relay_ep_ctl(r, EPOLL_CTL_ADD, fd, EPOLLRDHUP, (char *)&ac->ref_pend[i] + AREF_BIT);
+                (void)relay_ep_ctl(r, EPOLL_CTL_ADD, fd, EPOLLRDHUP,
+                                   (char *)&ac->ref_pend[i] + AREF_BIT);
         }
 }
 
@@ -586,12 +589,8 @@ bool agents_event(struct relay *r, void *ref, uint32_t ev)
         if (!ac->used)
                 return true; /* dropped in this batch */
         switch (ar->tag) {
-        case A_BROKER:
-                accept_broker(r, ac);
-                break;
-        case A_DIAL:
-                accept_dial(r, ac);
-                break;
+        case A_BROKER: accept_broker(r, ac); break;
+        case A_DIAL: accept_dial(r, ac); break;
         case A_IDLE:
                 /* the agent spoke first or hung up: not a connection to hand
                  * out. Unless the event is stale: earlier in this batch the
@@ -643,7 +642,8 @@ int agents_tick(struct relay *r, long long now)
                                 continue;
                         due = ac->pend_since[j] + PENDING_MS;
                         if (due <= now) {
-                                relay_log("container %.12s: no dial within %d ms; a waiting connection closed",
+                                relay_log("container %.12s: no dial within %d ms; a waiting "
+                                          "connection closed",
                                           ac->cid, PENDING_MS);
                                 pend_close(a, ac, j);
                         } else if (next < 0 || due < next) {

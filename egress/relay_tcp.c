@@ -102,13 +102,13 @@ void relay_tcp_start(struct relay *r, struct conn *c, const struct agent_marker 
                 fail(r, c, "getrandom failed");
                 return;
         }
-        c->side[1].fd = socket(m->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (c->side[1].fd < 0) {
+        c->pair.side[1].fd = socket(m->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (c->pair.side[1].fd < 0) {
                 fail(r, c, strerror(errno));
                 return;
         }
-        (void)setsockopt(c->side[1].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (connect(c->side[1].fd, (const struct sockaddr *)&m->addr, m->addr_len) < 0 &&
+        (void)setsockopt(c->pair.side[1].fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (connect(c->pair.side[1].fd, (const struct sockaddr *)&m->addr, m->addr_len) < 0 &&
             errno != EINPROGRESS) {
                 fail(r, c, strerror(errno));
                 return;
@@ -116,8 +116,8 @@ void relay_tcp_start(struct relay *r, struct conn *c, const struct agent_marker 
         hs->state = HS_CONNECT;
         /* the broker's side is not read until the handshake has passed:
          * only its hangup (always reported) is watched */
-        if (relay_ep_ctl(r, EPOLL_CTL_ADD, c->side[0].fd, 0, (char *)c + 0) < 0 ||
-            relay_ep_ctl(r, EPOLL_CTL_ADD, c->side[1].fd, EPOLLOUT, (char *)c + 1) < 0)
+        if (relay_ep_ctl(r, EPOLL_CTL_ADD, c->pair.side[0].fd, 0, (char *)c + 0) < 0 ||
+            relay_ep_ctl(r, EPOLL_CTL_ADD, c->pair.side[1].fd, EPOLLOUT, (char *)c + 1) < 0)
                 fail(r, c, strerror(errno));
 }
 
@@ -129,18 +129,18 @@ static void on_connected(struct relay *r, struct conn *c)
         int err = 0;
         socklen_t l = sizeof(err);
 
-        if (getsockopt(c->side[1].fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0 || err) {
+        if (getsockopt(c->pair.side[1].fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0 || err) {
                 fail(r, c, err ? strerror(err) : "connect failed");
                 return;
         }
         tcp_hello_build(hs->nr, hello);
         /* 40 bytes into a new connection's empty send buffer: all of it */
-        if (send(c->side[1].fd, hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
+        if (send(c->pair.side[1].fd, hello, sizeof(hello), MSG_NOSIGNAL) != (ssize_t)sizeof(hello)) {
                 fail(r, c, "cannot send the handshake");
                 return;
         }
         hs->state = HS_REPLY;
-        if (relay_ep_ctl(r, EPOLL_CTL_MOD, c->side[1].fd, EPOLLIN, (char *)c + 1) < 0)
+        if (relay_ep_ctl(r, EPOLL_CTL_MOD, c->pair.side[1].fd, EPOLLIN, (char *)c + 1) < 0)
                 fail(r, c, strerror(errno));
 }
 
@@ -149,7 +149,7 @@ static void on_reply(struct relay *r, struct conn *c)
 {
         struct tcp_hs *hs = c->hs;
         unsigned char na[TCP_NONCE_LEN];
-        ssize_t n = recv(c->side[1].fd, hs->in + hs->got, sizeof(hs->in) - hs->got, 0);
+        ssize_t n = recv(c->pair.side[1].fd, hs->in + hs->got, sizeof(hs->in) - hs->got, 0);
 
         if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
                 fail(r, c, n == 0 ? "closed during the handshake" : strerror(errno));
@@ -169,9 +169,9 @@ static void on_reply(struct relay *r, struct conn *c)
                 return;
         }
         /* our proof goes first, then whatever the broker sends */
-        tcp_proof_build(hs->key, hs->nr, na, (unsigned char *)c->side[0].buf);
-        c->side[0].off = 0;
-        c->side[0].len = TCP_PROOF_LEN;
+        tcp_proof_build(hs->key, hs->nr, na, (unsigned char *)c->pair.side[0].buf);
+        c->pair.side[0].off = 0;
+        c->pair.side[0].len = TCP_PROOF_LEN;
         relay_tcp_forget(r, c);
         relay_conn_arm(r, c);
 }

@@ -6,6 +6,7 @@
 
 #include "json_input.h"
 #include "metrics.h"
+#include "metrics_store.h"
 #include "pool.h"
 #include "routes.h"
 
@@ -16,9 +17,11 @@ static void pool_metrics(struct request *req, char **text, size_t *len)
                 { "size", "broker_pool_size", "Configured size of the warm pool." },
                 { "members", "broker_pool_members", "Pool members, creating or ready." },
                 { "ready", "broker_pool_ready", "Ready (claimable) pool members." },
-                { "lastRefillAt", "broker_pool_last_refill_timestamp_ms", "Epoch ms of the last member made." },
+                { "lastRefillAt", "broker_pool_last_refill_timestamp_ms",
+                  "Epoch ms of the last member made." },
                 { "refillMs", "broker_pool_refill_ms", "Milliseconds the last member took to make." },
-                { "failures", "broker_pool_failures", "Consecutive failed refills (backing off when > 0)." },
+                { "failures", "broker_pool_failures",
+                  "Consecutive failed refills (backing off when > 0)." },
         };
         char *out = NULL;
         size_t outlen = 0;
@@ -29,19 +32,23 @@ static void pool_metrics(struct request *req, char **text, size_t *len)
                 return;
         for (int i = 0; i < req->w->cfg->n_pools; i++) {
                 st[i] = json_object_new_object();
-                if (st[i] && pool_status(req->w->redis, req->w->cfg, req->w->cfg->pools[i].image, st[i]) < 0) {
+                if (st[i] && pool_status(req->w->redis, req->w->cfg, req->w->cfg->pools[i].image,
+                                         st[i]) < 0) {
                         json_put(st[i]);
                         st[i] = NULL;
                 }
         }
         for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
-                fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", gauges[g][1], gauges[g][2], gauges[g][1]);
+                fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", gauges[g][1], gauges[g][2],
+                        gauges[g][1]);
                 for (int i = 0; i < req->w->cfg->n_pools; i++)
                         if (st[i] && json_object_object_get_ex(st[i], gauges[g][0], &v))
                                 fprintf(f, "%s{image=\"%s\"} %lld\n", gauges[g][1],
-                                        req->w->cfg->pools[i].image, (long long)json_object_get_int64(v));
+                                        req->w->cfg->pools[i].image,
+                                        (long long)json_object_get_int64(v));
         }
-        fprintf(f, "# HELP broker_pool_claims_total Sandboxes claimed from a pooled image, warm or cold.\n"
+        fprintf(f, "# HELP broker_pool_claims_total Sandboxes claimed from a pooled image, warm or "
+                   "cold.\n"
                    "# TYPE broker_pool_claims_total counter\n");
         for (int i = 0; i < req->w->cfg->n_pools; i++) {
                 if (!st[i])

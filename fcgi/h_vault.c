@@ -16,6 +16,7 @@
 #include "log.h"
 #include "routes.h"
 #include "vault.h"
+#include "vault_view.h"
 #include "vault_seal.h"
 #include "vault_store.h"
 

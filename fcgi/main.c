@@ -30,6 +30,7 @@
 #include "log.h"
 #include "provider_factory.h"
 #include "metrics.h"
+#include "metrics_store.h"
 #include "redis_conn.h"
 #include "request.h"
 #include "routes.h"

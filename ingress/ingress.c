@@ -45,6 +45,7 @@
 #include "ingress_head.h"
 #include "log.h"
 #include "provider.h"
+#include "splice.h"
 #include "timeutil.h"
 
 #define HEAD_TIMEOUT_MS 10000   /* nginx sends the head at once */
@@ -75,14 +76,6 @@ struct conn {
         struct ingress *g;
         int fd;
         struct slot *sandbox_slot, *tenant_slot; /* NULL until held */
-};
-
-/* One direction of the spliced pair. */
-struct half {
-        int fd;
-        size_t off, len;
-        bool eof;
-        char buf[BUF_SIZE];
 };
 
 static int write_all(int fd, const char *p, size_t n, int64_t deadline)
@@ -236,71 +229,19 @@ static int read_head(int fd, char *buf, size_t *head_len, size_t *len)
 
 /* Splice a (nginx) and b (the tunnel) until both end, an error, or the
  * idle timeout. */
-static void splice_run(int a, int b, int idle_ms)
+static void splice_pair(int a, int b, int idle_ms)
 {
-        struct half *h = calloc(2, sizeof(*h));
+        struct pair {
+                struct splice s;
+                char buf[2][BUF_SIZE];
+        } *p = malloc(sizeof(*p));
 
-        if (!h)
+        if (!p)
                 return;
-        h[0].fd = a;
-        h[1].fd = b;
-        for (;;) {
-                struct pollfd p[2];
-                int n;
-
-                for (int i = 0; i < 2; i++) {
-                        short ev = 0;
-                        if (!h[i].eof && h[i].len == 0)
-                                ev |= POLLIN;
-                        if (h[1 - i].len > h[1 - i].off)
-                                ev |= POLLOUT;
-                        /* as agent/splice.c: a live side waiting for nothing
-                         * is left out (its POLLHUP would spin poll()) */
-                        p[i] = (struct pollfd){ .fd = ev || h[i].eof ? h[i].fd : -1, .events = ev };
-                }
-                n = poll(p, 2, idle_ms);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                for (int i = 0; i < 2; i++) {
-                        struct half *x = &h[i], *peer = &h[1 - i];
-
-                        if (p[i].revents & POLLERR)
-                                goto out;
-                        if ((p[i].revents & POLLHUP) && x->eof)
-                                goto out; /* read to its end and gone: nothing more can pass */
-                        if (!x->eof && x->len == 0 && (p[i].revents & (POLLIN | POLLHUP))) {
-                                ssize_t r = recv(x->fd, x->buf, sizeof(x->buf), MSG_DONTWAIT);
-                                if (r == 0) {
-                                        x->eof = true;
-                                        (void)shutdown(peer->fd, SHUT_WR);
-                                } else if (r < 0) {
-                                        if (errno != EAGAIN && errno != EINTR)
-                                                goto out;
-                                } else {
-                                        x->len = (size_t)r;
-                                        x->off = 0;
-                                }
-                        }
-                        while (x->len > x->off) {
-                                ssize_t w = send(peer->fd, x->buf + x->off, x->len - x->off,
-                                                 MSG_NOSIGNAL | MSG_DONTWAIT);
-                                if (w < 0) {
-                                        if (errno == EAGAIN || errno == EINTR)
-                                                break;
-                                        goto out;
-                                }
-                                x->off += (size_t)w;
-                        }
-                        if (x->off == x->len)
-                                x->off = x->len = 0;
-                }
-                if (h[0].eof && h[1].eof && !h[0].len && !h[1].len)
-                        break;
-        }
-out:
-        free(h);
+        splice_half_init(&p->s.side[0], a, p->buf[0], sizeof(p->buf[0]));
+        splice_half_init(&p->s.side[1], b, p->buf[1], sizeof(p->buf[1]));
+        (void)splice_run(&p->s, idle_ms);
+        free(p);
 }
 
 static void *conn_main(void *arg)
@@ -389,7 +330,7 @@ static void *conn_main(void *arg)
         free(out);
         in = out = NULL;
         (void)fcntl(c->fd, F_SETFL, O_NONBLOCK);
-        splice_run(c->fd, t->fd, g->idle_ms);
+        splice_pair(c->fd, t->fd, g->idle_ms);
 out:
         if (t && t->fd >= 0)
                 (void)close(t->fd);

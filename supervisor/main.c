@@ -19,6 +19,7 @@
 #include "lease.h"
 #include "log.h"
 #include "metrics.h"
+#include "metrics_store.h"
 #include "provider_factory.h"
 #include "sandbox.h"
 #include "supervisor.h"
@@ -44,9 +45,11 @@ void sup_redis_status(struct sup *s, int r, const char *what)
                 s->redis_down = true;
                 s->redis_loading = loading;
                 if (loading)
-                        log_err(NULL, "%s: Redis is loading its dataset (it restarted); retrying every tick", what);
+                        log_err(NULL, "%s: Redis is loading its dataset (it restarted); retrying every tick",
+                                what);
                 else
-                        log_err(NULL, "%s: Redis unavailable (%s); retrying every tick", what, strerror(-r));
+                        log_err(NULL, "%s: Redis unavailable (%s); retrying every tick", what,
+                                strerror(-r));
         } else if (r >= 0 && s->redis_down) {
                 s->redis_down = false;
                 s->redis_loading = false;
@@ -142,25 +145,29 @@ static void bounds_report(const struct broker_config *cfg)
         /* Kubernetes: seats hide their processes from each other only under
          * the RuntimeClass that mounts /proc hidepid (docs/KUBERNETES.md) */
         if (!strcmp(cfg->provider, "kubernetes") && strcmp(seats, "sandbox-runc"))
-                log_warn(NULL, "multi_user_shared sandboxes run under RuntimeClass '%s', not "
-                               "'sandbox-runc': their seats see each other's processes and command "
-                               "lines (set SANDBOX_RUNTIME_MULTI_USER_SHARED=sandbox-runc; "
-                               "docs/KUBERNETES.md, \"Seats\")",
+                log_warn(NULL,
+                         "multi_user_shared sandboxes run under RuntimeClass '%s', not "
+                         "'sandbox-runc': their seats see each other's processes and command "
+                         "lines (set SANDBOX_RUNTIME_MULTI_USER_SHARED=sandbox-runc; "
+                         "docs/KUBERNETES.md, \"Seats\")",
                          seats[0] ? seats : "(the cluster's default)");
         if (strcmp(cfg->provider, "docker") || !cfg->sandbox_agent[0])
                 return;
         if (!cfg->mountd_socket[0])
-                log_warn(NULL, "MOUNTD_SOCKET is empty: the sandboxes' run directories are plain "
-                               "directories of %s, unbounded: one sandbox can fill that filesystem "
-                               "for every other (docs/OPERATIONS.md, \"Host bounds\")",
+                log_warn(NULL,
+                         "MOUNTD_SOCKET is empty: the sandboxes' run directories are plain "
+                         "directories of %s, unbounded: one sandbox can fill that filesystem "
+                         "for every other (docs/OPERATIONS.md, \"Host bounds\")",
                          cfg->agent_dir);
         if (!cfg->sandbox_disk_mb)
-                log_warn(NULL, "SANDBOX_DISK_MB=0: sandboxes have no disk of their own; what they "
-                               "write lands on dockerd's disk unbounded: one sandbox can fill it for "
-                               "every other (docs/OPERATIONS.md, \"Host bounds\")");
+                log_warn(NULL,
+                         "SANDBOX_DISK_MB=0: sandboxes have no disk of their own; what they "
+                         "write lands on dockerd's disk unbounded: one sandbox can fill it for "
+                         "every other (docs/OPERATIONS.md, \"Host bounds\")");
         if (cfg->mountd_socket[0])
-                log_info(NULL, "host bounds: through %s, run directories on tmpfs of their own, "
-                               "disks of %d MiB (at most %d MiB)",
+                log_info(NULL,
+                         "host bounds: through %s, run directories on tmpfs of their own, "
+                         "disks of %d MiB (at most %d MiB)",
                          cfg->mountd_socket, cfg->sandbox_disk_mb, cfg->sandbox_disk_max_mb);
 }
 

@@ -24,19 +24,24 @@ static void on_granted(void *ud, const char *ticket, const char *lease, const ch
         struct sup *s = ud;
         char tenant[AUDIT_TENANT_MAX];
         const char *bare;
+        int64_t created, granted;
 
         /* The grant stored the lease's intent with it (grant.lua): the
          * loop's intake takes it next, like any other supervisor's would. */
         s->granted = true;
         metrics_add("broker_tickets_granted_total", 1);
-        metrics_grant_wait(s->redis, &s->cfg, ticket);
+        if (lease_ticket_times(s->redis, &s->cfg, ticket, &created, &granted) == 0)
+                metrics_observe_ms(METRICS_GRANT_WAIT, granted - created);
         log_info(LOG_KV({ "TICKET_ID", ticket }, { "LEASE_ID", lease }, { "USER_ID", user },
                         { "SESSION_ID", session }),
                  "ticket granted");
         (void)audit_split_user(user, tenant, sizeof(tenant), &bare);
-        audit_emit(s->events, &(struct audit_event){ .type = AUDIT_LEASE_GRANTED, .tenant = tenant,
-                                                     .user_id = bare, .session_id = session,
-                                                     .lease_id = lease, .ticket_id = ticket });
+        audit_emit(s->events, &(struct audit_event){ .type = AUDIT_LEASE_GRANTED,
+                                                     .tenant = tenant,
+                                                     .user_id = bare,
+                                                     .session_id = session,
+                                                     .lease_id = lease,
+                                                     .ticket_id = ticket });
 }
 
 void sup_ticket_expired(struct sup *s, const char *ticket)
@@ -45,13 +50,16 @@ void sup_ticket_expired(struct sup *s, const char *ticket)
         const char *bare;
 
         metrics_add("broker_tickets_expired_total", 1);
-        log_info(LOG_KV({ "TICKET_ID", ticket }), "ticket expired: nobody polled it within TICKET_TTL_MS");
+        log_info(LOG_KV({ "TICKET_ID", ticket }),
+                 "ticket expired: nobody polled it within TICKET_TTL_MS");
         /* The grant script names only the ticket; its Kafka message, if we
          * hold it, names the user. */
         sup_queue_ticket_user(s, ticket, user, sizeof(user), session, sizeof(session));
         (void)audit_split_user(user, tenant, sizeof(tenant), &bare);
-        audit_emit(s->events, &(struct audit_event){ .type = AUDIT_TICKET_EXPIRED, .tenant = tenant,
-                                                     .user_id = bare, .session_id = session,
+        audit_emit(s->events, &(struct audit_event){ .type = AUDIT_TICKET_EXPIRED,
+                                                     .tenant = tenant,
+                                                     .user_id = bare,
+                                                     .session_id = session,
                                                      .ticket_id = ticket,
                                                      .reason = "not polled within TICKET_TTL_MS" });
 }
@@ -60,7 +68,6 @@ static void on_expired(void *ud, const char *ticket)
 {
         sup_ticket_expired(ud, ticket);
 }
-
 
 static struct sup_fifo_entry *fifo_at(struct sup *s, int i)
 {

@@ -26,7 +26,7 @@
 #include "supervisor.h"
 #include "timeutil.h"
 
-#define TEARDOWN_BATCH 8 /* between checks of the stop flag and the reconciler */
+#define TEARDOWN_BATCH 8     /* between checks of the stop flag and the reconciler */
 #define HOUSEKEEP_IDLE_MS 50 /* sleep when no teardown waits */
 
 struct sup_sandboxes {
@@ -54,7 +54,8 @@ static void audit_teardown(struct sup_sandboxes *s, const char *sid)
         (void)audit_split_user(o.user_id, tenant, sizeof(tenant), &bare);
         audit_emit(s->events, &(struct audit_event){ .type = AUDIT_SANDBOX_EXPIRED,
                                                      .tenant = o.tenant[0] ? o.tenant : tenant,
-                                                     .user_id = bare, .sandbox_id = sid,
+                                                     .user_id = bare,
+                                                     .sandbox_id = sid,
                                                      .reason = o.reason });
 }
 
@@ -110,32 +111,61 @@ static void reconcile_snapshots(struct sup_sandboxes *s)
 
         r = snapshot_store_reap(s->redis, s->provider, &s->cfg, &removed, err);
         if (r < 0)
-                log_warn(NULL, "reconciler: snapshot images: %s%s%s", strerror(-r), err[0] ? ": " : "", err);
+                log_warn(NULL, "reconciler: snapshot images: %s%s%s", strerror(-r),
+                         err[0] ? ": " : "", err);
         if (removed > 0) {
                 metrics_add("broker_snapshot_images_reaped_total", removed);
-                log_info(NULL, "reconciler: %d image(s) of failed or deleted snapshots removed", removed);
+                log_info(NULL, "reconciler: %d image(s) of failed or deleted snapshots removed",
+                         removed);
+        }
+}
+
+/* What a round did to one sandbox or lease, logged here (lib/ reports, the
+ * boundary logs). */
+static void reconcile_log(void *ctx, const struct sandbox_reconcile_item *it)
+{
+        (void)ctx;
+        switch (it->kind) {
+        case SANDBOX_RECONCILE_ORPHAN_REMOVED:
+                log_info(LOG_KV({ "SANDBOX_ID", it->id }),
+                         "reconciler: removed orphan container %.12s (record %s)", it->ref,
+                         it->state);
+                break;
+        case SANDBOX_RECONCILE_CONTAINER_GONE:
+                log_warn(LOG_KV({ "SANDBOX_ID", it->id }),
+                         "reconciler: container of a %s sandbox is gone; marked Failed", it->state);
+                break;
+        case SANDBOX_RECONCILE_LEASE_RECOVERED:
+                log_info(LOG_KV({ "LEASE_ID", it->id }),
+                         "reconciler: finished a lease left provisioning");
+                break;
         }
 }
 
 static void reconcile(struct sup_sandboxes *s)
 {
+        static const struct sandbox_reconcile_report report = { reconcile_log, NULL };
         struct sandbox_reconcile_stats st;
         char err[SANDBOX_ERR_MAX];
         int r;
 
         reconcile_snapshots(s);
-        r = sandbox_reconcile(s->redis, s->provider, &s->cfg, &st, err);
+        r = sandbox_reconcile(s->redis, s->provider, &s->cfg, &st, &report, err);
         if (r < 0) {
                 log_warn(NULL, "reconciler: %s%s%s", strerror(-r), err[0] ? ": " : "", err);
                 return;
         }
         if (st.orphans_removed || st.records_failed || st.records_followed || st.leases_recovered ||
             st.teardowns_requeued || st.host_orphans)
-                log_info(NULL, "reconciler: %d orphan(s) removed, %d record(s) failed, %d record(s) paused or "
-                               "unpaused after their container, %d lease(s) recovered, %d teardown(s) requeued, "
-                               "%d host leftover(s) of removed containers reaped (run directories, disks)",
-                         st.orphans_removed, st.records_failed, st.records_followed, st.leases_recovered,
-                         st.teardowns_requeued, st.host_orphans);
+                log_info(
+                        NULL,
+                        "reconciler: %d orphan(s) removed, %d record(s) failed, %d record(s) "
+                        "paused or "
+                        "unpaused after their container, %d lease(s) recovered, %d teardown(s) "
+                        "requeued, "
+                        "%d host leftover(s) of removed containers reaped (run directories, disks)",
+                        st.orphans_removed, st.records_failed, st.records_followed,
+                        st.leases_recovered, st.teardowns_requeued, st.host_orphans);
 }
 
 static void *housekeep_main(void *arg)

@@ -42,7 +42,7 @@
 
 struct sup_watch {
         struct broker_config cfg;
-        struct provider *provider; /* busy with the event stream */
+        struct provider *provider;  /* busy with the event stream */
         struct provider *inspector; /* asks about a container meanwhile */
         struct redis_conn *redis;
         pthread_t thread;
@@ -99,20 +99,25 @@ static void watch_event(void *ud, const struct sandbox_event *ev)
                                            ev->kind == SANDBOX_EVENT_EXITED ? ev->info.exit_code : -1,
                                            ev->kind == SANDBOX_EVENT_EXITED && oom_take(w, sid, now));
                 /* a warm pool member has no record to follow: it leaves the pool */
-                if (ev->kind == SANDBOX_EVENT_EXITED &&
-                    pool_member_lost(w->redis, w->inspector, sid) < 0)
-                        log_warn(LOG_KV({ "SANDBOX_ID", sid }),
-                                 "watch: pool membership not checked");
+                if (ev->kind == SANDBOX_EVENT_EXITED) {
+                        int lost = pool_member_lost(w->redis, w->inspector, sid);
+
+                        if (lost < 0)
+                                log_warn(LOG_KV({ "SANDBOX_ID", sid }),
+                                         "watch: pool membership not checked");
+                        else if (lost > 0)
+                                log_info(LOG_KV({ "SANDBOX_ID", sid }), "pool: member removed (%s)",
+                                         POOL_WHY_WATCH);
+                }
                 break;
         case SANDBOX_EVENT_OOM:
                 oom_note(w, sid, now);
-                log_warn(LOG_KV({ "SANDBOX_ID", sid }),
-                         "watch: the sandbox hit its memory limit; the kernel killed a process in it");
+                log_warn(LOG_KV({ "SANDBOX_ID", sid }), "watch: the sandbox hit its memory limit; "
+                                                        "the kernel killed a process in it");
                 break;
         }
         if (r < 0)
-                log_warn(LOG_KV({ "SANDBOX_ID", sid }),
-                         "watch: the sandbox's container changed, record not updated (%s); the reconciler will",
+                log_warn(LOG_KV({ "SANDBOX_ID", sid }), "watch: the sandbox's container changed, record not updated (%s); the reconciler will",
                          strerror(-r));
 }
 

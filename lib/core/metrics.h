@@ -1,5 +1,7 @@
 /* metrics: in-process counters and histograms, aggregated across processes
- * in one Redis hash, rendered as Prometheus text for GET /metrics.
+ * in one Redis hash, rendered as Prometheus text for GET /metrics. This is
+ * the counting half (lib/core); the Redis half, flush and exposition, is
+ * lib/store/metrics_store.h.
  *
  * Counting is a lock-free atomic add on a process-local table: no Redis
  * call on the request hot path. Every process flushes its deltas about once
@@ -14,12 +16,11 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "config.h"
-#include "redis_conn.h"
-
 #define METRICS_SERIES_MAX 512 /* distinct series per process; more are dropped */
 #define METRICS_SERIES_LEN 160 /* longest series name with its labels */
 #define METRICS_FLUSH_MS 1000
+/* The series counting what did not fit the table. */
+#define METRICS_DROPPED "broker_metrics_dropped_total"
 
 enum metrics_hist {
         METRICS_GRANT_WAIT,     /* queued ticket: createdAt -> grantedAt */
@@ -45,26 +46,15 @@ void metrics_observe_ms(enum metrics_hist h, int64_t ms);
 /* A provider call op ("create", "exec", ...) failed for a backend reason. */
 void metrics_provider_error(const char *op);
 
-/* Observe the wait of a ticket just granted: reads createdAt and grantedAt
- * of <prefix>ticket:<id>. Returns 0 or the Redis errno (then nothing counted). */
-int metrics_grant_wait(struct redis_conn *c, const struct broker_config *cfg, const char *ticket_id);
+/* Take this process's deltas: fn(ctx, series, n) for each series counted
+ * since the last drain (and broker_metrics_dropped_total for what could not
+ * be), its delta zeroed first. fn returns 0, or a negative errno: then that
+ * delta is kept for the next drain and the drain stops with fn's error.
+ * Returns 0 or that error. The store's flush (metrics_store.h) drains. */
+int metrics_drain(int (*fn)(void *ctx, const char *series, long long n), void *ctx);
 
-/* Move this process's deltas into the Redis hash (HINCRBY). A delta that
- * could not be written is kept for the next flush. Returns 0 or -EIO. */
-int metrics_flush(struct redis_conn *c, const struct broker_config *cfg);
+/* Histogram h's family name ("broker_..._seconds"; "" for no such h). */
+const char *metrics_hist_name(enum metrics_hist h);
 
-/* metrics_flush() if METRICS_FLUSH_MS passed since the last one: for a
- * single-threaded loop (the supervisor) calling it every turn. */
-void metrics_flush_due(struct redis_conn *c, const struct broker_config *cfg);
-
-/* A thread that flushes every METRICS_FLUSH_MS over its own connection
- * (the FastCGI handlers). cfg must outlive it. Returns 0 or a negative errno. */
-int metrics_flusher_start(const struct broker_config *cfg);
-
-/* Stop that thread after a last flush; a no-op if it was not started. */
-void metrics_flusher_stop(void);
-
-/* Read the hash and the live gauges and format them. Errors: those of
- * redis_conn_command / lease_status, -ENOMEM. */
-int metrics_render(struct redis_conn *c, const struct broker_config *cfg, char **ret,
-                   size_t *ret_len);
+/* The histograms' bucket bounds in ms, ascending, *ret_n of them. */
+const int64_t *metrics_hist_bounds(size_t *ret_n);

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "image_ref.h"
-#include "log.h"
 #include "sandbox.h"
 #include "timeutil.h"
 
@@ -16,7 +15,8 @@
 #define POOL_SCAN_MAX 512
 #define POOL_CHECK_MS 10000 /* how often ready members' containers are inspected */
 #define POOL_BACKOFF_MAX_MS 60000
-#define POOL_OWNER_TTL_MS 15000 /* a member 'creating' for a refiller silent this long is a crash's */
+#define POOL_OWNER_TTL_MS \
+        15000 /* a member 'creating' for a refiller silent this long is a crash's */
 
 static int wpool(struct redis_conn *rc, int argc, const char **argv, redisReply **rep)
 {
@@ -96,30 +96,38 @@ static bool cold_in_flight(struct redis_conn *rc, const struct broker_config *cf
         return busy;
 }
 
+static void report_event(const struct pool_report *report, enum pool_event_kind kind,
+                         const char *image, const char *sid, const char *why, long long ms)
+{
+        const struct pool_event ev = { kind, image, sid, why, ms };
+
+        if (report && report->event)
+                report->event(report->ctx, &ev);
+}
+
 /* Should pool i wait with its refill? While cold creates of its image are
  * in flight, for at most POOL_REFILL_HOLD_MS at a stretch: a burst that
  * emptied the pool gets Docker to itself, and a pool is never starved by
  * a steady stream of cold creates. */
-static bool refill_held(struct redis_conn *rc, const struct broker_config *cfg, struct pool_state *ps,
-                        int i)
+static bool refill_held(struct redis_conn *rc, const struct broker_config *cfg,
+                        struct pool_state *ps, int i, const struct pool_report *report)
 {
         int64_t now = timeutil_mono_ms();
 
         if (cfg->pool_refill_hold_ms == 0 || !cold_in_flight(rc, cfg, i)) {
                 if (ps->hold_since[i])
-                        log_info(LOG_KV({ "IMAGE", cfg->pools[i].image }), "pool: refill resumes after %lld ms",
-                                 (long long)(now - ps->hold_since[i]));
+                        report_event(report, POOL_EVENT_RESUME, cfg->pools[i].image, NULL, NULL,
+                                     (long long)(now - ps->hold_since[i]));
                 ps->hold_since[i] = 0;
                 return false;
         }
         if (!ps->hold_since[i]) {
                 ps->hold_since[i] = now;
-                log_info(LOG_KV({ "IMAGE", cfg->pools[i].image }),
-                         "pool: refill waits for the cold creates of its image in flight (at most %d ms)",
-                         cfg->pool_refill_hold_ms);
+                report_event(report, POOL_EVENT_HOLD, cfg->pools[i].image, NULL, NULL,
+                             cfg->pool_refill_hold_ms);
         }
-        /* past the bound the refill goes on; "resumes after" is logged
-         * when the last cold create ends */
+        /* past the bound the refill goes on; RESUME is reported when the
+         * last cold create ends */
         return now - ps->hold_since[i] < cfg->pool_refill_hold_ms;
 }
 
@@ -174,7 +182,8 @@ static void stat_set(struct redis_conn *rc, const char *image, const char *k1, c
                 reply_drop(rep);
 }
 
-static bool drop(struct redis_conn *rc, struct provider *pv, const char *sid, const char *why)
+static bool drop(struct redis_conn *rc, struct provider *pv, const char *sid, const char *why,
+                 const struct pool_report *report)
 {
         redisReply *rep = NULL;
         const char *argv[] = { "drop", sid };
@@ -185,7 +194,7 @@ static bool drop(struct redis_conn *rc, struct provider *pv, const char *sid, co
         if (rep->type == REDIS_REPLY_STRING) {
                 ours = true;
                 remove_container(pv, sid, rep->str);
-                log_info(LOG_KV({ "SANDBOX_ID", sid }), "pool: member removed (%s)", why);
+                report_event(report, POOL_EVENT_REMOVED, NULL, sid, why, 0);
         }
         reply_drop(rep);
         return ours;
@@ -193,8 +202,8 @@ static bool drop(struct redis_conn *rc, struct provider *pv, const char *sid, co
 
 /* The id image names now ("" when unknown: no such op, not on the host,
  * or Docker did not answer), looked up once per scan and pool. */
-static const char *current_id(struct provider *pv, const struct broker_config *cfg, const char *image,
-                              char (*ids)[PROVIDER_IMAGE_ID_MAX], bool *known)
+static const char *current_id(struct provider *pv, const struct broker_config *cfg,
+                              const char *image, char (*ids)[PROVIDER_IMAGE_ID_MAX], bool *known)
 {
         char err[PROVIDER_ERR_MAX];
         int i = config_pool_find(cfg, image);
@@ -236,14 +245,14 @@ int pool_member_lost(struct redis_conn *rc, struct provider *pv, const char *sid
         reply_drop(rep);
         if (!member || !container_lost(pv, sid))
                 return 0;
-        return drop(rc, pv, sid, "the watch saw its container end or go") ? 1 : 0;
+        return drop(rc, pv, sid, POOL_WHY_WATCH, NULL) ? 1 : 0;
 }
 
 /* Members to drop: too old, of an unpooled image, of an image whose name
  * now names another image (re-tagged), stuck creating, or (check) whose
  * container is lost. */
 static int scan(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-                bool check)
+                bool check, const struct pool_report *report)
 {
         char ids[CONFIG_POOLS_MAX][PROVIDER_IMAGE_ID_MAX];
         bool known[CONFIG_POOLS_MAX] = { false };
@@ -285,7 +294,7 @@ static int scan(struct redis_conn *rc, struct provider *pv, const struct broker_
                                 why = "its image name now names another image";
                         else if (check && !strcmp(state, "ready") && container_lost(pv, sid))
                                 why = "its container is gone or has ended";
-                        if (why && drop(rc, pv, sid, why))
+                        if (why && drop(rc, pv, sid, why, report))
                                 dropped++;
                 }
         }
@@ -334,7 +343,7 @@ static bool capacity_allows(struct redis_conn *rc, const struct broker_config *c
 
 /* Make one member of pool i: reserve, create, start (agent up), ready. */
 static int make_member(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-                       struct pool_state *ps, int i)
+                       struct pool_state *ps, int i, const struct pool_report *report)
 {
         const char *image = cfg->pools[i].image;
         char sid[33], ref[PROVIDER_REF_MAX] = "", err[PROVIDER_ERR_MAX] = "", env_sid[64];
@@ -390,15 +399,14 @@ static int make_member(struct redis_conn *rc, struct provider *pv, const struct 
                         back = POOL_BACKOFF_MAX_MS;
                 ps->failures[i]++;
                 ps->backoff_until[i] = timeutil_now_ms() + back;
-                drop(rc, pv, sid, "its start failed");
+                drop(rc, pv, sid, "its start failed", report);
                 remove_container(pv, sid, ref);
                 if (!err[0])
                         snprintf(err, sizeof(err), "%s", strerror(-r));
                 snprintf(buf, sizeof(buf), "%d", ps->failures[i]);
                 snprintf(buf2, sizeof(buf2), "%lld", (long long)ps->backoff_until[i]);
                 stat_set(rc, image, "error", err, "failures", buf, "backoffUntil", buf2);
-                log_err(LOG_KV({ "IMAGE", image }), "pool: cannot make a member (retry in %lld ms): %s",
-                        (long long)back, err);
+                report_event(report, POOL_EVENT_FAILED, image, NULL, err, (long long)back);
                 return r;
         }
         if (r == 0) {
@@ -408,13 +416,13 @@ static int make_member(struct redis_conn *rc, struct provider *pv, const struct 
                 snprintf(buf2, sizeof(buf2), "%lld", (long long)(timeutil_mono_ms() - t0));
                 stat_set(rc, image, "lastRefillAt", buf, "refillMs", buf2, "error", "");
                 stat_set(rc, image, "failures", "0", "backoffUntil", "0", "error", "");
-                log_debug(LOG_KV({ "SANDBOX_ID", sid }, { "IMAGE", image }), "pool: member ready");
+                report_event(report, POOL_EVENT_READY, image, sid, NULL, 0);
         }
         return 0;
 }
 
 int pool_step(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-              struct pool_state *ps)
+              struct pool_state *ps, const struct pool_report *report)
 {
         int64_t now = timeutil_mono_ms();
         int did = 0, r;
@@ -438,7 +446,7 @@ int pool_step(struct redis_conn *rc, struct provider *pv, const struct broker_co
                 ps->next_scan = now + POOL_SCAN_MS;
                 if (check)
                         ps->next_check = now + POOL_CHECK_MS;
-                r = scan(rc, pv, cfg, check);
+                r = scan(rc, pv, cfg, check, report);
                 if (r < 0)
                         return r;
                 did += r;
@@ -450,9 +458,10 @@ int pool_step(struct redis_conn *rc, struct provider *pv, const struct broker_co
                 r = count(rc, cfg->pools[i].image, &all, &ready);
                 if (r < 0)
                         return r;
-                if (all >= cfg->pools[i].size || !capacity_allows(rc, cfg) || refill_held(rc, cfg, ps, i))
+                if (all >= cfg->pools[i].size || !capacity_allows(rc, cfg) ||
+                    refill_held(rc, cfg, ps, i, report))
                         continue;
-                make_member(rc, pv, cfg, ps, i);
+                make_member(rc, pv, cfg, ps, i, report);
                 return 1;
         }
         return did > 0;
@@ -464,13 +473,14 @@ bool pool_serves_leases(const struct broker_config *cfg, int i, char *why, size_
         const char *us = config_runtime_for_mode(cfg, "user_shared");
 
         if (!image_ref_same(cfg->pools[i].image, cfg->sandbox_image)) {
-                snprintf(why, size, "no lease mode uses its image (SANDBOX_IMAGE is %s)", cfg->sandbox_image);
+                snprintf(why, size, "no lease mode uses its image (SANDBOX_IMAGE is %s)",
+                         cfg->sandbox_image);
                 return false;
         }
         if (strcmp(ex, cfg->sandbox_runtime) != 0 && strcmp(us, cfg->sandbox_runtime) != 0) {
-                snprintf(why, size,
-                         "the lease modes of its image run %s and %s, its members %s (SANDBOX_RUNTIME)", ex, us,
-                         cfg->sandbox_runtime);
+                snprintf(why,
+                         size, "the lease modes of its image run %s and %s, its members %s (SANDBOX_RUNTIME)",
+                         ex, us, cfg->sandbox_runtime);
                 return false;
         }
         if (size)
@@ -514,7 +524,8 @@ int pool_status(struct redis_conn *rc, const struct broker_config *cfg, const ch
         json_object_object_add(obj, "ready", json_object_new_int64(ready));
         json_object_object_add(obj, "claimsWarm", json_object_new_int64(hget_ll(h, "warm")));
         json_object_object_add(obj, "claimsCold", json_object_new_int64(hget_ll(h, "cold")));
-        json_object_object_add(obj, "lastRefillAt", json_object_new_int64(hget_ll(h, "lastRefillAt")));
+        json_object_object_add(obj, "lastRefillAt",
+                               json_object_new_int64(hget_ll(h, "lastRefillAt")));
         json_object_object_add(obj, "refillMs", json_object_new_int64(hget_ll(h, "refillMs")));
         json_object_object_add(obj, "failures", json_object_new_int64(hget_ll(h, "failures")));
         json_object_object_add(obj, "backoffUntil", json_object_new_int64(backoff));
@@ -527,7 +538,8 @@ int pool_status(struct redis_conn *rc, const struct broker_config *cfg, const ch
                 /* an OpenSandbox create naming the image counts a claim
                  * (warm or cold, wpool_take): then something asks for it */
                 if (i >= 0 && !leases && hget_ll(h, "warm") + hget_ll(h, "cold") == 0)
-                        snprintf(warning, sizeof(warning), "%s, and no create has asked for it: its members are never used",
+                        snprintf(warning, sizeof(warning),
+                                 "%s, and no create has asked for it: its members are never used",
                                  why);
                 json_object_object_add(obj, "servesLeases", json_object_new_boolean(leases));
                 json_object_object_add(obj, "warning", json_object_new_string(warning));

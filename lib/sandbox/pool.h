@@ -16,13 +16,41 @@
 #include "redis_conn.h"
 
 struct pool_state {
-        int failures[CONFIG_POOLS_MAX];       /* consecutive failed refills per image */
+        int failures[CONFIG_POOLS_MAX];          /* consecutive failed refills per image */
         int64_t backoff_until[CONFIG_POOLS_MAX]; /* epoch ms */
-        int64_t next_scan;                    /* monotonic ms */
-        int64_t next_check;                   /* monotonic ms: members' containers */
-        char owner[33];                       /* this refiller's id (its members' owner) */
-        int64_t hold_since[CONFIG_POOLS_MAX]; /* monotonic ms a refill began to wait; 0 = not */
+        int64_t next_scan;                       /* monotonic ms */
+        int64_t next_check;                      /* monotonic ms: members' containers */
+        char owner[33];                          /* this refiller's id (its members' owner) */
+        int64_t hold_since[CONFIG_POOLS_MAX];    /* monotonic ms a refill began to wait; 0 = not */
 };
+
+/* What pool_step() did, item by item, handed to its caller to log
+ * (library code does not log): the supervisor's pool thread logs each. */
+enum pool_event_kind {
+        POOL_EVENT_HOLD,    /* image's refill waits for its cold creates; ms: the bound */
+        POOL_EVENT_RESUME,  /* image's refill goes on; ms: how long it waited */
+        POOL_EVENT_REMOVED, /* sid left the pool, its container removed; why */
+        POOL_EVENT_FAILED,  /* a member of image could not be made; ms: retry in; why: error */
+        POOL_EVENT_READY,   /* sid, a new member of image, is ready */
+};
+
+struct pool_event {
+        enum pool_event_kind kind;
+        const char *image; /* HOLD, RESUME, FAILED, READY; else NULL */
+        const char *sid;   /* REMOVED, READY; else NULL */
+        const char *why;   /* REMOVED, FAILED; else NULL */
+        long long ms;      /* HOLD, RESUME, FAILED */
+};
+
+/* Where pool_step() reports: event(ctx, ev) once per item, in order, ev and
+ * its strings valid for the call only. */
+struct pool_report {
+        void (*event)(void *ctx, const struct pool_event *ev);
+        void *ctx;
+};
+
+/* Why pool_member_lost() dropped a member (the REMOVED event's why). */
+#define POOL_WHY_WATCH "the watch saw its container end or go"
 
 /* Drop members that are too old (POOL_MAX_AGE_MS), of an image no longer
  * pooled, left 'creating' by a crash, or (checked every POOL_CHECK_MS, and
@@ -33,15 +61,16 @@ struct pool_state {
  * A member is made with the limits of the pool's latest claim when none
  * is below the configured default, else with the defaults. Returns 1 if a member
  * was made or dropped (call again soon), 0 if nothing was to do, or a
- * negative errno. */
+ * negative errno. Each member dropped or made, each failure to make one and
+ * each refill that starts or stops waiting goes to report (NULL: none). */
 int pool_step(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-              struct pool_state *ps);
+              struct pool_state *ps, const struct pool_report *report);
 
 /* The watch saw sid's container end or go (supervisor/watch.c): when sid is
  * a pool member whose container is lost (inspected through pv, as the
  * periodic check does), it leaves the pool now, not at the next check
  * (POOL_CHECK_MS), so that no claim takes it meanwhile. Returns 1 if it was
- * dropped, 0 if sid is no member or its container lives, or a negative
+ * dropped (why: POOL_WHY_WATCH, for the caller to log), 0 if sid is no member or its container lives, or a negative
  * errno (Redis). */
 int pool_member_lost(struct redis_conn *rc, struct provider *pv, const char *sid);
 

@@ -60,14 +60,14 @@ int sandbox_image_admissible(struct provider *pv, const struct broker_config *cf
  * with the registry's reason (in err). */
 int sandbox_lease_pull_then_queue(struct redis_conn *rc, struct provider *pv,
                                   const struct broker_config *cfg, const char *lease_id,
-                                  const char *sid, const char *image,
-                                  const struct image_auth *auth, char *err);
+                                  const char *sid, const char *image, const struct image_auth *auth,
+                                  char *err);
 
 /* Pull image ahead of its sandbox (a create that waits for a slot), with
  * auth, so that the supervisor finds it on the host later. Errors as
  * provider_image_ensure. */
-int sandbox_image_prefetch(struct provider *pv, const struct broker_config *cfg,
-                           const char *image, const struct image_auth *auth, char *err);
+int sandbox_image_prefetch(struct provider *pv, const struct broker_config *cfg, const char *image,
+                           const struct image_auth *auth, char *err);
 
 /* Take one sandbox off the teardown list and stop (park) or remove it.
  * Returns 1 if one was handled, 0 if the list was empty. *ret_sid names it. */
@@ -77,9 +77,9 @@ int sandbox_teardown_next(struct redis_conn *rc, struct provider *pv,
 /* Who a sandbox belonged to and where it stands, for the audit trail. */
 struct sandbox_owner {
         char state[16];
-        char reason[32];     /* the record's reason code, e.g. LEASE_EXPIRED */
-        char user_id[272];   /* "" for a pool sandbox */
-        char tenant[130];    /* OpenSandbox records; "" otherwise */
+        char reason[32];   /* the record's reason code, e.g. LEASE_EXPIRED */
+        char user_id[272]; /* "" for a pool sandbox */
+        char tenant[130];  /* OpenSandbox records; "" otherwise */
 };
 
 /* Read sid's state, reason and owner (fields the record lacks, or that do
@@ -139,17 +139,40 @@ struct sandbox_reconcile_stats {
         int teardowns_requeued;
         int host_orphans; /* run directories, disks... of containers gone (provider_reap_orphans) */
 };
+/* One thing a round did to one sandbox or lease, handed to its caller to
+ * log (library code does not log). */
+enum sandbox_reconcile_kind {
+        SANDBOX_RECONCILE_ORPHAN_REMOVED, /* id's container ref removed; state: its record's or "missing" */
+        SANDBOX_RECONCILE_CONTAINER_GONE, /* id's record (state) marked Failed, its container gone */
+        SANDBOX_RECONCILE_LEASE_RECOVERED, /* lease id, left provisioning, finished */
+};
+struct sandbox_reconcile_item {
+        enum sandbox_reconcile_kind kind;
+        const char *id;    /* the sandbox id, or the lease id (LEASE_RECOVERED) */
+        const char *ref;   /* ORPHAN_REMOVED: the container; else NULL */
+        const char *state; /* ORPHAN_REMOVED, CONTAINER_GONE: the record's state; else NULL */
+};
+/* Where a round reports: item(ctx, it) once per item, in order, it and its
+ * strings valid for the call only. */
+struct sandbox_reconcile_report {
+        void (*item)(void *ctx, const struct sandbox_reconcile_item *it);
+        void *ctx;
+};
+/* One round; *ret counts what it did, report (NULL: none) hears of each
+ * orphan removed, record failed and lease recovered. 0, or a negative errno
+ * (err: the provider's message, if any). */
 int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-                      struct sandbox_reconcile_stats *ret, char *err);
+                      struct sandbox_reconcile_stats *ret,
+                      const struct sandbox_reconcile_report *report, char *err);
 
 /* What a lease may do in its sandbox. */
 struct sandbox_access {
-        char state[16];            /* the sandbox's */
+        char state[16]; /* the sandbox's */
         char ref[PROVIDER_REF_MAX];
         char workdir[256];
         char linux_user[32];
         char mode[24];
-        char user_id[130];         /* inside the tenant (unscoped) */
+        char user_id[130]; /* inside the tenant (unscoped) */
         char session_id[130];
         char slot[300];
         bool seat; /* mode multi_user_shared: linux_user is a seat (exec_spec.seat) */
@@ -165,7 +188,7 @@ int sandbox_access(struct redis_conn *rc, const struct broker_config *cfg, const
 
 /* What the execd data plane needs of an OpenSandbox sandbox. */
 struct sandbox_execd {
-        char state[24];            /* the record's (Running, Paused, ...) */
+        char state[24];             /* the record's (Running, Paused, ...) */
         char ref[PROVIDER_REF_MAX]; /* "" while none is made */
         char mode[24];
         /* The create's env (a JSON object) when the sandbox is a claimed
@@ -174,7 +197,7 @@ struct sandbox_execd {
          * sandbox's container has it already). */
         char env[16384];
         char runtime[CONFIG_RUNTIME_MAX]; /* config_runtime_of the record */
-        char tenant[130];          /* the owner's tenant */
+        char tenant[130];                 /* the owner's tenant */
 };
 
 /* Look up sandbox sid for a data-plane call and check the caller, in one
@@ -195,4 +218,3 @@ int sandbox_execd_lookup(struct redis_conn *rc, const struct broker_config *cfg,
 
 /* Number of leases on a slot (0 if the slot is gone). */
 int sandbox_slot_refs(struct redis_conn *rc, const struct broker_config *cfg, const char *slot);
-

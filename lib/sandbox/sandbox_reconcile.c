@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
 #include "timeutil.h"
 
 #define SCAN_LIMIT 10000
@@ -73,6 +72,16 @@ static bool pool_is_member(struct redis_conn *rc, const char *sid)
         return yes;
 }
 
+static void report_item(const struct sandbox_reconcile_report *report,
+                        enum sandbox_reconcile_kind kind, const char *id, const char *ref,
+                        const char *state)
+{
+        const struct sandbox_reconcile_item it = { kind, id, ref, state };
+
+        if (report && report->item)
+                report->item(report->ctx, &it);
+}
+
 /* See sandbox_internal.h. The pool is asked first: a claim turns a member
  * into a record with the same id in one script (common.lua wpool_take), so
  * "no longer a member" read first means the record, if the claim made one,
@@ -94,7 +103,8 @@ int sandbox_orphan_check(struct redis_conn *rc, const struct broker_config *cfg,
 }
 
 int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct broker_config *cfg,
-                      struct sandbox_reconcile_stats *st, char *err)
+                      struct sandbox_reconcile_stats *st,
+                      const struct sandbox_reconcile_report *report, char *err)
 {
         struct managed_list l = { 0 };
         redisReply *rep = NULL, *boxes, *stale;
@@ -125,9 +135,8 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
                         continue;
                 if (provider_remove(pv, c->ref, ignored) == 0) {
                         st->orphans_removed++;
-                        log_info(LOG_KV({ "SANDBOX_ID", c->sandbox_id }),
-                                 "reconciler: removed orphan container %.12s (record %s)", c->ref,
-                                 state[0] ? state : "missing");
+                        report_item(report, SANDBOX_RECONCILE_ORPHAN_REMOVED, c->sandbox_id, c->ref,
+                                    state[0] ? state : "missing");
                 }
         }
         /* Records whose container vanished; leases a crash left provisioning. */
@@ -146,8 +155,8 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
         for (size_t i = 0; i < boxes->elements; i++) {
                 const redisReply *b = boxes->element[i];
                 bool live = false;
-                if (b->type != REDIS_REPLY_ARRAY || b->elements != 4 || !reply_is_str(b->element[0], NULL) ||
-                    !reply_is_str(b->element[1], NULL))
+                if (b->type != REDIS_REPLY_ARRAY || b->elements != 4 ||
+                    !reply_is_str(b->element[0], NULL) || !reply_is_str(b->element[1], NULL))
                         continue;
                 const char *sid = b->element[0]->str, *bstate = b->element[1]->str;
                 if (strcmp(bstate, "Running") && strcmp(bstate, "Paused") && strcmp(bstate, "Stopped"))
@@ -174,8 +183,7 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
                 if (sandbox_transition(rc, sid, bstate, "Failed", "CONTAINER_MISSING",
                                        "the sandbox's container disappeared", "") == 0) {
                         st->records_failed++;
-                        log_warn(LOG_KV({ "SANDBOX_ID", sid }),
-                                 "reconciler: container of a %s sandbox is gone; marked Failed", bstate);
+                        report_item(report, SANDBOX_RECONCILE_CONTAINER_GONE, sid, NULL, bstate);
                 }
         }
         /* what the backend keeps on the host for containers gone (the
@@ -188,8 +196,8 @@ int sandbox_reconcile(struct redis_conn *rc, struct provider *pv, const struct b
                         continue;
                 if (sandbox_lease_ready(rc, pv, cfg, stale->element[i]->str, NULL, why) == 0) {
                         st->leases_recovered++;
-                        log_info(LOG_KV({ "LEASE_ID", stale->element[i]->str }),
-                                 "reconciler: finished a lease left provisioning");
+                        report_item(report, SANDBOX_RECONCILE_LEASE_RECOVERED,
+                                    stale->element[i]->str, NULL, NULL);
                 }
         }
         r = 0;

@@ -3,8 +3,9 @@
  * hosts, and how (bearer, basic, apiKey, customHeaders, passthrough
  * substitutions of a placeholder), the egress path may inject them.
  *
- * Pure code: parsing and validating untrusted request JSON, applying a
- * PATCH, and the sanitized views. No I/O; storage lives in vault_store.c.
+ * Pure code: parsing and validating untrusted request JSON and applying a
+ * PATCH (vault.c, over the entry parsers of vault_entry.h); the sanitized
+ * views are vault_view.h. No I/O; storage lives in vault_store.c.
  *
  * The vault is held as a json-c object of the stored (normalized) form:
  *   {"revision":N,
@@ -59,24 +60,6 @@ int vault_apply_patch(struct json_object *cur, const char *json, size_t len,
 
 /* Check a stored form read back (bounds, references): 0 or -EINVAL. */
 int vault_check(struct json_object *v);
-
-enum vault_view {
-        VAULT_VIEW_STATE,       /* CredentialVaultState */
-        VAULT_VIEW_CREDENTIALS, /* CredentialListResponse */
-        VAULT_VIEW_BINDINGS,    /* CredentialBindingListResponse */
-};
-
-/* The sanitized answer of a GET: names, source types, revisions, bindings'
- * match and auth (type, header name, the headers' names and the credentials
- * they use, substitutions' placeholders and surfaces), never a value.
- * *ret owned by the caller. 0 or -ENOMEM. */
-int vault_view(struct json_object *v, enum vault_view what, struct json_object **ret);
-
-/* The sanitized CredentialMetadata (VAULT_VIEW_CREDENTIALS) or
- * CredentialBindingMetadata (VAULT_VIEW_BINDINGS) of the entry `name`.
- * 0, -ENOENT, -ENOMEM. */
-int vault_view_one(struct json_object *v, enum vault_view what, const char *name,
-                   struct json_object **ret);
 
 /* Whether name is a valid credential or binding name (see above). */
 int vault_name_valid(const char *name);

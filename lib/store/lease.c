@@ -83,9 +83,9 @@ const char *lease_unscope(const char *scoped, char *tenant, size_t size)
 
 int lease_json_from_hash(const redisReply *arr, struct json_object **ret)
 {
-        static const char *const str_fields[] = { "leaseId", "userId", "sessionId", "mode",
-                                                  "poolId", "sandboxId", "provider", "workdir",
-                                                  "linuxUser" };
+        static const char *const str_fields[] = { "leaseId",  "userId",  "sessionId",
+                                                  "mode",     "poolId",  "sandboxId",
+                                                  "provider", "workdir", "linuxUser" };
         enum { N_STR = sizeof(str_fields) / sizeof(str_fields[0]) };
         const char *vals[N_STR] = { 0 };
         long long seat = -1, created = -1, expires = -1;
@@ -251,10 +251,13 @@ int lease_acquire(struct redis_conn *c, const struct broker_config *cfg,
         snprintf(tttl, sizeof(tttl), "%d", cfg->ticket_ttl_ms);
         snprintf(seats, sizeof(seats), "%d", cfg->pool_seats);
         snprintf(tcap, sizeof(tcap), "%d", cfg->tenant_max_slots);
-        const char *argv[] = { user, req->session_id, req->mode, pool, cap, ttl,
-                               tttl, seats, lease_id, ticket_id, cfg->provider,
-                               req->sandbox_id ? req->sandbox_id : "", tcap,
-                               req->caller_makes ? "1" : "0" };
+        const char *argv[] = { user,          req->session_id,
+                               req->mode,     pool,
+                               cap,           ttl,
+                               tttl,          seats,
+                               lease_id,      ticket_id,
+                               cfg->provider, req->sandbox_id ? req->sandbox_id : "",
+                               tcap,          req->caller_makes ? "1" : "0" };
         return run_mapped(c, LUA_ACQUIRE, 14, argv, ret);
 }
 
@@ -351,7 +354,8 @@ int lease_release(struct redis_conn *c, const struct broker_config *cfg, const c
                 return -E2BIG;
         /* idle keeps the sandbox per the idle policy; deleted always removes it */
         const char *action = strcmp(reason, "idle") == 0 && strcmp(cfg->idle_policy, "stop_keep") == 0
-                                     ? "stop" : "remove";
+                                     ? "stop"
+                                     : "remove";
         const char *why = strcmp(reason, "idle") == 0 ? "RELEASED_IDLE" : "RELEASED_DELETED";
         const char *argv[] = { user, session_id, action, why };
         return run_mapped(c, LUA_RELEASE, 4, argv, ret);
@@ -381,7 +385,32 @@ int lease_ticket_cancel(struct redis_conn *c, const char *ticket_id)
 
         if (r == 0)
                 r = rep->type == REDIS_REPLY_ARRAY && rep->elements == 1 &&
-                    reply_is_str(rep->element[0], "cancelled") ? 0 : 1;
+                                    reply_is_str(rep->element[0], "cancelled")
+                            ? 0
+                            : 1;
+        reply_free(rep);
+        return r;
+}
+
+int lease_ticket_times(struct redis_conn *c, const struct broker_config *cfg, const char *ticket_id,
+                       int64_t *ret_created, int64_t *ret_granted)
+{
+        char key[128];
+        const char *argv[] = { "HMGET", key, "createdAt", "grantedAt" };
+        redisReply *rep = NULL;
+        int r;
+
+        snprintf(key, sizeof(key), "%sticket:%s", cfg->key_prefix, ticket_id);
+        r = redis_conn_command(c, 4, argv, &rep);
+        if (r < 0)
+                return r;
+        r = -ENOENT;
+        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+            reply_is_str(rep->element[0], NULL) && reply_is_str(rep->element[1], NULL)) {
+                *ret_created = strtoll(rep->element[0]->str, NULL, 10);
+                *ret_granted = strtoll(rep->element[1]->str, NULL, 10);
+                r = 0;
+        }
         reply_free(rep);
         return r;
 }
@@ -676,7 +705,8 @@ int lease_tenant_status(struct redis_conn *c, const struct broker_config *cfg, c
         }
         json_object_object_add(o, "name", json_object_new_string(tenant));
         for (size_t i = 0; i < 4; i++)
-                json_object_object_add(o, names[i], json_object_new_int64(reply_int(rep->element[i])));
+                json_object_object_add(o, names[i],
+                                       json_object_new_int64(reply_int(rep->element[i])));
         reply_free(rep);
         *ret = o;
         return 0;

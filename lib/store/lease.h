@@ -29,8 +29,8 @@ struct lease_request {
         const char *tenant;
         const char *user_id;
         const char *session_id;
-        const char *mode;    /* one of lease_modes */
-        const char *pool_id; /* "" unless mode is multi_user_shared */
+        const char *mode;       /* one of lease_modes */
+        const char *pool_id;    /* "" unless mode is multi_user_shared */
         const char *sandbox_id; /* NULL, or the OpenSandbox record the lease is for */
         /* a granted lease's sandbox is made by the caller, not the
          * supervisors' workers (an OpenSandbox create with pull credentials
@@ -39,14 +39,14 @@ struct lease_request {
 };
 
 enum lease_outcome_kind {
-        LEASE_GRANTED,   /* lease set; provisioning and ticket_id from its hash */
-        LEASE_QUEUED,    /* ticket_id, position, new_ticket set */
-        LEASE_CONFLICT,  /* conflict_mode set */
+        LEASE_GRANTED,  /* lease set; provisioning and ticket_id from its hash */
+        LEASE_QUEUED,   /* ticket_id, position, new_ticket set */
+        LEASE_CONFLICT, /* conflict_mode set */
         LEASE_NOT_FOUND,
         LEASE_EXPIRED,
-        LEASE_RELEASED,  /* lease_id, slot_freed set */
+        LEASE_RELEASED,     /* lease_id, slot_freed set */
         LEASE_PROVISIONING, /* granted, its sandbox is being made */
-        LEASE_FAILED,    /* message set */
+        LEASE_FAILED,       /* message set */
         /* the lease ended because its sandbox was lost (its container died
          * or was removed behind the broker's back): lease_id, sandbox_id,
          * reason (the record's, e.g. ENTRYPOINT_EXITED, OOM_KILLED) and
@@ -64,7 +64,7 @@ struct lease_outcome {
         bool slot_freed;
         char conflict_mode[32];
         char message[256];
-        bool provisioning; /* GRANTED, its sandbox not made yet */
+        bool provisioning;   /* GRANTED, its sandbox not made yet */
         char sandbox_id[65]; /* LOST */
         char reason[48];     /* LOST */
 };
@@ -137,6 +137,12 @@ int lease_fail(struct redis_conn *c, const char *lease_id, const char *message);
  * supervisor meanwhile: the client should poll it as usual). */
 int lease_ticket_cancel(struct redis_conn *c, const char *ticket_id);
 
+/* A ticket's createdAt and grantedAt (epoch ms) into *ret_created and
+ * *ret_granted (the grant wait the supervisor observes). Returns 0, -ENOENT
+ * when the ticket or either field is missing, or a negative errno (Redis). */
+int lease_ticket_times(struct redis_conn *c, const struct broker_config *cfg, const char *ticket_id,
+                       int64_t *ret_created, int64_t *ret_granted);
+
 /* {"capacity", "activeSlots", "activeLeases", "queueDepth", "provider", "modes"}.
  * *ret is a new object owned by the caller. */
 int lease_status(struct redis_conn *c, const struct broker_config *cfg, struct json_object **ret);
@@ -154,11 +160,10 @@ int lease_ticket_message(const struct lease_request *req, const char *ticket_id,
 int lease_ticket_message_id(const char *payload, size_t len, char *buf);
 
 struct lease_grant_hooks {
-        void (*granted)(void *ud, const char *ticket_id, const char *lease_id,
-                        const char *user_id, const char *session_id);
+        void (*granted)(void *ud, const char *ticket_id, const char *lease_id, const char *user_id,
+                        const char *session_id);
         void (*expired)(void *ud, const char *ticket_id);
-        void (*reaped)(void *ud, const char *lease_id, const char *user_id,
-                       const char *session_id);
+        void (*reaped)(void *ud, const char *lease_id, const char *user_id, const char *session_id);
         void *ud;
 };
 

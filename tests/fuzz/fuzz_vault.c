@@ -12,6 +12,7 @@
 
 #include "fuzz.h"
 #include "vault.h"
+#include "vault_view.h"
 
 static const char base[] =
         "{\"credentials\":[{\"name\":\"a\",\"source\":{\"value\":\"SECRETVALUE\"}}],\"bindings\":"

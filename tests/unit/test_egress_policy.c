@@ -1,4 +1,4 @@
-/* Unit tests for lib/sandbox/egress_policy.c: parsing untrusted NetworkPolicy
+/* Unit tests for lib/core/egress_policy.c: parsing untrusted NetworkPolicy
  * JSON, normalizing, matching, and the egress API's PATCH/DELETE semantics. */
 #include <errno.h>
 #include <setjmp.h>
@@ -407,10 +407,12 @@ static void test_config_pools(void **state)
         o = json_tokener_parse(pol[4]);
         assert_non_null(o);
         assert_true(json_object_object_get_ex(o, "build", &v));
-        assert_string_equal(json_object_get_string(v), "{\"defaultAction\":\"deny\",\"egress\":"
-                                                       "[{\"action\":\"allow\",\"target\":\"pypi.org\"}]}");
+        assert_string_equal(json_object_get_string(v),
+                            "{\"defaultAction\":\"deny\",\"egress\":"
+                            "[{\"action\":\"allow\",\"target\":\"pypi.org\"}]}");
         assert_true(json_object_object_get_ex(o, "acme/web", &v));
-        assert_string_equal(json_object_get_string(v), "{\"defaultAction\":\"allow\",\"egress\":[]}");
+        assert_string_equal(json_object_get_string(v),
+                            "{\"defaultAction\":\"allow\",\"egress\":[]}");
         assert_int_equal(json_object_object_length(o), 2);
         json_object_put(o);
         for (int i = 0; i < EGRESS_CONFIG_POLICIES; i++)
@@ -514,12 +516,11 @@ static void test_for_create(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),    cmocka_unit_test(test_normalize_and_match),
-                cmocka_unit_test(test_rejected),    cmocka_unit_test(test_limits),
-                cmocka_unit_test(test_patch_merge), cmocka_unit_test(test_delete),
-                cmocka_unit_test(test_roundtrip),   cmocka_unit_test(test_config),
-                cmocka_unit_test(test_config_pools),
-                cmocka_unit_test(test_for_create),
+                cmocka_unit_test(test_defaults),     cmocka_unit_test(test_normalize_and_match),
+                cmocka_unit_test(test_rejected),     cmocka_unit_test(test_limits),
+                cmocka_unit_test(test_patch_merge),  cmocka_unit_test(test_delete),
+                cmocka_unit_test(test_roundtrip),    cmocka_unit_test(test_config),
+                cmocka_unit_test(test_config_pools), cmocka_unit_test(test_for_create),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

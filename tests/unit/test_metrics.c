@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "metrics.h"
+#include "metrics_store.h"
 #include "metrics_reply.h"
 
 #define HASH_MAX 64
@@ -96,9 +97,15 @@ static void test_request_labels_are_bounded(void **state)
         metrics_request("leases", NULL, "BREW", 404);
         metrics_request("leases", NULL, "BREW", 9999);
         assert_int_equal(metrics_flush(NULL, &cfg), 0);
-        assert_int_equal(hash_get("broker_http_requests_total{group=\"leases\",route=\"/v1/leases/acquire\",method=\"POST\",status=\"200\"}"), 1);
-        assert_int_equal(hash_get("broker_http_requests_total{group=\"leases\",route=\"none\",method=\"other\",status=\"404\"}"), 1);
-        assert_int_equal(hash_get("broker_http_requests_total{group=\"leases\",route=\"none\",method=\"other\",status=\"0\"}"), 1);
+        assert_int_equal(hash_get("broker_http_requests_total{group=\"leases\",route=\"/v1/leases/"
+                                  "acquire\",method=\"POST\",status=\"200\"}"),
+                         1);
+        assert_int_equal(hash_get("broker_http_requests_total{group=\"leases\",route=\"none\","
+                                  "method=\"other\",status=\"404\"}"),
+                         1);
+        assert_int_equal(hash_get("broker_http_requests_total{group=\"leases\",route=\"none\","
+                                  "method=\"other\",status=\"0\"}"),
+                         1);
 }
 
 static void test_histogram_buckets(void **state)
@@ -157,7 +164,8 @@ static void test_format_prometheus_text(void **state)
         assert_int_equal(metrics_format(rep, status, &text, &len), 0);
         assert_int_equal(strlen(text), len);
         assert_non_null(strstr(text, "# TYPE broker_http_requests_total counter\n"
-                                     "broker_http_requests_total{group=\"status\",route=\"/metrics\",method=\"GET\",status=\"200\"} 1\n"));
+                                     "broker_http_requests_total{group=\"status\",route=\"/"
+                                     "metrics\",method=\"GET\",status=\"200\"} 1\n"));
         assert_non_null(strstr(text, "broker_leases_reaped_total 0\n"));
         /* a labelled family's known label sets show as 0 until counted, once */
         assert_non_null(strstr(text, "broker_egress_denied_total{reason=\"port\"} 2\n"));

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "vault.h"
+#include "vault_view.h"
 #include "vault_seal.h"
 
 #define SECRET "TOPSECRET-value-42"

@@ -1,4 +1,4 @@
-/* Unit tests for lib/sandbox/volume_spec.c (the `volumes` of an OpenSandbox
+/* Unit tests for lib/core/volume_spec.c (the `volumes` of an OpenSandbox
  * create and VOLUME_HOST_ALLOW, untrusted and operator input) and the pure
  * parts of lib/sandbox/volume.c (backend names, the record's mounts). */
 #include <errno.h>

@@ -601,14 +601,15 @@ int egress_pool_policies_parse(const char *json, size_t len, char **ret, char *e
                         goto out;
                 }
                 if (!pool_key_ok(key)) {
-                        snprintf(err, errlen, "\"%.64s\": not a poolId (or <tenant>/<poolId>) of 1 to "
+                        snprintf(err, errlen,
+                                 "\"%.64s\": not a poolId (or <tenant>/<poolId>) of 1 to "
                                  "%d printable characters without spaces or braces",
                                  key, EGRESS_POOL_KEY_MAX);
                         goto out;
                 }
                 if (!json_object_is_type(val, json_type_object)) {
-                        snprintf(err, errlen, "\"%.64s\": the policy must be a NetworkPolicy object",
-                                 key);
+                        snprintf(err, errlen,
+                                 "\"%.64s\": the policy must be a NetworkPolicy object", key);
                         goto out;
                 }
                 r = -ENOMEM;
