@@ -67,8 +67,13 @@ def k8s_broker(request, cluster, services):
         request.node._it_brokers = made
         return made[-1]
     yield factory
-    for b in made:
-        stop_broker(cluster, b)
+    # every broker down before any pods are deleted: a broker sharing a prefix would make more
+    try:
+        for b in made:
+            b.down()
+    finally:
+        for b in made:
+            stop_broker(cluster, b)
 
 
 @pytest.hookimpl(hookwrapper=True)
