@@ -57,17 +57,23 @@ def services(cluster):
 
 @pytest.fixture
 def k8s_broker(request, cluster, services):
-    """Factory: k8s_broker(**env) -> a running brokerlib.Broker on the cluster, with
-    `sandbox_view` (PodView); torn down with its pods."""
+    """Factory: k8s_broker(like=None, **env) -> a running brokerlib.Broker on the cluster, with
+    `sandbox_view` (PodView); torn down with its pods. like: a broker of this test whose key
+    prefix, Kafka topic and group the new one shares (k8slib.start_broker)."""
     made = []
 
-    def factory(**env):
-        made.append(start_broker(cluster, services, **env))
+    def factory(like=None, **env):
+        made.append(start_broker(cluster, services, like=like, **env))
         request.node._it_brokers = made
         return made[-1]
     yield factory
-    for b in made:
-        stop_broker(cluster, b)
+    # every broker down before any pods are deleted: a broker sharing a prefix would make more
+    try:
+        for b in made:
+            b.down()
+    finally:
+        for b in made:
+            stop_broker(cluster, b)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -46,10 +46,18 @@ def delete_pods_of(api, prefix):
                  {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
 
 
-def start_broker(cluster, services, **env):
-    """A running brokerlib.Broker on the cluster (k8s_env), with `sandbox_view` (PodView)."""
+def start_broker(cluster, services, like=None, **env):
+    """A running brokerlib.Broker on the cluster (k8s_env), with `sandbox_view` (PodView).
+    like: another such broker whose Redis key prefix, Kafka topic and consumer group this one
+    shares: a second broker node (its own nginx, handlers, supervisor, relay and AGENT_DIR) of
+    the same deployment."""
+    if like is not None:
+        env = dict(env, REDIS_KEY_PREFIX=like.prefix, KAFKA_TOPIC=like.config["KAFKA_TOPIC"],
+                   KAFKA_GROUP=like.config["KAFKA_GROUP"])
     b = Broker(services, os.path.join(cluster["state"], "it", "broker-" + uuid.uuid4().hex[:6]),
                **k8s_env(cluster, **env))
+    if like is not None:
+        b.prefix = like.prefix
     b.sandbox_view = PodView(cluster["api"])
     b.up()
     return b

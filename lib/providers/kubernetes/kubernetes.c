@@ -352,8 +352,11 @@ static void list_one(void *ud, const struct k8s_pod *pod)
         if (!pod->managed)
                 return;
         /* a supervisor restarted after AGENT_DIR was emptied: the reconciler's
-         * listing brings the markers back */
-        if (c->k && c->k->agent && pod->agent && k8s_pod_state(pod) == SANDBOX_RUN_RUNNING)
+         * listing brings the markers back; of this broker's pods only (another
+         * broker's in the namespace are not this relay's to serve, nor are
+         * their keys this node's to hold: no watch of ours would remove them) */
+        if (c->k && c->k->agent && pod->agent && k8s_pod_state(pod) == SANDBOX_RUN_RUNNING &&
+            strcmp(pod->prefix, c->k->prefix) == 0)
                 (void)k8s_agent_marker_write(c->k, pod, true, NULL);
         k8s_pod_info(pod, &info);
         if (c->fn)
@@ -457,7 +460,8 @@ int k8s_provider_new(const struct k8s_settings *s, struct provider **ret, char *
         if (!copy(k->ns, sizeof(k->ns), s->ns) ||
             !copy(k->pull_policy, sizeof(k->pull_policy), s->pull_policy) ||
             !copy(k->agent_image, sizeof(k->agent_image), s->agent_image) ||
-            !copy(k->agent_dir, sizeof(k->agent_dir), s->agent_dir))
+            !copy(k->agent_dir, sizeof(k->agent_dir), s->agent_dir) ||
+            !copy(k->prefix, sizeof(k->prefix), s->key_prefix))
                 goto out;
         k->agent = s->agent;
         k->agent_port = s->agent_port;
@@ -491,6 +495,7 @@ int k8s_provider_from_config(const struct broker_config *cfg, struct provider **
                 .agent_image = cfg->kubernetes_agent_image,
                 .agent_port = cfg->kubernetes_agent_port,
                 .agent_dir = cfg->agent_dir,
+                .key_prefix = cfg->key_prefix,
                 .timeout_ms = cfg->kubernetes_timeout_ms,
                 .pod_wait_ms = cfg->kubernetes_pod_wait_ms,
                 .grace_s = cfg->kubernetes_grace_s,

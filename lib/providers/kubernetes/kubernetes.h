@@ -37,10 +37,11 @@ struct k8s_settings {
         bool agent;              /* the sandbox-agent in every pod */
         const char *agent_image; /* the image its init container copies it from */
         int agent_port;
-        const char *agent_dir; /* AGENT_DIR: run directories and .tcp markers */
-        int timeout_ms;        /* one API call */
-        int pod_wait_ms;       /* create's wait for Running */
-        int grace_s;           /* terminationGracePeriodSeconds */
+        const char *agent_dir;  /* AGENT_DIR: run directories and .tcp markers */
+        const char *key_prefix; /* REDIS_KEY_PREFIX: markers only for pods of this one */
+        int timeout_ms;         /* one API call */
+        int pod_wait_ms;        /* create's wait for Running */
+        int grace_s;            /* terminationGracePeriodSeconds */
 };
 
 /* Make a Kubernetes provider; settings are copied, the token file read.

@@ -149,7 +149,55 @@ void k8s_agent_marker_remove(struct k8s *k, const char *ref)
         (void)rmdir(path);
 }
 
-/* AGENT_DIR/<ref> of a sandbox whose commands go through its agent. */
+static bool relay_serves(const char *dir)
+{
+        char sock[300];
+        struct stat st;
+
+        snprintf(sock, sizeof(sock), "%s/" AGENT_SOCKET_NAME, dir);
+        return lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* The relay's agent.sock of ref, when this node has not got it yet: a pod
+ * made by another broker node (several supervisors and handler sets against
+ * one cluster), whose marker this node's supervisor writes from the watch,
+ * but maybe not yet, and never while that supervisor is down. The marker is
+ * then written from the pod as the API server holds it (its IP, the key of
+ * its spec: what the watch would write), and the relay, which follows
+ * AGENT_DIR by inotify, given RELAY_WAIT_MS to serve it. Nothing is written
+ * for a pod not found, not Running with an IP, or not of this broker's key
+ * prefix: the call that follows fails as it would have ("sandbox agent
+ * unreachable"). */
+#define RELAY_WAIT_MS 2000
+#define RELAY_STEP_MS 5
+
+static void agent_reach(struct k8s *k, const char *ref, const char *dir)
+{
+        char path[320], ignored[PROVIDER_ERR_MAX];
+        struct k8s_pod pod;
+        struct stat st;
+        int r;
+
+        if (relay_serves(dir))
+                return;
+        snprintf(path, sizeof(path), "%s/%s.tcp", k->agent_dir, ref);
+        if (lstat(path, &st) < 0) {
+                r = k8s_pod_get(k, ref, &pod, "agent", ignored);
+                if (r == 0 && (!pod.managed || !pod.agent || strcmp(pod.prefix, k->prefix) != 0 ||
+                               k8s_pod_state(&pod) != SANDBOX_RUN_RUNNING || !pod.ip[0]))
+                        r = -ENOENT;
+                if (r == 0)
+                        r = k8s_agent_marker_write(k, &pod, true, ignored);
+                explicit_bzero(&pod, sizeof(pod)); /* it held the key */
+                if (r < 0)
+                        return;
+        }
+        for (int waited = 0; waited < RELAY_WAIT_MS && !relay_serves(dir); waited += RELAY_STEP_MS)
+                (void)usleep(RELAY_STEP_MS * 1000);
+}
+
+/* AGENT_DIR/<ref> of a sandbox whose commands go through its agent, its
+ * marker written first when this node has none (agent_reach). */
 static int run_dir(struct k8s *k, const char *ref, char *dir, size_t size, char *ret_err)
 {
         if (!k->agent) {
@@ -162,6 +210,7 @@ static int run_dir(struct k8s *k, const char *ref, char *dir, size_t size, char 
         }
         if ((size_t)snprintf(dir, size, "%s/%s", k->agent_dir, ref) >= size)
                 return -ENAMETOOLONG;
+        agent_reach(k, ref, dir);
         return 0;
 }
 

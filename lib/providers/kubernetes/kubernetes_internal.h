@@ -23,6 +23,7 @@ struct k8s {
         bool agent;
         int agent_port;
         char agent_dir[200];
+        char prefix[64]; /* the broker's key prefix: the markers written are its pods' only */
         int timeout_ms, pod_wait_ms, grace_s;
 };
 
