@@ -11,13 +11,10 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 CFLAGS   ?= -O2 -g
 # lib/ is one folder per subsystem (README, "Layout"), in layers
 # (docs/ARCHITECTURE.md §2); an include says the layer it takes a header from
-# ("store/lease.h"), found through -Ilib. LIB_INC_BARE puts every folder on
-# the path too, for the bare names of code not yet rewritten by
-# `scripts/check-includes --fix` (a branch merged since): run it, then empty
-# LIB_INC_BARE.
-LIB_DIRS := $(sort $(dir $(wildcard lib/*/*.h lib/*/*/*.h)))
-LIB_INC_BARE := $(patsubst %/,-I%,$(LIB_DIRS))
-LIB_INC  := -Ilib $(LIB_INC_BARE)
+# ("store/lease.h"), found through -Ilib alone: a bare name of a lib header
+# does not compile (`scripts/check-includes --fix` rewrites them, e.g. after
+# merging a branch older than the rule).
+LIB_INC  := -Ilib
 CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE $(LIB_INC) -I$(BUILD) $(shell pkg-config --cflags $(PKGS))
 LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lfcgi -lpthread
 ifneq ($(SANITIZER),)

@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "json_input.h"
-#include "keystore.h"
-#include "log.h"
-#include "redis_conn.h"
-#include "timeutil.h"
+#include "core/config.h"
+#include "core/json_input.h"
+#include "store/keystore.h"
+#include "core/log.h"
+#include "store/redis_conn.h"
+#include "core/timeutil.h"
 
 #define PROG "broker-admin"
 

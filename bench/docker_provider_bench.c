@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "docker.h"
+#include "providers/docker/docker.h"
 
 static double now_ms(void)
 {

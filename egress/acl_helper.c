@@ -40,18 +40,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "egress_acl_req.h"
-#include "egress_policy.h"
-#include "log.h"
-#include "metrics.h"
-#include "metrics_store.h"
-#include "redis_conn.h"
-#include "sandbox_record.h"
-#include "timeutil.h"
-#include "json_input.h"
-#include "vault_inject.h"
-#include "vault_store.h"
+#include "core/config.h"
+#include "sandbox/egress_acl_req.h"
+#include "core/egress_policy.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "store/metrics_store.h"
+#include "store/redis_conn.h"
+#include "store/sandbox_record.h"
+#include "core/timeutil.h"
+#include "core/json_input.h"
+#include "sandbox/vault_inject.h"
+#include "sandbox/vault_store.h"
 
 enum { ROLE_POLICY, ROLE_RECORD, ROLE_VAULT };
 

@@ -39,12 +39,12 @@
 #include <unistd.h>
 #include <openssl/crypto.h>
 
-#include "config.h"
-#include "log.h"
-#include "redis_conn.h"
-#include "vault_inject.h"
-#include "vault_seal.h"
-#include "vault_store.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "store/redis_conn.h"
+#include "sandbox/vault_inject.h"
+#include "sandbox/vault_seal.h"
+#include "sandbox/vault_store.h"
 
 #define ICAP_CONNS_MAX 64
 #define ICAP_IDLE_S 60

@@ -7,7 +7,7 @@
 #include <strings.h>
 #include <openssl/crypto.h>
 
-#include "log.h"
+#include "core/log.h"
 
 #define WWW_AUTH "WWW-Authenticate: Bearer realm=\"sandbox-broker\""
 

@@ -7,10 +7,10 @@
 #include <string.h>
 
 #include "execd_scripts.h"
-#include "json_input.h"
-#include "log.h"
-#include "sandbox.h"
-#include "sandbox_path.h"
+#include "core/json_input.h"
+#include "core/log.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/sandbox_path.h"
 
 /* Sandbox ids as the lifecycle API makes them: [A-Za-z0-9_-], 1..63. */
 /* The record's env JSON (validated at create) as "K=V" strings in req's

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "provider.h"
+#include "providers/provider.h"
 #include "request.h"
 
 /* The file routes again, done as a uid/gid (the SDK's files.with_identity;

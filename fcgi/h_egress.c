@@ -19,10 +19,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "egress_store.h"
+#include "sandbox/egress_store.h"
 #include "execd.h"
-#include "json_input.h"
-#include "log.h"
+#include "core/json_input.h"
+#include "core/log.h"
 #include "routes.h"
 
 #define EGRESS_ENFORCEMENT_MODE "proxy"

@@ -39,10 +39,10 @@
 
 #include "execd.h"
 #include "execd_scripts.h"
-#include "json_input.h"
-#include "log.h"
+#include "core/json_input.h"
+#include "core/log.h"
 #include "routes.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define CODE_CONTEXTS_MAX 16             /* contexts per sandbox, default ones included */
 #define CODE_RUN_MAX_MS (3600 * 1000)    /* a run: interrupted then (TimeoutError) */

@@ -42,14 +42,14 @@
 #include "execd_argv.h"
 #include "execd_scripts.h"
 #include "execd_streams.h"
-#include "json_input.h"
-#include "log.h"
+#include "core/json_input.h"
+#include "core/log.h"
 #include "routes.h"
 #include "sse.h"
 #include "stream_guard.h"
 #include "tenant_share.h"
-#include "timeutil.h"
-#include "utf8.h"
+#include "core/timeutil.h"
+#include "codec/utf8.h"
 
 #define EXECD_MAX_COMMANDS 32 /* live commands per sandbox (background launch) */
 #define EXECD_FOREGROUND_MAX_MS (3600 * 1000)

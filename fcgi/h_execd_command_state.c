@@ -13,11 +13,11 @@
 #include "execd.h"
 #include "execd_scripts.h"
 #include "execd_streams.h"
-#include "json_input.h"
-#include "log.h"
+#include "core/json_input.h"
+#include "core/log.h"
 #include "routes.h"
-#include "timeutil.h"
-#include "utf8.h"
+#include "core/timeutil.h"
+#include "codec/utf8.h"
 
 static bool cmd_id_valid(const char *s)
 {

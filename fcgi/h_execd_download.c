@@ -18,7 +18,7 @@
 #include "body_out.h"
 #include "execd.h"
 #include "execd_scripts.h"
-#include "log.h"
+#include "core/log.h"
 #include "routes.h"
 
 struct dl {

@@ -17,12 +17,12 @@
 
 #include "execd.h"
 #include "execd_scripts.h"
-#include "json_input.h"
-#include "log.h"
-#include "multipart.h"
+#include "core/json_input.h"
+#include "core/log.h"
+#include "codec/multipart.h"
 #include "routes.h"
-#include "timeutil.h"
-#include "utf8.h"
+#include "core/timeutil.h"
+#include "codec/utf8.h"
 
 #define EXECD_UPLOAD_MAX (64 * 1024 * 1024) /* nginx's client_max_body_size too */
 #define EXECD_META_MAX (64 * 1024)

@@ -28,10 +28,10 @@
 
 #include "execd.h"
 #include "execd_scripts.h"
-#include "json_input.h"
-#include "log.h"
+#include "core/json_input.h"
+#include "core/log.h"
 #include "routes.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define EXECD_FS_MAX_ITEMS 64
 #define EXECD_FS_MAX_ENTRIES 10000

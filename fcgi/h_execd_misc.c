@@ -16,12 +16,12 @@
 
 #include "execd.h"
 #include "execd_scripts.h"
-#include "json_input.h"
-#include "log.h"
+#include "core/json_input.h"
+#include "core/log.h"
 #include "readiness.h"
 #include "routes.h"
 #include "sse.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 /* GET /ping: 200 once the sandbox is Running. While it is Pending the
  * answer waits (bounded, readiness.h) for it to leave Pending, then 503 if

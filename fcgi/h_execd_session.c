@@ -24,11 +24,11 @@
 #include "execd.h"
 #include "execd_scripts.h"
 #include "execd_streams.h"
-#include "json_input.h"
-#include "log.h"
+#include "core/json_input.h"
+#include "core/log.h"
 #include "routes.h"
 #include "sse.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define SESSION_MAX 64                   /* sessions per sandbox */
 #define SESSION_ID_MAX 63                /* a route segment */

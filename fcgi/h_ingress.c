@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "execd.h"
-#include "json_input.h"
+#include "core/json_input.h"
 #include "routes.h"
 
 void h_ingress_auth(struct request *req)

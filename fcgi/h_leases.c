@@ -9,13 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission.h"
-#include "json_input.h"
-#include "lease.h"
-#include "log.h"
+#include "sandbox/admission.h"
+#include "core/json_input.h"
+#include "store/lease.h"
+#include "core/log.h"
 #include "routes.h"
-#include "sandbox.h"
-#include "timeutil.h"
+#include "sandbox/sandbox.h"
+#include "core/timeutil.h"
 
 /* Read a required or optional id field; replies 400 and returns -1 on error. */
 static int body_id(struct request *req, struct json_object *body, const char *name, int required,

@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_input.h"
-#include "metrics.h"
-#include "metrics_store.h"
-#include "pool.h"
+#include "core/json_input.h"
+#include "core/metrics.h"
+#include "store/metrics_store.h"
+#include "sandbox/pool.h"
 #include "routes.h"
 
 /* Per warm pool (POOL): gauges and claim counters appended to the text. */

@@ -11,17 +11,17 @@
 #include <string.h>
 
 #include "h_opensandbox.h"
-#include "json_input.h"
-#include "log.h"
-#include "metrics.h"
-#include "opensandbox.h"
-#include "osb_store.h"
+#include "core/json_input.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "sandbox/opensandbox.h"
+#include "sandbox/osb_store.h"
 #include "readiness.h"
 #include "routes.h"
-#include "sandbox.h"
-#include "sandbox_control.h"
-#include "timeutil.h"
-#include "volume.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/sandbox_control.h"
+#include "core/timeutil.h"
+#include "sandbox/volume.h"
 
 #define PAGE_SIZE_MAX 200
 

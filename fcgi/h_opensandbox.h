@@ -3,7 +3,7 @@
 #pragma once
 #include <stdbool.h>
 
-#include "osb_store.h"
+#include "sandbox/osb_store.h"
 #include "request.h"
 
 struct osb {

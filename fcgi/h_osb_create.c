@@ -27,16 +27,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egress_store.h"
+#include "sandbox/egress_store.h"
 #include "h_opensandbox.h"
-#include "json_input.h"
-#include "lease.h"
-#include "log.h"
-#include "opensandbox.h"
-#include "osb_create_run.h"
-#include "osb_store.h"
+#include "core/json_input.h"
+#include "store/lease.h"
+#include "core/log.h"
+#include "sandbox/opensandbox.h"
+#include "sandbox/osb_create_run.h"
+#include "sandbox/osb_store.h"
 #include "routes.h"
-#include "template_store.h"
+#include "sandbox/template_store.h"
 
 /* The accept loop runs this once the response is complete (FCGX_Finish_r):
  * a 202 reached nginx, so the client has the sandbox's id. */

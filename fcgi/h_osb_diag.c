@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "h_opensandbox.h"
-#include "log.h"
-#include "osb_diag.h"
+#include "core/log.h"
+#include "sandbox/osb_diag.h"
 #include "routes.h"
 
 #define SCOPE_MAX 32

@@ -11,18 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
-#include "exec_tracked.h"
-#include "json_input.h"
-#include "lease.h"
-#include "log.h"
-#include "metrics.h"
+#include "codec/base64.h"
+#include "sandbox/exec_tracked.h"
+#include "core/json_input.h"
+#include "store/lease.h"
+#include "core/log.h"
+#include "core/metrics.h"
 #include "routes.h"
-#include "sandbox.h"
-#include "sandbox_control.h"
-#include "sandbox_path.h"
-#include "timeutil.h"
-#include "utf8.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/sandbox_control.h"
+#include "sandbox/sandbox_path.h"
+#include "core/timeutil.h"
+#include "codec/utf8.h"
 
 #define EXEC_MAX_ARGS 256
 #define EXEC_MAX_ENV 64

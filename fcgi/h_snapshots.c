@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "opensandbox.h"
+#include "core/log.h"
+#include "sandbox/opensandbox.h"
 #include "routes.h"
-#include "snapshot.h"
-#include "snapshot_store.h"
-#include "timeutil.h"
-#include "url.h"
+#include "sandbox/snapshot.h"
+#include "sandbox/snapshot_store.h"
+#include "core/timeutil.h"
+#include "codec/url.h"
 
 #define PAGE_SIZE_MAX 200
 

@@ -3,10 +3,10 @@
 #include <stdio.h>
 
 #include "broker_version.h"
-#include "json_input.h"
-#include "lease.h"
-#include "log.h"
-#include "pool.h"
+#include "core/json_input.h"
+#include "store/lease.h"
+#include "core/log.h"
+#include "sandbox/pool.h"
 #include "routes.h"
 
 #define HEALTH_KAFKA_TIMEOUT_MS 1500

@@ -13,13 +13,13 @@
 #include <string.h>
 
 #include "h_opensandbox.h"
-#include "json_input.h"
-#include "log.h"
-#include "opensandbox.h"
+#include "core/json_input.h"
+#include "core/log.h"
+#include "sandbox/opensandbox.h"
 #include "routes.h"
-#include "sandbox.h"
-#include "template_store.h"
-#include "url.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/template_store.h"
+#include "codec/url.h"
 
 #define PAGE_SIZE_MAX 200
 

@@ -12,13 +12,13 @@
 #include <openssl/crypto.h>
 
 #include "execd.h"
-#include "json_input.h"
-#include "log.h"
+#include "core/json_input.h"
+#include "core/log.h"
 #include "routes.h"
-#include "vault.h"
-#include "vault_view.h"
-#include "vault_seal.h"
-#include "vault_store.h"
+#include "sandbox/vault.h"
+#include "sandbox/vault_view.h"
+#include "sandbox/vault_seal.h"
+#include "sandbox/vault_store.h"
 
 static void reply_store_error(struct request *req, const struct execd *x, int r, const char *err)
 {

@@ -6,9 +6,9 @@
  * same name is another volume, and never seen here. */
 #include <errno.h>
 
-#include "json_input.h"
+#include "core/json_input.h"
 #include "routes.h"
-#include "volume.h"
+#include "sandbox/volume.h"
 
 /* Replies and returns -1 when the broker cannot have volumes. */
 static int volumes_open(struct request *req)

@@ -24,20 +24,20 @@
 #include <unistd.h>
 
 #include "accept_loop.h"
-#include "config.h"
-#include "auth_cache.h"
-#include "kafka.h"
-#include "log.h"
-#include "provider_factory.h"
-#include "metrics.h"
-#include "metrics_store.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "store/auth_cache.h"
+#include "queue/kafka.h"
+#include "core/log.h"
+#include "providers/provider_factory.h"
+#include "core/metrics.h"
+#include "store/metrics_store.h"
+#include "store/redis_conn.h"
 #include "request.h"
 #include "routes.h"
-#include "sandbox.h"
+#include "sandbox/sandbox.h"
 #include "stream_guard.h"
 #include "tenant_share.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define LISTEN_BACKLOG 512
 /* Connections nginx may keep open to one handler process (fastcgi_keep_conn,

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "opensandbox.h"
-#include "sandbox_record.h"
-#include "timeutil.h"
+#include "sandbox/opensandbox.h"
+#include "store/sandbox_record.h"
+#include "core/timeutil.h"
 
 /* Requests of this process waiting in readiness_wait right now. */
 static struct {

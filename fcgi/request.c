@@ -11,10 +11,10 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include "json_input.h"
-#include "log.h"
+#include "core/json_input.h"
+#include "core/log.h"
 #include "tenant_share.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 static const char *param(const struct request *req, const char *name)
 {

@@ -8,15 +8,15 @@
 #include <fcgiapp.h>
 #include <json-c/json.h>
 
-#include "api_error.h"
-#include "audit.h"
-#include "auth.h"
-#include "config.h"
-#include "kafka.h"
-#include "log.h"
-#include "provider.h"
-#include "redis_conn.h"
-#include "url.h"
+#include "core/api_error.h"
+#include "queue/audit.h"
+#include "store/auth.h"
+#include "core/config.h"
+#include "queue/kafka.h"
+#include "core/log.h"
+#include "providers/provider.h"
+#include "store/redis_conn.h"
+#include "codec/url.h"
 
 /* Per-thread state: connections are reused across requests, nothing else is. */
 struct worker {

@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "execd.h"
-#include "json_input.h"
-#include "timeutil.h"
-#include "utf8.h"
+#include "core/json_input.h"
+#include "core/timeutil.h"
+#include "codec/utf8.h"
 
 void sse_begin(struct sse *s, struct request *req)
 {

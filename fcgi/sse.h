@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "linebuf.h"
+#include "codec/linebuf.h"
 #include "request.h"
 
 #define SSE_PING_MS 3000

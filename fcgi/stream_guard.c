@@ -14,8 +14,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "timeutil.h"
+#include "core/log.h"
+#include "core/timeutil.h"
 
 /* FastCGI record types (the FastCGI specification, 8) */
 #define FCGI_REC_END_REQUEST 3

@@ -40,13 +40,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "agent_tunnel.h"
-#include "api_error.h"
-#include "ingress_head.h"
-#include "log.h"
-#include "provider.h"
+#include "providers/agent/agent_tunnel.h"
+#include "core/api_error.h"
+#include "codec/ingress_head.h"
+#include "core/log.h"
+#include "providers/provider.h"
 #include "splice.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define HEAD_TIMEOUT_MS 10000   /* nginx sends the head at once */
 #define TUNNEL_TIMEOUT_MS 10000 /* connect to the agent and its 101 */

@@ -15,15 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "lease.h"
-#include "log.h"
-#include "metrics.h"
-#include "metrics_store.h"
-#include "provider_factory.h"
-#include "sandbox.h"
+#include "store/auth.h"
+#include "store/lease.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "store/metrics_store.h"
+#include "providers/provider_factory.h"
+#include "sandbox/sandbox.h"
 #include "supervisor.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define KAFKA_POLL_MS 5
 #define TOPIC_TIMEOUT_MS 10000

@@ -12,11 +12,11 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
-#include "lease.h"
-#include "log.h"
-#include "sandbox.h"
+#include "store/lease.h"
+#include "core/log.h"
+#include "sandbox/sandbox.h"
 #include "supervisor.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define STATUS_EVERY_MS 5000
 #define RETRY_MS 1000

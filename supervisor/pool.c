@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "pool.h"
-#include "provider_factory.h"
+#include "core/log.h"
+#include "sandbox/pool.h"
+#include "providers/provider_factory.h"
 #include "supervisor.h"
 
 #define POOL_IDLE_MS 200

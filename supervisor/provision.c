@@ -22,13 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lease.h"
-#include "log.h"
-#include "metrics.h"
-#include "provider_factory.h"
-#include "sandbox.h"
+#include "store/lease.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "providers/provider_factory.h"
+#include "sandbox/sandbox.h"
 #include "supervisor.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 struct job {
         char lease_id[33];

@@ -11,11 +11,11 @@
 #include <string.h>
 #include <json-c/json.h>
 
-#include "audit.h"
-#include "json_input.h"
-#include "lease.h"
-#include "log.h"
-#include "metrics.h"
+#include "queue/audit.h"
+#include "core/json_input.h"
+#include "store/lease.h"
+#include "core/log.h"
+#include "core/metrics.h"
 #include "supervisor.h"
 
 static void on_granted(void *ud, const char *ticket, const char *lease, const char *user,

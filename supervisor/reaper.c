@@ -3,12 +3,12 @@
  * create's answer reached nobody (osb_store_reap_unanswered). Runs every
  * SUPERVISOR_TICK_MS in every supervisor; the scripts are atomic, so
  * concurrent reapers never double-free. */
-#include "audit.h"
-#include "lease.h"
-#include "log.h"
-#include "metrics.h"
-#include "osb_store.h"
-#include "sandbox.h"
+#include "queue/audit.h"
+#include "store/lease.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "sandbox/osb_store.h"
+#include "sandbox/sandbox.h"
 #include "supervisor.h"
 
 #define REAP_BATCH 500

@@ -16,15 +16,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "audit.h"
-#include "lease.h"
-#include "log.h"
-#include "metrics.h"
-#include "snapshot_store.h"
-#include "provider_factory.h"
-#include "sandbox.h"
+#include "queue/audit.h"
+#include "store/lease.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "sandbox/snapshot_store.h"
+#include "providers/provider_factory.h"
+#include "sandbox/sandbox.h"
 #include "supervisor.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define TEARDOWN_BATCH 8     /* between checks of the stop flag and the reconciler */
 #define HOUSEKEEP_IDLE_MS 50 /* sleep when no teardown waits */

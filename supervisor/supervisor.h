@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include <hiredis/hiredis.h>
 
-#include "config.h"
-#include "kafka.h"
-#include "provider.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "queue/kafka.h"
+#include "providers/provider.h"
+#include "store/redis_conn.h"
 
 #define SUP_FIFO_MAX 1024 /* Kafka messages held before pausing the partition */
 #define SUP_PROVISION_QUEUE 256 /* leases waiting for a provisioning worker */

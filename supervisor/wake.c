@@ -6,9 +6,9 @@
 #include <poll.h>
 #include <stdio.h>
 
-#include "log.h"
+#include "core/log.h"
 #include "supervisor.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define SUB_RETRY_MS 1000
 

@@ -29,12 +29,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
-#include "pool.h"
-#include "provider_factory.h"
-#include "sandbox.h"
+#include "core/log.h"
+#include "sandbox/pool.h"
+#include "providers/provider_factory.h"
+#include "sandbox/sandbox.h"
 #include "supervisor.h"
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define WATCH_RETRY_MS 1000
 #define WATCH_OOM_MS 30000 /* an oom counts for a die this soon after it */

@@ -1,5 +1,5 @@
 /* base64: see base64.h. */
-#include "base64.h"
+#include "codec/base64.h"
 
 #include <errno.h>
 #include <stdint.h>

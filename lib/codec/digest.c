@@ -1,5 +1,5 @@
 /* digest: see digest.h. */
-#include "digest.h"
+#include "codec/digest.h"
 
 #include <errno.h>
 #include <openssl/evp.h>

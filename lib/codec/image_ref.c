@@ -1,5 +1,5 @@
 /* image_ref: see image_ref.h. */
-#include "image_ref.h"
+#include "codec/image_ref.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* ingress_head: see ingress_head.h. */
-#include "ingress_head.h"
+#include "codec/ingress_head.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
 /* linebuf: see linebuf.h. */
-#include "linebuf.h"
+#include "codec/linebuf.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
  * include CR or LF, RFC 2046 bchars), so after a mismatch the match can only
  * restart at a CR: no KMP table is needed, and the bytes of a broken partial
  * match are known (the delimiter's own prefix) and handed out as data. */
-#include "multipart.h"
+#include "codec/multipart.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* tailbuf: see tailbuf.h. */
-#include "tailbuf.h"
+#include "codec/tailbuf.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* tarball: see tarball.h. */
-#include "tarball.h"
+#include "codec/tarball.h"
 
 #include <archive.h>
 #include <archive_entry.h>

@@ -1,5 +1,5 @@
 /* url: see url.h. */
-#include "url.h"
+#include "codec/url.h"
 
 #include <errno.h>
 #include <string.h>

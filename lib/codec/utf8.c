@@ -1,5 +1,5 @@
 /* utf8: see utf8.h. */
-#include "utf8.h"
+#include "codec/utf8.h"
 
 #include <errno.h>
 #include <stdlib.h>

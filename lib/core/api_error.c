@@ -1,5 +1,5 @@
 /* api_error: see api_error.h. */
-#include "api_error.h"
+#include "core/api_error.h"
 
 static const struct {
         int status;

@@ -1,6 +1,6 @@
 /* config: see config.h. Every value is range-checked; nothing falls back
  * silently when the operator wrote something wrong. */
-#include "config.h"
+#include "core/config.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "egress_policy.h"
-#include "image_ref.h"
-#include "log.h"
-#include "volume_spec.h"
+#include "core/egress_policy.h"
+#include "codec/image_ref.h"
+#include "core/log.h"
+#include "core/volume_spec.h"
 
 struct int_opt {
         const char *name;

@@ -1,5 +1,5 @@
 /* egress_policy: see egress_policy.h. */
-#include "egress_policy.h"
+#include "core/egress_policy.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <json-c/json.h>
 
-#include "json_input.h"
+#include "core/json_input.h"
 
 /* NetworkPolicy is an object of an array of objects of strings: depth 3. */
 #define EGRESS_JSON_DEPTH 4

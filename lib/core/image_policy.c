@@ -1,5 +1,5 @@
 /* image_policy: see image_policy.h. */
-#include "image_policy.h"
+#include "core/image_policy.h"
 
 #include <fnmatch.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* json_input: see json_input.h. */
-#include "json_input.h"
+#include "core/json_input.h"
 
 #include <errno.h>
 #include <limits.h>

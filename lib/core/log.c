@@ -1,5 +1,5 @@
 /* log: stderr lines or journald fields; see log.h. */
-#include "log.h"
+#include "core/log.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define LOG_MAX_FIELDS 16
 

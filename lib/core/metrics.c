@@ -1,5 +1,5 @@
 /* metrics: see metrics.h. */
-#include "metrics.h"
+#include "core/metrics.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* timeutil: see timeutil.h. */
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #include <errno.h>
 #include <stdio.h>

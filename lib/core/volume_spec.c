@@ -1,5 +1,5 @@
 /* volume_spec: see volume_spec.h. */
-#include "volume_spec.h"
+#include "core/volume_spec.h"
 
 #include <ctype.h>
 #include <errno.h>

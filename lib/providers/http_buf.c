@@ -1,5 +1,5 @@
 /* http_buf: see http_buf.h. */
-#include "http_buf.h"
+#include "providers/http_buf.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* provider: see provider.h. The backends live in their own folders
  * (docker/, daytona/); the factory in provider_factory.c. */
-#include "provider.h"
+#include "providers/provider.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -25,7 +25,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "api_error.h"
+#include "core/api_error.h"
 
 #define PROVIDER_ERR_MAX 256
 #define PROVIDER_REF_MAX 80 /* backend's id of a sandbox (container id) */

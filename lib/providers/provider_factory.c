@@ -1,13 +1,13 @@
 /* provider_factory: see provider_factory.h. */
-#include "provider_factory.h"
+#include "providers/provider_factory.h"
 
 #include <errno.h>
 #include <string.h>
 
-#include "daytona.h"
-#include "docker.h"
-#include "kubernetes.h"
-#include "provider_metered.h"
+#include "providers/daytona/daytona.h"
+#include "providers/docker/docker.h"
+#include "providers/kubernetes/kubernetes.h"
+#include "providers/provider_metered.h"
 
 #define DEADLINE_NONE_MS 30000
 

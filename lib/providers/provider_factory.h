@@ -5,8 +5,8 @@
  * that implements struct provider_ops and defines a struct
  * provider_backend <name>_backend, plus one line in provider_factory.c. */
 #pragma once
-#include "config.h"
-#include "provider.h"
+#include "core/config.h"
+#include "providers/provider.h"
 
 /* The backend named name (a SANDBOX_PROVIDER value), or NULL. */
 const struct provider_backend *provider_backend_find(const char *name);

@@ -1,10 +1,10 @@
 /* provider_metered: see provider_metered.h. */
-#include "provider_metered.h"
+#include "providers/provider_metered.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-#include "metrics.h"
+#include "core/metrics.h"
 
 /* The wrapper's own table: the forwarding functions where the inner
  * provider has the op, NULL where it has none, so callers see exactly

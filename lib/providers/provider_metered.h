@@ -8,7 +8,7 @@
  * provider_can_stream() and the facade's fallback see the truth. Its
  * ops->name is the backend's. */
 #pragma once
-#include "provider.h"
+#include "providers/provider.h"
 
 /* Replace *p by a metered provider that owns the old *p. On -ENOMEM the old
  * provider is freed and *p is NULL. */

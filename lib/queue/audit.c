@@ -1,5 +1,5 @@
 /* audit: see audit.h. */
-#include "audit.h"
+#include "queue/audit.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,11 +7,11 @@
 #include <string.h>
 #include <json-c/json.h>
 
-#include "json_input.h"
-#include "kafka.h"
-#include "log.h"
-#include "metrics.h"
-#include "timeutil.h"
+#include "core/json_input.h"
+#include "queue/kafka.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/timeutil.h"
 
 static int add_str(struct json_object *o, const char *key, const char *v)
 {

@@ -1,5 +1,5 @@
 /* kafka: see kafka.h. */
-#include "kafka.h"
+#include "queue/kafka.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -11,8 +11,8 @@
 #include <time.h>
 #include <librdkafka/rdkafka.h>
 
-#include "log.h"
-#include "metrics.h"
+#include "core/log.h"
+#include "core/metrics.h"
 
 /* Audit events waiting for their delivery report, at most: beyond it an
  * event is dropped rather than queued, so the events topic can never fill

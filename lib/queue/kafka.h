@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "core/config.h"
 
 struct kafka_producer;
 struct kafka_consumer;

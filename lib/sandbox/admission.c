@@ -1,5 +1,5 @@
 /* admission: see admission.h. */
-#include "admission.h"
+#include "sandbox/admission.h"
 
 #include <errno.h>
 #include <stdlib.h>

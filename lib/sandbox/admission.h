@@ -10,10 +10,10 @@
  *
  * Errors (returned): those of lease_acquire (-EIO, -EPROTO, -ENOMEM). */
 #pragma once
-#include "config.h"
-#include "kafka.h"
-#include "lease.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "queue/kafka.h"
+#include "store/lease.h"
+#include "store/redis_conn.h"
 
 /* What became of a new ticket. */
 enum admission_queue {

@@ -1,6 +1,6 @@
 /* egress_acl_req: see egress_acl_req.h. */
-#include "egress_acl_req.h"
-#include "url.h"
+#include "sandbox/egress_acl_req.h"
+#include "codec/url.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

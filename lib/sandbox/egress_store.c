@@ -1,14 +1,14 @@
 /* egress_store: see egress_store.h. */
-#include "egress_store.h"
+#include "sandbox/egress_store.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_input.h"
-#include "lua_scripts.h"
-#include "sandbox_record.h"
+#include "core/json_input.h"
+#include "store/lua_scripts.h"
+#include "store/sandbox_record.h"
 
 #define EGRESS_CAS_TRIES 32
 

@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <json-c/json.h>
 
-#include "config.h"
-#include "egress_policy.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "core/egress_policy.h"
+#include "store/redis_conn.h"
 
 /* The configured policy for lease mode (NULL or unknown: EGRESS_DEFAULT) as
  * normalized JSON into *ret (malloc'd, caller frees): EGRESS_POLICY_<MODE>

@@ -1,14 +1,14 @@
 /* exec_tracked: see exec_tracked.h. */
-#include "exec_tracked.h"
+#include "sandbox/exec_tracked.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_buf.h"
-#include "tailbuf.h"
-#include "timeutil.h"
+#include "providers/http_buf.h"
+#include "codec/tailbuf.h"
+#include "core/timeutil.h"
 
 /* One run: the output as it streams, for the answer and the record. */
 struct run {

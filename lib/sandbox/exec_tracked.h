@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "exec_store.h"
-#include "provider.h"
+#include "core/config.h"
+#include "store/exec_store.h"
+#include "providers/provider.h"
 
 struct redis_conn;
 

@@ -1,6 +1,6 @@
 /* lifecycle: OpenSandbox lifecycle hooks checked at create, and read back
  * for the provisioning. See lifecycle.h. */
-#include "lifecycle.h"
+#include "sandbox/lifecycle.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
-#include "config.h"
+#include "core/config.h"
 
 #define LIFECYCLE_ARGS_MAX 256               /* strings of one hook's command */
 #define LIFECYCLE_PRESTART_BYTES (64 * 1024) /* preStart.command, all its strings */

@@ -1,5 +1,5 @@
 /* lock_keeper: see lock_keeper.h. */
-#include "lock_keeper.h"
+#include "sandbox/lock_keeper.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -8,9 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "log.h"
-#include "lua_scripts.h"
-#include "redis_conn.h"
+#include "core/log.h"
+#include "store/lua_scripts.h"
+#include "store/redis_conn.h"
 
 struct kept {
         char name[48];

@@ -13,7 +13,7 @@
  * TTL), a lock can lapse under a live holder; provisioning is safe to
  * repeat, so the cost is double work, never a wrong state. */
 #pragma once
-#include "config.h"
+#include "core/config.h"
 
 #define LOCK_KEEPER_TTL_MS 6000
 #define LOCK_KEEPER_EVERY_MS 1000

@@ -1,5 +1,5 @@
 /* opensandbox: see opensandbox.h. */
-#include "opensandbox.h"
+#include "sandbox/opensandbox.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -9,11 +9,11 @@
 #include <strings.h>
 #include <time.h>
 
-#include "digest.h"
-#include "json_input.h"
-#include "opensandbox_reply.h"
-#include "redis_conn.h"
-#include "timeutil.h"
+#include "codec/digest.h"
+#include "core/json_input.h"
+#include "sandbox/opensandbox_reply.h"
+#include "store/redis_conn.h"
+#include "core/timeutil.h"
 
 int osb_parse_cpu(const char *s, int64_t *ret)
 {

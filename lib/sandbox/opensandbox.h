@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "config.h"
+#include "core/config.h"
 
 #define OSB_EXECD_PORT 44772
 #define OSB_EGRESS_PORT 18080

@@ -9,7 +9,7 @@
 #include <hiredis/hiredis.h>
 #include <json-c/json.h>
 
-#include "opensandbox.h"
+#include "sandbox/opensandbox.h"
 
 /* Render a record (flat HGETALL array) as the spec's Sandbox object; with
  * !full, the create response's subset (no image, no updatedAt).

@@ -1,7 +1,7 @@
 /* osb_create: the body of an OpenSandbox create (CreateSandboxRequest),
  * checked and turned into struct osb_create; whether a warm-pool member
  * can serve it; its credentials wiped. See opensandbox.h. */
-#include "opensandbox.h"
+#include "sandbox/opensandbox.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lifecycle.h"
-#include "snapshot.h"
+#include "sandbox/lifecycle.h"
+#include "sandbox/snapshot.h"
 
 static int store_json(struct json_object *o, char *buf, size_t size, const char *what, char *err)
 {

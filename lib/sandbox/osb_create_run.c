@@ -1,14 +1,14 @@
 /* osb_create_run: the OpenSandbox create, from a parsed body to an
  * admitted record. See osb_create_run.h. */
-#include "osb_create_run.h"
+#include "sandbox/osb_create_run.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission.h"
-#include "timeutil.h"
+#include "sandbox/admission.h"
+#include "core/timeutil.h"
 
 void osb_create_outcome_clear(struct osb_create_outcome *o)
 {

@@ -20,16 +20,16 @@
 #include <stdbool.h>
 #include <json-c/json.h>
 
-#include "config.h"
-#include "kafka.h"
-#include "lease.h"
-#include "opensandbox.h"
-#include "osb_store.h"
-#include "provider.h"
-#include "redis_conn.h"
-#include "sandbox.h"
-#include "snapshot_store.h"
-#include "volume.h"
+#include "core/config.h"
+#include "queue/kafka.h"
+#include "store/lease.h"
+#include "sandbox/opensandbox.h"
+#include "sandbox/osb_store.h"
+#include "providers/provider.h"
+#include "store/redis_conn.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/snapshot_store.h"
+#include "sandbox/volume.h"
 
 /* What is left to do once the answer is out. */
 enum osb_create_after_work {

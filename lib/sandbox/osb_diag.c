@@ -1,15 +1,15 @@
 /* osb_diag: see osb_diag.h. */
-#include "osb_diag.h"
+#include "sandbox/osb_diag.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_buf.h"
-#include "provider_factory.h"
-#include "timeutil.h"
-#include "utf8.h"
+#include "providers/http_buf.h"
+#include "providers/provider_factory.h"
+#include "core/timeutil.h"
+#include "codec/utf8.h"
 
 void osb_diag_clear(struct osb_diag *d)
 {

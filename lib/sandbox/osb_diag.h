@@ -10,10 +10,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "config.h"
-#include "provider.h"
-#include "redis_conn.h"
-#include "sandbox_record.h"
+#include "core/config.h"
+#include "providers/provider.h"
+#include "store/redis_conn.h"
+#include "store/sandbox_record.h"
 
 #define OSB_DIAG_WARNING_MAX 256
 

@@ -1,18 +1,18 @@
 /* osb_store: see osb_store.h. */
-#include "osb_store.h"
+#include "sandbox/osb_store.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "auth.h"
-#include "lua_scripts.h"
-#include "opensandbox.h"
-#include "opensandbox_reply.h"
-#include "sandbox.h"
-#include "sandbox_record.h"
-#include "sandbox_record_reply.h"
-#include "timeutil.h"
+#include "store/auth.h"
+#include "store/lua_scripts.h"
+#include "sandbox/opensandbox.h"
+#include "sandbox/opensandbox_reply.h"
+#include "sandbox/sandbox.h"
+#include "store/sandbox_record.h"
+#include "store/sandbox_record_reply.h"
+#include "core/timeutil.h"
 
 int osb_store_get(struct redis_conn *c, const struct broker_config *cfg, const char *sid, bool full,
                   struct osb_sandbox *ret)

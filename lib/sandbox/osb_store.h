@@ -14,10 +14,10 @@
 #include <stddef.h>
 #include <json-c/json.h>
 
-#include "config.h"
-#include "provider.h"
-#include "redis_conn.h"
-#include "sandbox_record.h"
+#include "core/config.h"
+#include "providers/provider.h"
+#include "store/redis_conn.h"
+#include "store/sandbox_record.h"
 
 #define OSB_LIST_SCAN_MAX 10000 /* records a filtered list looks at, newest first */
 

@@ -1,5 +1,5 @@
 /* pool: see pool.h. */
-#include "pool.h"
+#include "sandbox/pool.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image_ref.h"
-#include "sandbox.h"
-#include "timeutil.h"
+#include "codec/image_ref.h"
+#include "sandbox/sandbox.h"
+#include "core/timeutil.h"
 
 #define POOL_SCAN_MS 1000
 #define POOL_SCAN_MAX 512

@@ -11,9 +11,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "provider.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "providers/provider.h"
+#include "store/redis_conn.h"
 
 struct pool_state {
         int failures[CONFIG_POOLS_MAX];          /* consecutive failed refills per image */

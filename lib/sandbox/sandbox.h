@@ -10,9 +10,9 @@
 #pragma once
 #include <json-c/json.h>
 
-#include "config.h"
-#include "provider.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "providers/provider.h"
+#include "store/redis_conn.h"
 
 #define SANDBOX_ERR_MAX 320
 

@@ -1,14 +1,14 @@
 /* sandbox_control: start, stop, pause, resume and delete of a sandbox that
  * exists. See sandbox_control.h. */
-#include "sandbox_control.h"
+#include "sandbox/sandbox_control.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "lease.h"
-#include "osb_store.h"
-#include "volume.h"
+#include "store/lease.h"
+#include "sandbox/osb_store.h"
+#include "sandbox/volume.h"
 
 static void outcome_init(struct sandbox_control_outcome *ret)
 {

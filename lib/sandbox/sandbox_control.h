@@ -19,11 +19,11 @@
 #pragma once
 #include <stdbool.h>
 
-#include "config.h"
-#include "provider.h"
-#include "redis_conn.h"
-#include "sandbox.h"
-#include "sandbox_record.h"
+#include "core/config.h"
+#include "providers/provider.h"
+#include "store/redis_conn.h"
+#include "sandbox/sandbox.h"
+#include "store/sandbox_record.h"
 
 enum sandbox_control_kind {
         SANDBOX_CONTROL_DONE,     /* moved to the asked state (delete: the lease released) */

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "sandbox.h"
+#include "sandbox/sandbox.h"
 
 /* A reply's string into buf (size bytes); -EPROTO when it is none or
  * does not fit. */

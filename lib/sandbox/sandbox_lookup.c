@@ -1,17 +1,17 @@
 /* sandbox_lookup: reads of a sandbox for the handlers (sandbox.h): its
  * owner for the audit trail, a lease's access to it, an execd token's
  * sandbox, the leases on a slot. */
-#include "sandbox.h"
-#include "sandbox_internal.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/sandbox_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "auth.h"
-#include "lease.h"
-#include "sandbox_record.h"
+#include "store/auth.h"
+#include "store/lease.h"
+#include "store/sandbox_record.h"
 
 /* src into buf when it fits, else "" (sandbox_owner's contract). */
 static void copy_fit(char *buf, size_t size, const char *src)

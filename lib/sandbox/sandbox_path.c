@@ -1,5 +1,5 @@
 /* sandbox_path: see sandbox_path.h. */
-#include "sandbox_path.h"
+#include "sandbox/sandbox_path.h"
 
 #include <errno.h>
 #include <stdio.h>

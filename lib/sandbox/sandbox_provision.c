@@ -4,9 +4,9 @@
  * started, the lease's working directory made, and the lease activated; a
  * pull of its image ahead of it (sandbox_lease_pull_then_queue), and the
  * image checks of an admission. */
-#include "sandbox.h"
-#include "sandbox_internal.h"
-#include "image_policy.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/sandbox_internal.h"
+#include "core/image_policy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,19 +14,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "egress_store.h"
-#include "json_input.h"
-#include "lease.h"
-#include "lifecycle.h"
-#include "lock_keeper.h"
-#include "log.h"
-#include "opensandbox.h"
-#include "metrics.h"
-#include "pool.h"
-#include "sandbox_record.h"
-#include "provider_factory.h"
-#include "timeutil.h"
-#include "volume.h"
+#include "sandbox/egress_store.h"
+#include "core/json_input.h"
+#include "store/lease.h"
+#include "sandbox/lifecycle.h"
+#include "sandbox/lock_keeper.h"
+#include "core/log.h"
+#include "sandbox/opensandbox.h"
+#include "core/metrics.h"
+#include "sandbox/pool.h"
+#include "store/sandbox_record.h"
+#include "providers/provider_factory.h"
+#include "core/timeutil.h"
+#include "sandbox/volume.h"
 
 #define WAIT_STEP_US 100000
 

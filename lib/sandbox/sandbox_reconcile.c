@@ -3,15 +3,15 @@
  * removed, records whose container vanished failed, pause states the event
  * stream missed followed, leases a crashed process left provisioning
  * finished, the backend's host leftovers reaped. */
-#include "sandbox.h"
-#include "sandbox_internal.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/sandbox_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define SCAN_LIMIT 10000
 

@@ -2,15 +2,15 @@
  * transition through sandbox_state.lua, a container that stopped (exited,
  * killed, out of memory) failing its record, and a record following its
  * container's pause state as the provider reports it. */
-#include "sandbox.h"
-#include "sandbox_internal.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/sandbox_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "log.h"
-#include "sandbox_record.h"
+#include "core/log.h"
+#include "store/sandbox_record.h"
 
 /* One transition; seen ("" = any) is the lastTransitionAt the caller read:
  * a record moved since is a conflict. *ret_ended (may be NULL) gets the

@@ -1,15 +1,15 @@
 /* sandbox_teardown: a sandbox off the teardown list (sandbox.h): its
  * container stopped (parked for its slot) or removed, a Failed one's
  * purged, the named volumes it made released, its record Terminated. */
-#include "sandbox.h"
-#include "sandbox_internal.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/sandbox_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "sandbox_record.h"
-#include "volume.h"
+#include "store/sandbox_record.h"
+#include "sandbox/volume.h"
 
 /* deleteOnSandboxTermination (volume.h): the named volumes the removed
  * sandbox's create made. A failure leaves them to the tenant's

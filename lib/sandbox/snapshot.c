@@ -1,5 +1,5 @@
 /* snapshot: see snapshot.h. */
-#include "snapshot.h"
+#include "sandbox/snapshot.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,9 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "redis_conn.h"
-#include "snapshot_reply.h"
-#include "timeutil.h"
+#include "store/redis_conn.h"
+#include "sandbox/snapshot_reply.h"
+#include "core/timeutil.h"
 
 bool snapshot_id_valid(const char *id)
 {

@@ -7,7 +7,7 @@
 #include <hiredis/hiredis.h>
 #include <json-c/json.h>
 
-#include "snapshot.h"
+#include "sandbox/snapshot.h"
 
 /* Render a record (flat HGETALL array, snapshot_store.h) as the spec's
  * Snapshot object into *ret (owned by the caller). Returns 0, -ENOENT

@@ -1,13 +1,13 @@
 /* snapshot_store: see snapshot_store.h. */
-#include "snapshot_store.h"
+#include "sandbox/snapshot_store.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lua_scripts.h"
-#include "snapshot_reply.h"
+#include "store/lua_scripts.h"
+#include "sandbox/snapshot_reply.h"
 
 static void copy_state(const redisReply *rep, char *ret_state)
 {

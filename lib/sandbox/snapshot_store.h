@@ -15,10 +15,10 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "config.h"
-#include "provider.h"
-#include "redis_conn.h"
-#include "snapshot.h"
+#include "core/config.h"
+#include "providers/provider.h"
+#include "store/redis_conn.h"
+#include "sandbox/snapshot.h"
 
 #define SNAPSHOT_STATE_MAX 16
 

@@ -1,5 +1,5 @@
 /* template: see template.h. */
-#include "template.h"
+#include "sandbox/template.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_input.h"
-#include "opensandbox.h"
-#include "timeutil.h"
-#include "url.h"
+#include "core/json_input.h"
+#include "sandbox/opensandbox.h"
+#include "core/timeutil.h"
+#include "codec/url.h"
 
 /* The reference's default entrypoint of a template (and of a restore). */
 static const char *const default_entrypoint[] = { "tail", "-f", "/dev/null" };

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <json-c/json.h>
 
-#include "config.h"
+#include "core/config.h"
 
 #define TEMPLATE_ID_LEN 36 /* "tpl-" and 32 lowercase hex characters */
 #define TEMPLATE_ERR_MAX 256

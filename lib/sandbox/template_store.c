@@ -1,14 +1,14 @@
 /* template_store: see template_store.h. */
-#include "template_store.h"
+#include "sandbox/template_store.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_input.h"
-#include "lua_scripts.h"
-#include "timeutil.h"
+#include "core/json_input.h"
+#include "store/lua_scripts.h"
+#include "core/timeutil.h"
 
 /* The FsbTemplate answer of one stored record (its parts as Redis strings). */
 static int render(const char *id, const redisReply *spec, const redisReply *created,

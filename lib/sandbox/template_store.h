@@ -11,9 +11,9 @@
 #pragma once
 #include <json-c/json.h>
 
-#include "config.h"
-#include "redis_conn.h"
-#include "template.h"
+#include "core/config.h"
+#include "store/redis_conn.h"
+#include "sandbox/template.h"
 
 /* Store spec (a stored form, template_parse) as a new template of tenant;
  * *ret gets its FsbTemplate answer (the caller's). -EDQUOT: tenant already

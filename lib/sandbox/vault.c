@@ -1,5 +1,5 @@
 /* vault: see vault.h. Messages name members and valid names, never a value. */
-#include "vault.h"
+#include "sandbox/vault.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "json_input.h"
-#include "vault_entry.h"
+#include "core/json_input.h"
+#include "sandbox/vault_entry.h"
 
 int vault_name_valid(const char *s)
 {

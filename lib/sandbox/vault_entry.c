@@ -1,6 +1,6 @@
 /* vault_entry: see vault_entry.h. Messages name members and valid names,
  * never a value. */
-#include "vault_entry.h"
+#include "sandbox/vault_entry.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -9,9 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "egress_policy.h"
-#include "json_input.h"
-#include "vault.h"
+#include "core/egress_policy.h"
+#include "core/json_input.h"
+#include "sandbox/vault.h"
 
 static const char *const auth_types[] = { "bearer",        "basic",       "apiKey",
                                           "customHeaders", "passthrough", NULL };

@@ -1,5 +1,5 @@
 /* vault_inject: see vault_inject.h. */
-#include "vault_inject.h"
+#include "sandbox/vault_inject.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -9,9 +9,9 @@
 #include <strings.h>
 #include <openssl/crypto.h>
 
-#include "egress_policy.h"
-#include "json_input.h"
-#include "vault_seal.h"
+#include "core/egress_policy.h"
+#include "core/json_input.h"
+#include "sandbox/vault_seal.h"
 
 void vault_http_clear(struct vault_http *h)
 {

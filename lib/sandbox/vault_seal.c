@@ -1,5 +1,5 @@
 /* vault_seal: see vault_seal.h. */
-#include "vault_seal.h"
+#include "sandbox/vault_seal.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -13,9 +13,9 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
-#include "base64.h"
-#include "json_input.h"
-#include "url.h"
+#include "codec/base64.h"
+#include "core/json_input.h"
+#include "codec/url.h"
 
 #define SEAL_PREFIX "v1:"
 #define NONCE_BYTES 12

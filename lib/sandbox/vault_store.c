@@ -1,14 +1,14 @@
 /* vault_store: see vault_store.h. */
-#include "vault_store.h"
+#include "sandbox/vault_store.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_input.h"
-#include "lua_scripts.h"
-#include "vault.h"
-#include "vault_seal.h"
+#include "core/json_input.h"
+#include "store/lua_scripts.h"
+#include "sandbox/vault.h"
+#include "sandbox/vault_seal.h"
 
 #define VAULT_CAS_TRIES 32
 

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "redis_conn.h"
+#include "store/redis_conn.h"
 
 /* sid's vault (stored form, caller json_put()s it) into *ret. -ENODATA: the
  * sandbox has no vault. */

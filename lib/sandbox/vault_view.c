@@ -1,12 +1,12 @@
 /* vault_view: see vault_view.h. Every member is copied by name, so no
  * credential's value is ever copied out. */
-#include "vault_view.h"
+#include "sandbox/vault_view.h"
 
 #include <errno.h>
 #include <stdbool.h>
 
-#include "json_input.h"
-#include "vault_entry.h"
+#include "core/json_input.h"
+#include "sandbox/vault_entry.h"
 
 /* The sanitized copy of one stored credential or binding. */
 static int meta(struct json_object *e, bool binding, struct json_object **ret)

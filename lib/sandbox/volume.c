@@ -1,5 +1,5 @@
 /* volume: see volume.h. */
-#include "volume.h"
+#include "sandbox/volume.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -11,7 +11,7 @@
 #include <json-c/json.h>
 #include <openssl/evp.h>
 
-#include "json_input.h"
+#include "core/json_input.h"
 
 int volume_backend_name(const struct broker_config *cfg, const char *tenant, const char *name,
                         char *buf, size_t size)

@@ -21,9 +21,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "config.h"
-#include "provider.h"
-#include "volume_spec.h"
+#include "core/config.h"
+#include "providers/provider.h"
+#include "core/volume_spec.h"
 
 struct json_object;
 

@@ -1,5 +1,5 @@
 /* auth: see auth.h. */
-#include "auth.h"
+#include "store/auth.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -8,10 +8,10 @@
 #include <sys/random.h>
 #include <openssl/crypto.h>
 
-#include "auth_cache.h"
-#include "digest.h"
-#include "json_input.h"
-#include "lua_scripts.h"
+#include "store/auth_cache.h"
+#include "codec/digest.h"
+#include "core/json_input.h"
+#include "store/lua_scripts.h"
 
 static void hex_encode(const unsigned char *raw, size_t n, char *out)
 {

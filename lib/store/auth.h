@@ -9,8 +9,8 @@
 #pragma once
 #include <stdbool.h>
 
-#include "config.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "store/redis_conn.h"
 
 #define AUTH_KEY_MAX 80    /* buffer for a generated key, NUL included */
 #define AUTH_KEY_LEN_MAX 256 /* longest key a client may present */

@@ -1,5 +1,5 @@
 /* auth_cache: see auth_cache.h. */
-#include "auth_cache.h"
+#include "store/auth_cache.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <hiredis/hiredis.h>
 
-#include "log.h"
-#include "metrics.h"
-#include "timeutil.h"
+#include "core/log.h"
+#include "core/metrics.h"
+#include "core/timeutil.h"
 
 #define SUB_RETRY_MS 1000 /* between attempts to (re)subscribe */
 #define SUB_PING_MS 1000  /* keep-alive PING on the subscription */

@@ -23,8 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "auth.h"
-#include "config.h"
+#include "store/auth.h"
+#include "core/config.h"
 
 /* Start the cache and its subscriber thread for this process (copies cfg).
  * Without it (or with AUTH_CACHE_TTL_MS=0) the functions below find nothing

@@ -1,5 +1,5 @@
 /* exec_store: see exec_store.h. */
-#include "exec_store.h"
+#include "store/exec_store.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_input.h"
-#include "redis_conn.h"
+#include "core/json_input.h"
+#include "store/redis_conn.h"
 
 void exec_store_outcome_clear(struct exec_store_outcome *o)
 {

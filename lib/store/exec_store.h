@@ -21,8 +21,8 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "config.h"
-#include "provider.h"
+#include "core/config.h"
+#include "providers/provider.h"
 
 struct redis_conn;
 

@@ -1,13 +1,13 @@
 /* keystore: see keystore.h. */
-#include "keystore.h"
+#include "store/keystore.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "json_input.h"
+#include "core/config.h"
+#include "core/json_input.h"
 
 /* The tag of a script's {'tag', ...} reply with exactly n elements. */
 static bool reply_tagged(const redisReply *r, const char *tag, size_t n)

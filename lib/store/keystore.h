@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "auth.h"
-#include "redis_conn.h"
+#include "store/auth.h"
+#include "store/redis_conn.h"
 
 #define KEYSTORE_ID_LEN 16        /* characters of a key id */
 #define KEYSTORE_NAME_MAX 129     /* tenant or key name, NUL included */

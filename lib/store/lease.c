@@ -1,5 +1,5 @@
 /* lease: see lease.h. */
-#include "lease.h"
+#include "store/lease.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "json_input.h"
-#include "lease_reply.h"
-#include "timeutil.h"
+#include "core/json_input.h"
+#include "store/lease_reply.h"
+#include "core/timeutil.h"
 
 #define GRANT_BATCH 16 /* fresh lease ids handed to one grant step */
 

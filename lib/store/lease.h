@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "config.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "store/redis_conn.h"
 
 /* NULL-terminated list of the lease modes; the first is the default. */
 extern const char *const lease_modes[];

@@ -7,7 +7,7 @@
 #include <hiredis/hiredis.h>
 #include <json-c/json.h>
 
-#include "lease.h"
+#include "store/lease.h"
 
 /* Map a flat HGETALL array of a lease hash to the API's lease object. */
 int lease_json_from_hash(const redisReply *arr, struct json_object **ret);

@@ -7,7 +7,7 @@
 #include <hiredis/hiredis.h>
 #include <json-c/json.h>
 
-#include "metrics.h"
+#include "core/metrics.h"
 
 /* The Prometheus text exposition: every series of hgetall (the flat
  * HGETALL reply of the hash) under its HELP/TYPE, histograms cumulative, and

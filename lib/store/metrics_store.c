@@ -1,5 +1,5 @@
 /* metrics_store: see metrics_store.h. */
-#include "metrics_store.h"
+#include "store/metrics_store.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "lease.h"
-#include "metrics_reply.h"
-#include "timeutil.h"
+#include "store/lease.h"
+#include "store/metrics_reply.h"
+#include "core/timeutil.h"
 
 static struct {
         int64_t last_flush; /* metrics_flush_due(): its caller's thread only */

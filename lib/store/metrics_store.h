@@ -5,9 +5,9 @@
 #pragma once
 #include <stddef.h>
 
-#include "config.h"
-#include "metrics.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "core/metrics.h"
+#include "store/redis_conn.h"
 
 /* Move this process's deltas into the Redis hash (HINCRBY). A delta that
  * could not be written is kept for the next flush. Returns 0 or -EIO. */

@@ -1,13 +1,13 @@
 /* redis_conn: see redis_conn.h. Scripts are loaded with SCRIPT LOAD on connect
  * and run with EVALSHA; NOSCRIPT (Redis restarted or flushed) reloads them. */
-#include "redis_conn.h"
+#include "store/redis_conn.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "core/log.h"
 
 #define REDIS_MAX_ARGS 64
 

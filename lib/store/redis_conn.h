@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <hiredis/hiredis.h>
 
-#include "config.h"
-#include "lua_scripts.h"
+#include "core/config.h"
+#include "store/lua_scripts.h"
 
 struct redis_conn;
 

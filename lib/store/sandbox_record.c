@@ -1,13 +1,13 @@
 /* sandbox_record: see sandbox_record.h. */
-#include "sandbox_record.h"
+#include "store/sandbox_record.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "redis_conn.h"
-#include "sandbox_record_reply.h"
+#include "store/redis_conn.h"
+#include "store/sandbox_record_reply.h"
 
 #define CORE 0u
 

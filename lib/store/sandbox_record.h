@@ -15,7 +15,7 @@
 #pragma once
 #include <stddef.h>
 
-#include "config.h"
+#include "core/config.h"
 
 struct redis_conn;
 

@@ -8,7 +8,7 @@
 #include <hiredis/hiredis.h>
 #include <json-c/json.h>
 
-#include "sandbox_record.h"
+#include "store/sandbox_record.h"
 
 /* sandbox_record_read from a record already fetched whole: h, the flat
  * field/value array of an HGETALL (or of a script that answers one).

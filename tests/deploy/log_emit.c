@@ -3,7 +3,7 @@
  * (LOG_TARGET=journal selects the journal, as JOURNAL_STREAM does under systemd). */
 #include <stdio.h>
 
-#include "log.h"
+#include "core/log.h"
 
 int main(int argc, char **argv)
 {

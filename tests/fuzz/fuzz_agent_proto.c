@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent_proto.h"
+#include "providers/agent/agent_proto.h"
 #include "fuzz.h"
 
 /* What one parse handed over: bytes of each stream (0 = the raw body),

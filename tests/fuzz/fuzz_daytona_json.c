@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daytona_json.h"
+#include "providers/daytona/daytona_json.h"
 #include "fuzz.h"
 
 #define TERMINATED(a) (strnlen((a), sizeof(a)) < sizeof(a))

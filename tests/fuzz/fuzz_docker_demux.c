@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker_api.h"
+#include "providers/docker/docker_api.h"
 #include "fuzz.h"
 
 /* What the stream decodes to, uncapped. */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker_json.h"
+#include "providers/docker/docker_json.h"
 #include "fuzz.h"
 
 #define TERMINATED(a) (strnlen((a), sizeof(a)) < sizeof(a))

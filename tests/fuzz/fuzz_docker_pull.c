@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker_image.h"
+#include "providers/docker/docker_image.h"
 #include "fuzz.h"
-#include "image_policy.h"
+#include "core/image_policy.h"
 
 static struct docker_pull_state st;
 

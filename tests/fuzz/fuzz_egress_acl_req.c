@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egress_acl_req.h"
+#include "sandbox/egress_acl_req.h"
 #include "fuzz.h"
 
 static void check(const struct egress_acl_req *q)

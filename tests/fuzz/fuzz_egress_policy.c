@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "egress_policy.h"
+#include "core/egress_policy.h"
 #include "fuzz.h"
 
 static struct egress_policy p, q;

@@ -12,8 +12,8 @@
 
 #include "execd_argv.h"
 #include "fuzz.h"
-#include "json_input.h"
-#include "opensandbox.h"
+#include "core/json_input.h"
+#include "sandbox/opensandbox.h"
 
 static struct execd_cmd_input in;
 

@@ -14,7 +14,7 @@
 #include <strings.h>
 
 #include "fuzz.h"
-#include "ingress_head.h"
+#include "codec/ingress_head.h"
 
 static char out[INGRESS_HEAD_MAX];
 

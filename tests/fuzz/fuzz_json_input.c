@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "json_input.h"
-#include "lease.h"
+#include "core/json_input.h"
+#include "store/lease.h"
 
 static void check_id(struct json_object *obj, const char *name, bool required)
 {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "kubernetes_json.h"
+#include "providers/kubernetes/kubernetes_json.h"
 
 #define TERMINATED(a) (strnlen((a), sizeof(a)) < sizeof(a))
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "multipart.h"
+#include "codec/multipart.h"
 
 struct trace {
         uint64_t hash;   /* FNV-1a over every event */

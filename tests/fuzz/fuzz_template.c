@@ -11,11 +11,11 @@
 
 #include <json-c/json.h>
 
-#include "config.h"
+#include "core/config.h"
 #include "fuzz.h"
-#include "json_input.h"
-#include "opensandbox.h"
-#include "template.h"
+#include "core/json_input.h"
+#include "sandbox/opensandbox.h"
+#include "sandbox/template.h"
 
 static struct broker_config cfg = { .provider = "docker",
                                     .sandbox_millicpus = 500,

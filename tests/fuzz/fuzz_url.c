@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "url.h"
+#include "codec/url.h"
 
 static void walk(const char *query, size_t nsz, size_t vsz)
 {

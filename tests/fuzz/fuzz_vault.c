@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "vault.h"
-#include "vault_view.h"
+#include "sandbox/vault.h"
+#include "sandbox/vault_view.h"
 
 static const char base[] =
         "{\"credentials\":[{\"name\":\"a\",\"source\":{\"value\":\"SECRETVALUE\"}}],\"bindings\":"

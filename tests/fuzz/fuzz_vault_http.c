@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "vault.h"
-#include "vault_inject.h"
+#include "sandbox/vault.h"
+#include "sandbox/vault_inject.h"
 
 static const char base[] =
         "{\"credentials\":[{\"name\":\"a\",\"source\":{\"value\":\"SECRETVALUE\"}}],\"bindings\":"

@@ -13,8 +13,8 @@
 #include <json-c/json.h>
 
 #include "fuzz.h"
-#include "volume.h"
-#include "volume_spec.h"
+#include "sandbox/volume.h"
+#include "core/volume_spec.h"
 
 static struct volume_set set;
 static struct volume_allow allow;

@@ -23,10 +23,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "docker.h"
-#include "docker_api.h" /* DOCKER_SOCKET_DEFAULT */
-#include "tarball.h"
-#include "timeutil.h"
+#include "providers/docker/docker.h"
+#include "providers/docker/docker_api.h" /* DOCKER_SOCKET_DEFAULT */
+#include "codec/tarball.h"
+#include "core/timeutil.h"
 
 #define TIMEOUT_MS 30000
 

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "admission.h"
+#include "sandbox/admission.h"
 
 #define TICKET "00112233445566778899aabbccddeeff"
 

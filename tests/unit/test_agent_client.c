@@ -21,9 +21,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "agent_client.h"
-#include "agent_proto.h"
-#include "timeutil.h"
+#include "providers/agent/agent_client.h"
+#include "providers/agent/agent_proto.h"
+#include "core/timeutil.h"
 
 /* ---- answers ---- */
 

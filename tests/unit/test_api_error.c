@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "api_error.h"
+#include "core/api_error.h"
 
 static void test_table_complete(void **state)
 {

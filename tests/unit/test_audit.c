@@ -15,10 +15,10 @@
 #include <cmocka.h>
 #include <json-c/json.h>
 
-#include "audit.h"
-#include "config.h"
-#include "kafka.h"
-#include "log.h"
+#include "queue/audit.h"
+#include "core/config.h"
+#include "queue/kafka.h"
+#include "core/log.h"
 
 #define FAKE_PRODUCER ((struct kafka_producer *)0x1)
 

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "auth.h"
-#include "lua_scripts.h"
+#include "store/auth.h"
+#include "store/lua_scripts.h"
 
 static struct {
         int argc;

@@ -17,8 +17,8 @@
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
 
-#include "auth_cache.h"
-#include "timeutil.h"
+#include "store/auth_cache.h"
+#include "core/timeutil.h"
 
 static int peer = -1; /* the fake Redis's end */
 static int connects;

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "log.h"
+#include "core/config.h"
+#include "core/log.h"
 
 #define MAX_VARS 8
 

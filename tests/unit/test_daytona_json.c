@@ -12,10 +12,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "daytona_api.h"
-#include "daytona_exec.h"
-#include "daytona_json.h"
+#include "core/config.h"
+#include "providers/daytona/daytona_api.h"
+#include "providers/daytona/daytona_exec.h"
+#include "providers/daytona/daytona_json.h"
 
 static const struct sandbox_spec spec = {
         .sandbox_id = "abc",

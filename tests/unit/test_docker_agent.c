@@ -23,8 +23,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "docker_agent.h"
-#include "provider.h"
+#include "providers/docker/docker_agent.h"
+#include "providers/provider.h"
 
 #define SID "0123456789abcdef0123456789abcdef"
 #define REF "aaaaaaaaaaaabbbbbbbbbbbbccccccccccccddddddddddddeeeeeeeeeeeeffff"

@@ -13,11 +13,11 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "base64.h"
-#include "config.h"
-#include "docker_image.h"
-#include "image_policy.h"
-#include "opensandbox.h"
+#include "codec/base64.h"
+#include "core/config.h"
+#include "providers/docker/docker_image.h"
+#include "core/image_policy.h"
+#include "sandbox/opensandbox.h"
 
 static void test_policy(void **state)
 {

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "docker_agent.h"
-#include "docker_json.h"
+#include "providers/docker/docker_agent.h"
+#include "providers/docker/docker_json.h"
 
 static struct json_object *get(struct json_object *o, const char *path)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "docker_api.h"
+#include "providers/docker/docker_api.h"
 
 /* Append one frame (stream, payload) to buf at *len. */
 static void frame(uint8_t *buf, size_t *len, uint8_t stream, const void *p, uint32_t n)

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "egress_acl_req.h"
+#include "sandbox/egress_acl_req.h"
 
 #define SID "0123456789abcdef0123456789abcdef"
 #define SRC "123:4567:89ab:cdef:123:4567:89ab:cdef"

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "egress_policy.h"
-#include "egress_store.h"
+#include "core/config.h"
+#include "core/egress_policy.h"
+#include "sandbox/egress_store.h"
 
 static struct egress_policy *parse_ok(const char *s)
 {

@@ -15,10 +15,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "exec_store.h"
-#include "json_input.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "store/exec_store.h"
+#include "core/json_input.h"
+#include "store/redis_conn.h"
 
 /* ---- hand-built replies (released with reply_free, as hiredis' own) ---- */
 

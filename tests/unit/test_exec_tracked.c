@@ -20,8 +20,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "exec_tracked.h"
+#include "core/config.h"
+#include "sandbox/exec_tracked.h"
 
 /* ---- the scripted command ---- */
 

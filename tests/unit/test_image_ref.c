@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "image_ref.h"
+#include "codec/image_ref.h"
 
 static void norm_is(const char *in, const char *want)
 {

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "ingress_head.h"
+#include "codec/ingress_head.h"
 
 #define AGENT "X-Sandbox-Ingress-Agent: 0123abcd\r\n"
 #define TENANT "X-Sandbox-Ingress-Tenant: team-a.x@y_z\r\n"

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "json_input.h"
-#include "lease.h"
+#include "core/json_input.h"
+#include "store/lease.h"
 
 /* Parse a NUL-terminated literal; returns the error and leaves *ret, err set. */
 static int parse(const char *s, struct json_object **ret, char *err, size_t errsz)

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "auth.h"
-#include "json_input.h"
-#include "keystore.h"
+#include "store/auth.h"
+#include "core/json_input.h"
+#include "store/keystore.h"
 
 /* ---- hand-built replies (released with reply_free, as hiredis' own) ---- */
 

@@ -19,9 +19,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "kubernetes_internal.h"
-#include "kubernetes_json.h"
+#include "core/config.h"
+#include "providers/kubernetes/kubernetes_internal.h"
+#include "providers/kubernetes/kubernetes_json.h"
 
 #define SID "0123456789abcdef0123456789abcdef"
 #define KEY "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"

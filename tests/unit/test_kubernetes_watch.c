@@ -18,9 +18,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "kubernetes.h"
-#include "kubernetes_api.h"
-#include "kubernetes_json.h"
+#include "providers/kubernetes/kubernetes.h"
+#include "providers/kubernetes/kubernetes_api.h"
+#include "providers/kubernetes/kubernetes_json.h"
 
 #define MAX_CALLS 16
 

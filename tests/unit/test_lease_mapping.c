@@ -13,11 +13,11 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "json_input.h"
-#include "lease.h"
-#include "lease_reply.h"
-#include "timeutil.h"
+#include "core/config.h"
+#include "core/json_input.h"
+#include "store/lease.h"
+#include "store/lease_reply.h"
+#include "core/timeutil.h"
 
 /* ---- hand-built replies (released with reply_free, as hiredis' own) ---- */
 

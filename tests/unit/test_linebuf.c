@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "linebuf.h"
+#include "codec/linebuf.h"
 
 struct lines {
         char text[4096]; /* lines joined with '|' */

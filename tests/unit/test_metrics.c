@@ -13,10 +13,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "metrics.h"
-#include "metrics_store.h"
-#include "metrics_reply.h"
+#include "core/config.h"
+#include "core/metrics.h"
+#include "store/metrics_store.h"
+#include "store/metrics_reply.h"
 
 #define HASH_MAX 64
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "multipart.h"
+#include "codec/multipart.h"
 
 struct events {
         char log[8192];

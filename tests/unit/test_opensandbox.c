@@ -12,10 +12,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "opensandbox.h"
-#include "opensandbox_reply.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "sandbox/opensandbox.h"
+#include "sandbox/opensandbox_reply.h"
+#include "store/redis_conn.h"
 
 static void test_parse_cpu(void **state)
 {

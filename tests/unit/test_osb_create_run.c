@@ -19,7 +19,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "osb_create_run.h"
+#include "sandbox/osb_create_run.h"
 
 #define MEMBER "99999999999999999999999999999999"
 #define LEASE "0123456789abcdef0123456789abcdef"

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "osb_store.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "sandbox/osb_store.h"
+#include "store/redis_conn.h"
 
 /* ---- hand-built replies (released with reply_free, as hiredis' own) ---- */
 

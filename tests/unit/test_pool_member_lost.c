@@ -18,7 +18,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "pool.h"
+#include "sandbox/pool.h"
 
 #define SID "0123456789abcdef0123456789abcdef"
 

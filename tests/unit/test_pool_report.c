@@ -17,7 +17,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "pool.h"
+#include "sandbox/pool.h"
 
 #define SID_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define SID_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"

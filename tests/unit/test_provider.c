@@ -20,10 +20,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "provider.h"
-#include "provider_factory.h"
-#include "provider_metered.h"
+#include "core/config.h"
+#include "providers/provider.h"
+#include "providers/provider_factory.h"
+#include "providers/provider_metered.h"
 
 struct fake {
         int execs, streams, starts, stops, pauses, resumes;

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sandbox_internal.h"
+#include "sandbox/sandbox_internal.h"
 
 #define SID "0123456789abcdef0123456789abcdef"
 

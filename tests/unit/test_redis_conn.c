@@ -16,8 +16,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "redis_conn.h"
+#include "core/config.h"
+#include "store/redis_conn.h"
 
 #define LOADING_MSG "LOADING Redis is loading the dataset in memory"
 

@@ -19,8 +19,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "lease.h"
-#include "sandbox_control.h"
+#include "store/lease.h"
+#include "sandbox/sandbox_control.h"
 
 #define SID "0123456789abcdef0123456789abcdef"
 #define REF "container-1"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "sandbox_path.h"
+#include "sandbox/sandbox_path.h"
 
 static char out[SANDBOX_PATH_MAX];
 static char why[128];

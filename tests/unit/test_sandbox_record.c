@@ -17,10 +17,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "redis_conn.h"
-#include "sandbox_record.h"
-#include "sandbox_record_reply.h"
+#include "core/config.h"
+#include "store/redis_conn.h"
+#include "store/sandbox_record.h"
+#include "store/sandbox_record_reply.h"
 
 /* ---- the fake Redis: one hash ---- */
 

@@ -11,11 +11,11 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "docker_image.h"
-#include "opensandbox.h"
-#include "snapshot.h"
-#include "snapshot_reply.h"
+#include "core/config.h"
+#include "providers/docker/docker_image.h"
+#include "sandbox/opensandbox.h"
+#include "sandbox/snapshot.h"
+#include "sandbox/snapshot_reply.h"
 
 #define ID "0123456789abcdef0123456789abcdef"
 

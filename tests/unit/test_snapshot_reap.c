@@ -17,8 +17,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "snapshot_store.h"
+#include "core/config.h"
+#include "sandbox/snapshot_store.h"
 
 #define A "0123456789abcdef0123456789abcdef"
 #define B "11111111111111111111111111111111"

@@ -17,9 +17,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "redis_conn.h"
-#include "snapshot_store.h"
+#include "core/config.h"
+#include "store/redis_conn.h"
+#include "sandbox/snapshot_store.h"
 
 #define ID1 "0123456789abcdef0123456789abcdef"
 #define ID2 "11111111111111111111111111111111"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tailbuf.h"
+#include "codec/tailbuf.h"
 
 /* The tail of data[0..n) after feeding it in pieces of `piece` bytes. */
 static void check_feed(const char *data, size_t n, size_t max, size_t piece)

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tarball.h"
+#include "codec/tarball.h"
 
 static void roundtrip(const void *data, size_t len)
 {

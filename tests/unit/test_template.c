@@ -11,9 +11,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "opensandbox.h"
-#include "template.h"
+#include "core/config.h"
+#include "sandbox/opensandbox.h"
+#include "sandbox/template.h"
 
 static struct broker_config cfg;
 

@@ -16,10 +16,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "config.h"
-#include "json_input.h"
-#include "redis_conn.h"
-#include "template_store.h"
+#include "core/config.h"
+#include "core/json_input.h"
+#include "store/redis_conn.h"
+#include "sandbox/template_store.h"
 
 #define ID1 "tpl-0123456789abcdef0123456789abcdef"
 #define ID2 "tpl-11111111111111111111111111111111"

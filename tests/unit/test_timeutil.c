@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 static void expect_iso(int64_t ms, const char *want)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "url.h"
+#include "codec/url.h"
 
 static int decode(const char *s, char *out, size_t size)
 {

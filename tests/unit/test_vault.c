@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vault.h"
-#include "vault_view.h"
-#include "vault_seal.h"
+#include "sandbox/vault.h"
+#include "sandbox/vault_view.h"
+#include "sandbox/vault_seal.h"
 
 #define SECRET "TOPSECRET-value-42"
 

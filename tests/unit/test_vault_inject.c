@@ -12,9 +12,9 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "vault.h"
-#include "vault_inject.h"
-#include "vault_seal.h"
+#include "sandbox/vault.h"
+#include "sandbox/vault_inject.h"
+#include "sandbox/vault_seal.h"
 
 #define SID "0123456789abcdef0123456789abcdef"
 

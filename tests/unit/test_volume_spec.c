@@ -13,9 +13,9 @@
 
 #include <json-c/json.h>
 
-#include "config.h"
-#include "volume.h"
-#include "volume_spec.h"
+#include "core/config.h"
+#include "sandbox/volume.h"
+#include "core/volume_spec.h"
 
 static struct volume_set set;
 

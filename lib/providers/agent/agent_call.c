@@ -2,7 +2,7 @@
  * link followed, S_ISSOCK checked), the request head (percent-encoded
  * query, capped), and one poll loop per call that sends the request and
  * feeds the answer to agent_proto as it comes, under deadlines. */
-#include "agent_call.h"
+#include "providers/agent/agent_call.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 /* A call whose body may be taken from the socket (on_fd) reads its head in
  * recvs this small, so that little of the body is copied on the way. */

@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent_client.h"
-#include "agent_proto.h"
-#include "http_buf.h"
+#include "providers/agent/agent_client.h"
+#include "providers/agent/agent_proto.h"
+#include "providers/http_buf.h"
 
 #define RECV_BUF 65536 /* one recv of an answer */
 /* A file read's recv: as much as the agent's socket holds (its send buffer,

@@ -2,8 +2,8 @@
  * exec (buffered or streamed, or an entrypoint started), file reads (into
  * memory, to a callback, or the socket handed over) and writes, and
  * health; each one request made and answered through agent_call.h. */
-#include "agent_client.h"
-#include "agent_call.h"
+#include "providers/agent/agent_client.h"
+#include "providers/agent/agent_call.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 /* ---- exec ---- */
 

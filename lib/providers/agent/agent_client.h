@@ -30,8 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "agent_proto.h" /* struct agent_health */
-#include "provider.h"
+#include "providers/agent/agent_proto.h" /* struct agent_health */
+#include "providers/provider.h"
 
 #define AGENT_SOCKET_NAME "agent.sock"
 #define AGENT_REQUEST_HEAD_MAX (256 * 1024) /* request line + headers we send */

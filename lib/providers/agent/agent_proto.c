@@ -3,9 +3,9 @@
  * speaks), the body framing (Content-Length, chunked per RFC 9112 section
  * 7.1, or to the close), and the /exec frames inside the body. Every
  * length read from the peer is checked against a cap before it is used. */
-#include "agent_proto.h"
+#include "providers/agent/agent_proto.h"
 
-#include "url.h"
+#include "codec/url.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,5 +1,5 @@
 /* agent_tunnel: see agent_tunnel.h. */
-#include "agent_tunnel.h"
+#include "providers/agent/agent_tunnel.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "agent_client.h"
-#include "timeutil.h"
+#include "providers/agent/agent_client.h"
+#include "core/timeutil.h"
 
 /* Send all of buf on a non-blocking socket before deadline. */
 static int send_all(int fd, const char *buf, size_t len, int64_t deadline)

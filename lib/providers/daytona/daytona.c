@@ -1,7 +1,7 @@
 /* daytona: see daytona.h. Contract: api/openapi.yaml of github.com/daytonaio/daytona/libs/api-client-go v0.190.0 (scripts/daytona-specs)
  * (control plane) and toolbox-openapi.yaml (in-sandbox daemon, reached as
  * {toolboxProxyUrl}/{sandboxId}/{endpoint}). */
-#include "daytona.h"
+#include "providers/daytona/daytona.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -10,10 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "daytona_api.h"
-#include "daytona_exec.h"
-#include "daytona_json.h"
-#include "timeutil.h"
+#include "providers/daytona/daytona_api.h"
+#include "providers/daytona/daytona_exec.h"
+#include "providers/daytona/daytona_json.h"
+#include "core/timeutil.h"
 
 #define DAYTONA_RESP_MAX (1024 * 1024)      /* a Sandbox, an error */
 #define DAYTONA_LIST_MAX (16 * 1024 * 1024) /* one page of GET /sandbox */

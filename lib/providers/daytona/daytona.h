@@ -22,8 +22,8 @@
  * NOT thread-safe (one libcurl handle); each thread owns its provider.
  * curl_global_init() must run once before threads start. */
 #pragma once
-#include "config.h"
-#include "provider.h"
+#include "core/config.h"
+#include "providers/provider.h"
 
 struct daytona_settings {
         const char *api_url;   /* e.g. https://app.daytona.io/api */

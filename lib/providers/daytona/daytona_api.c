@@ -1,9 +1,9 @@
 /* daytona_api: see daytona_api.h. */
-#include "daytona_api.h"
+#include "providers/daytona/daytona_api.h"
 
 #include <curl/curl.h>
 
-#include "curl_release.h"
+#include "providers/curl_release.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define DAYTONA_ERR_BODY_MAX (64 * 1024)
 #define DAYTONA_BACKOFF_MS 250 /* a 429 without Retry-After: 250, 500, 1000 ms */

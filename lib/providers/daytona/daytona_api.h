@@ -15,8 +15,8 @@
 #pragma once
 #include <stddef.h>
 
-#include "http_buf.h"
-#include "provider.h"
+#include "providers/http_buf.h"
+#include "providers/provider.h"
 
 #define DAYTONA_API_RETRIES 3
 #define DAYTONA_API_RETRY_MAX_MS 5000

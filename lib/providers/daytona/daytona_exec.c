@@ -1,5 +1,5 @@
 /* daytona_exec: see daytona_exec.h. */
-#include "daytona_exec.h"
+#include "providers/daytona/daytona_exec.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
+#include "codec/base64.h"
 
 /* $1 nonce, $2 cap, $3 stdin file or "", $4 timeout (s), $5 user or "",
  * then argv. The command's streams go to files so that their sizes are

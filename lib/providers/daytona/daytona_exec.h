@@ -20,7 +20,7 @@
 #pragma once
 #include <stddef.h>
 
-#include "provider.h"
+#include "providers/provider.h"
 
 /* What the wrapper needs besides argv. */
 struct daytona_exec_wrap {

@@ -1,5 +1,5 @@
 /* daytona_json: see daytona_json.h. */
-#include "daytona_json.h"
+#include "providers/daytona/daytona_json.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_input.h"
+#include "core/json_input.h"
 
 
 static int to_string(struct json_object *o, char **ret)

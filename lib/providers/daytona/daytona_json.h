@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "provider.h"
+#include "providers/provider.h"
 
 #define DAYTONA_STATE_MAX 32
 #define DAYTONA_URL_MAX 512

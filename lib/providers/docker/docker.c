@@ -6,8 +6,8 @@
  * docker_agent_route.c (the agent) or docker_exec_fallback.c (docker exec);
  * events through docker_events.c. Docker API reference:
  * https://docs.docker.com/engine/api/v1.41/ */
-#include "docker.h"
-#include "docker_internal.h"
+#include "providers/docker/docker.h"
+#include "providers/docker/docker_internal.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -15,14 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker_image.h"
-#include "image_policy.h"
-#include "docker_disk.h"
-#include "docker_json.h"
-#include "docker_mountd.h"
-#include "docker_reap.h"
-#include "docker_volume.h"
-#include "timeutil.h"
+#include "providers/docker/docker_image.h"
+#include "core/image_policy.h"
+#include "providers/docker/docker_disk.h"
+#include "providers/docker/docker_json.h"
+#include "providers/docker/docker_mountd.h"
+#include "providers/docker/docker_reap.h"
+#include "providers/docker/docker_volume.h"
+#include "core/timeutil.h"
 
 #define DOCKER_LIST_MAX (32 * 1024 * 1024) /* GET /containers/json */
 

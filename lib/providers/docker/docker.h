@@ -17,8 +17,8 @@
 #pragma once
 #include <stdbool.h>
 
-#include "config.h"
-#include "provider.h"
+#include "core/config.h"
+#include "providers/provider.h"
 
 /* The factory's entry (provider_factory.c): SANDBOX_PROVIDER=docker, built
  * from DOCKER_SOCKET, DOCKER_TIMEOUT_MS and SANDBOX_START_TIMEOUT_MS; deadline

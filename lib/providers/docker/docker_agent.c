@@ -1,5 +1,5 @@
 /* docker_agent: see docker_agent.h. */
-#include "docker_agent.h"
+#include "providers/docker/docker_agent.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,10 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_client.h"
-#include "docker_mountd.h"
-#include "provider.h"
-#include "timeutil.h"
+#include "providers/agent/agent_client.h"
+#include "providers/docker/docker_mountd.h"
+#include "providers/provider.h"
+#include "core/timeutil.h"
 
 #define RUN_TREE_DEPTH_MAX 64 /* what cleanup descends into a planted tree */
 

@@ -2,13 +2,13 @@
  * through its sandbox-agent (agent_client.h) when it was made with one and
  * EXEC_TRANSPORT=agent, else commands through docker_exec_fallback.c; an
  * unreachable agent as this sandbox's failure (-EIO). */
-#include "docker_internal.h"
+#include "providers/docker/docker_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "agent_client.h"
+#include "providers/agent/agent_client.h"
 
 /* The run directory of ref's agent when commands go through it: a
  * container made with the agent has one; one made before (or without)

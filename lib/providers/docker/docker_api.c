@@ -1,10 +1,10 @@
 /* docker_api: see docker_api.h. */
-#include "docker_api.h"
+#include "providers/docker/docker_api.h"
 
 #include <curl/curl.h>
 
-#include "curl_release.h"
-#include "docker_json.h"
+#include "providers/curl_release.h"
+#include "providers/docker/docker_json.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

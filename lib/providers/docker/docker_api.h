@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "http_buf.h"
-#include "provider.h" /* PROVIDER_ERR_MAX */
+#include "providers/http_buf.h"
+#include "providers/provider.h" /* PROVIDER_ERR_MAX */
 
 #define DOCKER_API_VERSION "1.41"
 #define DOCKER_SOCKET_DEFAULT "/var/run/docker.sock"

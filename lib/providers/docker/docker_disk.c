@@ -1,14 +1,14 @@
 /* docker_disk: see docker_disk.h. */
-#include "docker_disk.h"
+#include "providers/docker/docker_disk.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker_mountd.h"
-#include "http_buf.h"
-#include "provider.h"
+#include "providers/docker/docker_mountd.h"
+#include "providers/http_buf.h"
+#include "providers/provider.h"
 
 #define INSPECT_MAX (1024 * 1024)
 

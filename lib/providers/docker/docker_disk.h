@@ -19,8 +19,8 @@
 #pragma once
 #include <stdbool.h>
 
-#include "docker_api.h"
-#include "docker_json.h"
+#include "providers/docker/docker_api.h"
+#include "providers/docker/docker_json.h"
 
 /* The disk facts of container ref (inspect). -ENOENT gone, -EIO. */
 int docker_disk_inspect(struct docker_api *api, int timeout_ms, const char *ref,

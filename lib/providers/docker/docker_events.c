@@ -1,15 +1,15 @@
 /* docker_events: the Docker provider's event stream (watch_events):
  * GET /events filtered to our containers' die, pause, unpause and oom,
  * one JSON object a line, handed on as sandbox events. */
-#include "docker_internal.h"
+#include "providers/docker/docker_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker_json.h"
-#include "linebuf.h"
+#include "providers/docker/docker_json.h"
+#include "codec/linebuf.h"
 
 #define EVENT_LINE_MAX (64 * 1024)    /* one event; Docker's are < 2 KiB */
 #define EVENT_STREAM_MS (3600 * 1000) /* one request; then the caller follows again */

@@ -2,7 +2,7 @@
  * create, start, inspect), for a sandbox without an agent or with
  * EXEC_TRANSPORT=docker: under `timeout -s KILL`, its multiplexed output
  * buffered or streamed, stdin staged as a file in the sandbox. */
-#include "docker_internal.h"
+#include "providers/docker/docker_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "docker_json.h"
-#include "tarball.h"
-#include "timeutil.h"
+#include "providers/docker/docker_json.h"
+#include "codec/tarball.h"
+#include "core/timeutil.h"
 
 #define DOCKER_EXEC_GRACE_MS 5000          /* exec transfer bound past its timeout */
 #define DOCKER_EXEC_ID_MAX 80

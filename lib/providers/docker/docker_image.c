@@ -1,5 +1,5 @@
 /* docker_image: see docker_image.h. */
-#include "docker_image.h"
+#include "providers/docker/docker_image.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
-#include "docker_json.h"
-#include "linebuf.h"
+#include "codec/base64.h"
+#include "providers/docker/docker_json.h"
+#include "codec/linebuf.h"
 
 #define DOCKER_PULL_LINE_MAX 65536
 

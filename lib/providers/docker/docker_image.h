@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "docker_api.h"
-#include "provider.h"
+#include "providers/docker/docker_api.h"
+#include "providers/provider.h"
 
 #define DOCKER_IMAGE_MAX 256   /* longest image reference accepted */
 #define DOCKER_PULL_LAYERS 128 /* layers tracked for the progress count */

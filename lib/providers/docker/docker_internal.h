@@ -8,10 +8,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "docker.h"
-#include "docker_agent.h"
-#include "docker_api.h"
-#include "http_buf.h"
+#include "providers/docker/docker.h"
+#include "providers/docker/docker_agent.h"
+#include "providers/docker/docker_api.h"
+#include "providers/http_buf.h"
 
 #define DOCKER_RESP_MAX (1024 * 1024)      /* create, inspect, exec answers */
 

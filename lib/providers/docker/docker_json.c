@@ -1,5 +1,5 @@
 /* docker_json: see docker_json.h. */
-#include "docker_json.h"
+#include "providers/docker/docker_json.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_input.h"
-#include "docker_agent.h"
+#include "core/json_input.h"
+#include "providers/docker/docker_agent.h"
 
 /* Capabilities root inside a sandbox keeps (CapDrop ALL, then these).
  * The multi-user mode runs commands as per-seat Linux users and lets root in

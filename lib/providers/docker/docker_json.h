@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "provider.h"
+#include "providers/provider.h"
 
 /* Capabilities root in a sandbox keeps (all others are dropped); see the
  * comment at its definition in docker_json.c. NULL-terminated. */

@@ -3,15 +3,15 @@
  * GET /containers/{id}/logs, its stdout and stderr frames demultiplexed in
  * Docker's order into a ring of max_bytes (tailbuf.h), so a sandbox that
  * wrote more costs the broker max_bytes, never the log's size. */
-#include "docker_internal.h"
+#include "providers/docker/docker_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "docker_json.h"
-#include "tailbuf.h"
+#include "providers/docker/docker_json.h"
+#include "codec/tailbuf.h"
 
 struct logs_read {
         struct docker_demux demux;

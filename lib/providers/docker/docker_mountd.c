@@ -1,5 +1,5 @@
 /* docker_mountd: see docker_mountd.h. */
-#include "docker_mountd.h"
+#include "providers/docker/docker_mountd.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -10,8 +10,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "provider.h"
-#include "timeutil.h"
+#include "providers/provider.h"
+#include "core/timeutil.h"
 
 #define ANSWER_HEAD_MAX 1024 /* "ok" or "err N reason" (the helper's reasons are < 512) */
 

@@ -1,5 +1,5 @@
 /* docker_reap: see docker_reap.h. */
-#include "docker_reap.h"
+#include "providers/docker/docker_reap.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "docker_disk.h"
-#include "docker_json.h"
-#include "docker_mountd.h"
-#include "http_buf.h"
-#include "provider.h"
+#include "providers/docker/docker_disk.h"
+#include "providers/docker/docker_json.h"
+#include "providers/docker/docker_mountd.h"
+#include "providers/http_buf.h"
+#include "providers/provider.h"
 
 #define LIST_MAX (32 * 1024 * 1024)
 #define DISKS_MAX (1024 * 1024) /* the helper's answer to "disks" */

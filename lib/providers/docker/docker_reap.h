@@ -8,8 +8,8 @@
  * the host for good. */
 #pragma once
 
-#include "docker_agent.h"
-#include "docker_api.h"
+#include "providers/docker/docker_agent.h"
+#include "providers/docker/docker_api.h"
 
 /* List the host state first, then the containers (every container with
  * the managed label, whatever its broker): state made after its container

@@ -1,5 +1,5 @@
 /* docker_volume: see docker_volume.h. */
-#include "docker_volume.h"
+#include "providers/docker/docker_volume.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,8 +8,8 @@
 
 #include <json-c/json.h>
 
-#include "docker_json.h"
-#include "json_input.h"
+#include "providers/docker/docker_json.h"
+#include "core/json_input.h"
 
 #define VOLUME_RESP_MAX (4 * 1024 * 1024) /* a list of a tenant's volumes */
 

@@ -3,8 +3,8 @@
  * label filters, DELETE /volumes/{name}), for the provider's volume_* ops
  * (provider.h). The bodies and answers are docker_json.h's. */
 #pragma once
-#include "docker_api.h"
-#include "provider.h"
+#include "providers/docker/docker_api.h"
+#include "providers/provider.h"
 
 /* Make v->name (local driver) with v's labels. Docker answers a name that
  * exists with that volume, unchanged: the caller inspects first. */

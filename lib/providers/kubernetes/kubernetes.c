@@ -1,6 +1,6 @@
 /* kubernetes: see kubernetes.h. Contract: the core/v1 API of Kubernetes
  * v1.37 (Pods: create, get, list, watch, delete). */
-#include "kubernetes_internal.h"
+#include "providers/kubernetes/kubernetes_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "timeutil.h"
+#include "core/timeutil.h"
 
 #define POLL_FIRST_MS 100 /* create's wait: 100, 200, 400, 500, 500 ... ms */
 #define POLL_STEP_MAX_MS 500

@@ -26,8 +26,8 @@
 #pragma once
 #include <stdbool.h>
 
-#include "config.h"
-#include "provider.h"
+#include "core/config.h"
+#include "providers/provider.h"
 
 struct k8s_settings {
         const char *api_url;                                     /* https://... */

@@ -7,7 +7,7 @@
  * and removed with the pod. Commands and files go through the agent
  * client with that directory, as docker_agent_route.c does; an agent that
  * cannot be reached is this sandbox's failure (-EIO). */
-#include "kubernetes_internal.h"
+#include "providers/kubernetes/kubernetes_internal.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent_client.h"
+#include "providers/agent/agent_client.h"
 
 int k8s_agent_key(char *buf, size_t size)
 {

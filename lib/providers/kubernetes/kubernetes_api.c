@@ -1,5 +1,5 @@
 /* kubernetes_api: see kubernetes_api.h. */
-#include "kubernetes_api.h"
+#include "providers/kubernetes/kubernetes_api.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "curl_release.h"
+#include "providers/curl_release.h"
 
 #define K8S_ERR_BODY_MAX (64 * 1024)
 

@@ -13,8 +13,8 @@
 #pragma once
 #include <stddef.h>
 
-#include "http_buf.h"
-#include "provider.h"
+#include "providers/http_buf.h"
+#include "providers/provider.h"
 
 #define K8S_TOKEN_MAX 8192 /* a projected ServiceAccount token is ~1 KiB */
 

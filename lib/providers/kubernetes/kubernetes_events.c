@@ -13,14 +13,14 @@
  *                              (a supervisor restarted after AGENT_DIR was
  *                              emptied: kubernetes_agent.c)
  * The list at each (re)start reports the pods that ended meanwhile. */
-#include "kubernetes_internal.h"
+#include "providers/kubernetes/kubernetes_internal.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "linebuf.h"
+#include "codec/linebuf.h"
 
 #define K8S_WATCH_S 300                      /* one watch request; then followed again */
 #define K8S_EVENT_LINE_MAX (4 * 1024 * 1024) /* one event: a whole Pod */

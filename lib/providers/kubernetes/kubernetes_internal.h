@@ -4,10 +4,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "http_buf.h"
-#include "kubernetes.h"
-#include "kubernetes_api.h"
-#include "kubernetes_json.h"
+#include "providers/http_buf.h"
+#include "providers/kubernetes/kubernetes.h"
+#include "providers/kubernetes/kubernetes_api.h"
+#include "providers/kubernetes/kubernetes_json.h"
 
 #define K8S_RESP_MAX (1024 * 1024)      /* a Pod, a Status */
 #define K8S_LIST_MAX (32 * 1024 * 1024) /* one page of a PodList */

@@ -1,5 +1,5 @@
 /* kubernetes_json: see kubernetes_json.h. */
-#include "kubernetes_json.h"
+#include "providers/kubernetes/kubernetes_json.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "digest.h"
-#include "docker_json.h"
-#include "json_input.h"
+#include "codec/digest.h"
+#include "providers/docker/docker_json.h"
+#include "core/json_input.h"
 
 #define PARSE_DEPTH 32 /* a Pod nests ~8 deep */
 #define LABEL_VALUE_MAX 63

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "provider.h"
+#include "providers/provider.h"
 
 #define K8S_LABEL_DOMAIN "sandbox-broker.io/"
 #define K8S_LABEL_PREFIX_HASH K8S_LABEL_DOMAIN "prefix-hash"
