@@ -539,10 +539,17 @@ def test_agent_tcp_impostor_refused(world, behaviour):
         s.settimeout(TIMEOUT)
         s.connect(world.sock("sb1"))
         secret = b"X-Secret: broker-bytes-" + os.urandom(8).hex().encode()
-        s.sendall(b"POST /exec?arg=true HTTP/1.1\r\n" + secret + b"\r\n\r\n")
+        try:
+            s.sendall(b"POST /exec?arg=true HTTP/1.1\r\n" + secret + b"\r\n\r\n")
+            sent = True
+        except (BrokenPipeError, ConnectionResetError):
+            # the relay refused the impostor and closed before our bytes (a
+            # descheduled test thread on a loaded box): the same refusal
+            sent = False
         # the tenant next door is served while the impostor is refused
         assert world.exec("sb2", ["echo", "ok"])[0] == b"ok\n"
-        assert recv_all(s) == b""  # nothing of the impostor's reaches the broker
+        if sent:
+            assert recv_all(s) == b""  # nothing of the impostor's reaches the broker
         s.close()
         assert imp.done.wait(TIMEOUT)
         assert imp.got and len(imp.got[0]) == 40 and imp.got[0][:8] == MAGIC
