@@ -19,62 +19,7 @@
 #include "store/exec_store.h"
 #include "core/json_input.h"
 #include "store/redis_conn.h"
-
-/* ---- hand-built replies (released with reply_free, as hiredis' own) ---- */
-
-static redisReply *r_new(int type)
-{
-        redisReply *r = calloc(1, sizeof(*r));
-
-        assert_non_null(r);
-        r->type = type;
-        return r;
-}
-
-static redisReply *r_bytes(const char *s, size_t n)
-{
-        redisReply *r = r_new(REDIS_REPLY_STRING);
-
-        r->str = malloc(n + 1);
-        assert_non_null(r->str);
-        memcpy(r->str, s, n);
-        r->str[n] = '\0';
-        r->len = n;
-        return r;
-}
-
-static redisReply *r_str(const char *s)
-{
-        return r_bytes(s, strlen(s));
-}
-
-static redisReply *r_int(long long v)
-{
-        redisReply *r = r_new(REDIS_REPLY_INTEGER);
-
-        r->integer = v;
-        return r;
-}
-
-static redisReply *r_nil(void)
-{
-        return r_new(REDIS_REPLY_NIL);
-}
-
-static redisReply *r_arr(size_t n, ...)
-{
-        redisReply *r = r_new(REDIS_REPLY_ARRAY);
-        va_list ap;
-
-        r->elements = n;
-        r->element = calloc(n ? n : 1, sizeof(*r->element));
-        assert_non_null(r->element);
-        va_start(ap, n);
-        for (size_t i = 0; i < n; i++)
-                r->element[i] = va_arg(ap, redisReply *);
-        va_end(ap);
-        return r;
-}
+#include "reply_fake.h"
 
 /* ---- the fake Redis: records the last call, answers the reply set ---- */
 

@@ -18,74 +18,7 @@
 #include "store/auth.h"
 #include "core/json_input.h"
 #include "store/keystore.h"
-
-/* ---- hand-built replies (released with reply_free, as hiredis' own) ---- */
-
-static redisReply *r_new(int type)
-{
-        redisReply *r = calloc(1, sizeof(*r));
-
-        assert_non_null(r);
-        r->type = type;
-        return r;
-}
-
-static redisReply *r_str(const char *s)
-{
-        redisReply *r = r_new(REDIS_REPLY_STRING);
-
-        r->str = strdup(s);
-        assert_non_null(r->str);
-        r->len = strlen(s);
-        return r;
-}
-
-static redisReply *r_int(long long v)
-{
-        redisReply *r = r_new(REDIS_REPLY_INTEGER);
-
-        r->integer = v;
-        return r;
-}
-
-/* An array of n replies (taking ownership of each). */
-static redisReply *r_arr(size_t n, ...)
-{
-        redisReply *r = r_new(REDIS_REPLY_ARRAY);
-        va_list ap;
-
-        r->elements = n;
-        if (n) {
-                r->element = calloc(n, sizeof(*r->element));
-                assert_non_null(r->element);
-        }
-        va_start(ap, n);
-        for (size_t i = 0; i < n; i++)
-                r->element[i] = va_arg(ap, redisReply *);
-        va_end(ap);
-        return r;
-}
-
-/* An array of bulk strings from a NULL-terminated list. */
-static redisReply *r_strs(const char *first, ...)
-{
-        redisReply *r = r_new(REDIS_REPLY_ARRAY);
-        size_t n = 0;
-        va_list ap;
-
-        va_start(ap, first);
-        for (const char *s = first; s; s = va_arg(ap, const char *))
-                n++;
-        va_end(ap);
-        r->elements = n;
-        r->element = n ? calloc(n, sizeof(*r->element)) : NULL;
-        va_start(ap, first);
-        n = 0;
-        for (const char *s = first; s; s = va_arg(ap, const char *))
-                r->element[n++] = r_str(s);
-        va_end(ap);
-        return r;
-}
+#include "reply_fake.h"
 
 /* ---- the seams ---- */
 

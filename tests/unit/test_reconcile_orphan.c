@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "sandbox/sandbox_internal.h"
+#include "reply_fake.h"
 
 #define SID "0123456789abcdef0123456789abcdef"
 
@@ -55,12 +56,8 @@ int __wrap_redis_conn_script(struct redis_conn *c, enum lua_script_id id, int ar
         assert_string_equal(argv[1], SID);
         if (w.member_r < 0)
                 return w.member_r;
-        redisReply *r = calloc(1, sizeof(*r));
-        assert_non_null(r);
-        r->type = REDIS_REPLY_INTEGER;
-        r->integer = w.member;
+        *ret = r_int(w.member);
         maybe_claim("pool");
-        *ret = r;
         return 0;
 }
 

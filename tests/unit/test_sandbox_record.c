@@ -21,6 +21,7 @@
 #include "store/redis_conn.h"
 #include "store/sandbox_record.h"
 #include "store/sandbox_record_reply.h"
+#include "reply_fake.h"
 
 /* ---- the fake Redis: one hash ---- */
 
@@ -75,32 +76,6 @@ static bool asked(const char *field)
         return false;
 }
 
-static redisReply *r_new(int type)
-{
-        redisReply *r = calloc(1, sizeof(*r));
-
-        assert_non_null(r);
-        r->type = type;
-        return r;
-}
-
-static redisReply *r_str_bin(const char *s, size_t len)
-{
-        redisReply *r = r_new(REDIS_REPLY_STRING);
-
-        r->len = len;
-        r->str = malloc(len + 1);
-        assert_non_null(r->str);
-        memcpy(r->str, s, len);
-        r->str[len] = '\0';
-        return r;
-}
-
-static redisReply *r_str(const char *s)
-{
-        return r_str_bin(s, strlen(s));
-}
-
 int __wrap_redis_conn_command(struct redis_conn *c, int argc, const char **argv, redisReply **ret);
 int __wrap_redis_conn_command(struct redis_conn *c, int argc, const char **argv, redisReply **ret)
 {
@@ -128,7 +103,7 @@ int __wrap_redis_conn_command(struct redis_conn *c, int argc, const char **argv,
                         rep->element = calloc(fake.n_list + 1, sizeof(*rep->element));
                         assert_non_null(rep->element);
                         for (int i = 0; i < fake.n_list; i++)
-                                rep->element[i] = fake.list[i] ? r_str_bin(fake.list[i], fake.list_len[i])
+                                rep->element[i] = fake.list[i] ? r_bytes(fake.list[i], fake.list_len[i])
                                                                : r_new(REDIS_REPLY_NIL);
                 }
                 *ret = rep;
@@ -149,7 +124,7 @@ int __wrap_redis_conn_command(struct redis_conn *c, int argc, const char **argv,
                 for (int k = 0; k < fake.n; k++)
                         if (strcmp(fake.field[k], argv[2 + i]) == 0) {
                                 reply_free(rep->element[i]);
-                                rep->element[i] = r_str_bin(fake.value[k], fake.value_len[k]);
+                                rep->element[i] = r_bytes(fake.value[k], fake.value_len[k]);
                         }
         }
         *ret = rep;

@@ -19,6 +19,7 @@
 
 #include "core/config.h"
 #include "sandbox/snapshot_store.h"
+#include "reply_fake.h"
 
 #define A "0123456789abcdef0123456789abcdef"
 #define B "11111111111111111111111111111111"
@@ -75,17 +76,6 @@ int __wrap_provider_snapshot_prune(struct provider *p, const char *id, char *ret
         assert_true(f.n_pruned < 8);
         snprintf(f.pruned[f.n_pruned], sizeof(f.pruned[0]), "%s", id);
         return f.prune_r[f.n_pruned++];
-}
-
-static redisReply *r_str(const char *s)
-{
-        redisReply *r = calloc(1, sizeof(*r));
-
-        assert_non_null(r);
-        r->type = REDIS_REPLY_STRING;
-        r->len = strlen(s);
-        r->str = strdup(s);
-        return r;
 }
 
 int __wrap_redis_conn_script(struct redis_conn *c, enum lua_script_id id, int argc, const char **argv,

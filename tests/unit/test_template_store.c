@@ -20,6 +20,7 @@
 #include "core/json_input.h"
 #include "store/redis_conn.h"
 #include "sandbox/template_store.h"
+#include "reply_fake.h"
 
 #define ID1 "tpl-0123456789abcdef0123456789abcdef"
 #define ID2 "tpl-11111111111111111111111111111111"
@@ -30,48 +31,6 @@
 #define SPEC_B                                                                               \
         "{\"image\":\"busybox:2\",\"publish\":\"p\",\"format\":\"overlaybd\",\"metadata\":{" \
         "\"team\":\"b\"}}"
-
-static redisReply *r_new(int type)
-{
-        redisReply *r = calloc(1, sizeof(*r));
-
-        assert_non_null(r);
-        r->type = type;
-        return r;
-}
-
-static redisReply *r_str(const char *s)
-{
-        redisReply *r = r_new(REDIS_REPLY_STRING);
-
-        r->len = strlen(s);
-        r->str = strdup(s);
-        assert_non_null(r->str);
-        return r;
-}
-
-static redisReply *r_int(long long v)
-{
-        redisReply *r = r_new(REDIS_REPLY_INTEGER);
-
-        r->integer = v;
-        return r;
-}
-
-static redisReply *r_arr(size_t n, ...)
-{
-        redisReply *r = r_new(REDIS_REPLY_ARRAY);
-        va_list ap;
-
-        r->elements = n;
-        r->element = calloc(n ? n : 1, sizeof(*r->element));
-        assert_non_null(r->element);
-        va_start(ap, n);
-        for (size_t i = 0; i < n; i++)
-                r->element[i] = va_arg(ap, redisReply *);
-        va_end(ap);
-        return r;
-}
 
 /* ---- the fake Redis: a queue of replies, one per script call ---- */
 
